@@ -1,0 +1,102 @@
+// Keys: what identifies a tuned kernel. See ../shared/design.md, "The key".
+//
+// The canonical text is one line of `key=value` tokens in a fixed order:
+//
+//   gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 ldc=4096
+//        batch=1 epilogue=none beta0=1
+//
+// followed, for strided batches (batch > 1), by `stride_a= stride_b= stride_c=` directly after
+// `batch=`; then `precision=` only when it differs from the compute type's default (a TF32 math
+// mode on an f32 call: `precision=tf32`); then, in a full key, the device part
+// `arch=sm_90 gpu="NVIDIA H100 80GB HBM3" sms=132`. The line without the device part is the
+// shape-list format (kdctl prewarm reads it, the shim records it, kdctl ls prints it).
+// `beta0=1` means the call's beta is zero, so C is not read.
+//
+// GEMMs use the cuBLAS column-major convention exactly as the call was intercepted.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace kd {
+
+enum class DType : std::uint8_t { f16, bf16, f32 };
+enum class ComputeType : std::uint8_t { f16, f32 };
+enum class Transpose : std::uint8_t { N, T };
+enum class Epilogue : std::uint8_t { none, bias };
+// The arithmetic a kernel may use, from compute type and the handle's math mode:
+// f32 = strict fp32 accumulate and products; tf32 = TF32 products allowed; f16 = compute 16F.
+enum class PrecisionClass : std::uint8_t { f32, tf32, f16 };
+
+std::string_view to_string(DType v);
+std::string_view to_string(ComputeType v);
+std::string_view to_string(Transpose v);
+std::string_view to_string(Epilogue v);
+std::string_view to_string(PrecisionClass v);
+std::size_t dtype_bytes(DType v);
+
+// The precision class a call gets: compute f16 -> f16; compute f32 -> tf32 when the handle's math
+// mode allows TF32 (CUBLAS_TF32_TENSOR_OP_MATH or the cuBLAS compute type 32F_FAST_TF32), else f32.
+enum class MathMode : std::uint8_t { default_math, tf32_allowed };
+PrecisionClass precision_class_for(ComputeType compute, MathMode math);
+PrecisionClass default_precision(ComputeType compute);
+
+// The GPU a record is for. Equal device parts mean the same GPU model.
+struct DevicePart {
+  std::string arch;  // "sm_90"
+  std::string gpu;   // "NVIDIA H100 80GB HBM3"
+  int sms = 0;
+  bool operator==(const DevicePart&) const = default;
+};
+
+struct GemmKey {
+  DType a = DType::f32, b = DType::f32, c = DType::f32;
+  ComputeType compute = ComputeType::f32;
+  Transpose ta = Transpose::N, tb = Transpose::N;
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t lda = 0, ldb = 0, ldc = 0;
+  std::int64_t batch = 1;
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // printed only when batch > 1
+  Epilogue epilogue = Epilogue::none;
+  bool beta_zero = false;  // `beta0=1`
+  PrecisionClass precision = PrecisionClass::f32;
+  std::optional<DevicePart> device;  // absent in a shape-list line
+
+  bool operator==(const GemmKey&) const = default;
+
+  // The shape-list line (no device part) and the full key line (with it; requires `device`).
+  std::string shape_line() const;
+  std::string full_line() const;
+  // 64-bit xxHash (XXH3) of full_line(), or of shape_line() when there is no device part.
+  std::uint64_t hash() const;
+  GemmKey with_device(const DevicePart& d) const;
+};
+
+// A parse error names the bad token and its 1-based column in the line.
+struct KeyError {
+  std::string message;  // e.g. "column 31: token 'ta=X': expected N or T"
+  std::size_t column = 0;
+};
+
+// Parses a canonical line, with or without the device part, or the shorthand
+//   linear dtype=bf16 tokens=16 in=4096 out=4096 [bias=0|1] [batch=1]
+// which expands to the gemm nn.Linear issues through cuBLAS (ta=T tb=N m=out n=tokens k=in,
+// lda=ldb=in, ldc=out, compute f32, epilogue bias when bias=1, beta0=1).
+// Leading/trailing blanks are ignored; a `#` comment line or a blank line is an error here (shape
+// list readers skip them before calling). Checks values: dims > 0, ld >= the minimum the
+// transposes need, batch >= 1, strides present iff batch > 1, known dtypes and combinations.
+std::variant<GemmKey, KeyError> parse_key(std::string_view line);
+
+// Minimum leading dimensions for the key's transposes (cuBLAS rules): rows of the stored matrix.
+std::int64_t min_lda(const GemmKey& key);
+std::int64_t min_ldb(const GemmKey& key);
+
+// Bytes the GEMM must move at least (A, B read once; C written once, read too when !beta_zero;
+// bias read) and the flops (2*m*n*k*batch): the two numbers of the roofline.
+std::int64_t min_bytes(const GemmKey& key);
+double flops(const GemmKey& key);
+
+}  // namespace kd

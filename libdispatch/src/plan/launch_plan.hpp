@@ -1,0 +1,41 @@
+// The launch plan: a comment in a candidate's source that starts with `kdispatch:plan` followed by
+// JSON, e.g.
+//   // kdispatch:plan {"launches":[{"entry":"kd_main","grid":[128,1,1],"block":[256,1,1],"smem":0}],"workspace":0}
+// Launches run in order on the caller's stream; grids are integers for the exact keyed shape.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace kd {
+
+struct LaunchSpec {
+  std::string entry;                    // extern "C" __global__ name
+  std::array<std::uint32_t, 3> grid{};  // each >= 1
+  std::array<std::uint32_t, 3> block{}; // each >= 1, product <= 1024
+  std::uint32_t smem_bytes = 0;         // dynamic shared memory; > 48 KiB needs the opt-in attribute
+  bool operator==(const LaunchSpec&) const = default;
+};
+
+struct LaunchPlan {
+  std::vector<LaunchSpec> launches;   // 1..8
+  std::uint64_t workspace_bytes = 0;  // device workspace handed in kd_gemm_args.workspace
+  bool operator==(const LaunchPlan&) const = default;
+};
+
+struct PlanError {
+  std::string message;  // names what is wrong: "plan: launches[0].grid: expected 3 integers >= 1"
+};
+
+// Finds the single `kdispatch:plan` comment in `source` and parses it. Errors: no plan, two plans,
+// JSON that does not parse, missing or mistyped fields, out-of-range values (block product > 1024,
+// smem > 227 KiB, zero dimensions, more than 8 launches, workspace > 4 GiB).
+std::variant<LaunchPlan, PlanError> parse_plan_from_source(std::string_view source);
+std::variant<LaunchPlan, PlanError> parse_plan_json(std::string_view json);
+std::string plan_to_json(const LaunchPlan& plan);
+
+}  // namespace kd

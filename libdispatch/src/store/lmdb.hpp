@@ -1,0 +1,88 @@
+// RAII handles over LMDB. Environments, transactions and cursors each own their handle through a
+// unique_ptr with a deleter, so moves are free of bugs. Errors throw kd::Error (KD_MDB_CHECK) with
+// the call and the path or database name.
+#pragma once
+
+#include <lmdb.h>
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace kd::lmdb {
+
+enum class Access { read_only, read_write };
+
+struct EnvDeleter {
+  void operator()(MDB_env* env) const noexcept { mdb_env_close(env); }
+};
+struct TxnDeleter {
+  void operator()(MDB_txn* txn) const noexcept { mdb_txn_abort(txn); }
+};
+struct CursorDeleter {
+  void operator()(MDB_cursor* cur) const noexcept { mdb_cursor_close(cur); }
+};
+
+struct EnvOptions {
+  std::size_t map_size_bytes = std::size_t{1} << 34;  // 16 GiB of address space, not disk
+  unsigned max_dbs = 16;
+  unsigned max_readers = 1022;
+};
+
+class Env {
+public:
+  // Opens (creating when read_write) the environment in directory `dir`. Read-only environments
+  // never create files and fail when the directory holds no cache.
+  Env(const std::filesystem::path& dir, Access access, const EnvOptions& options = {});
+
+  MDB_env* get() const noexcept { return env_.get(); }
+  const std::filesystem::path& path() const noexcept { return path_; }
+  Access access() const noexcept { return access_; }
+  // Clears reader-table slots left by dead processes; returns how many were cleared.
+  int clear_stale_readers();
+
+private:
+  std::unique_ptr<MDB_env, EnvDeleter> env_;
+  std::filesystem::path path_;
+  Access access_;
+};
+
+class Txn {
+public:
+  Txn(const Env& env, Access access);
+  MDB_txn* get() const noexcept { return txn_.get(); }
+  // Commits; the transaction is finished afterwards (destruction then does nothing).
+  void commit();
+  // Read-only transactions only: release the snapshot but keep the reader slot (mdb_txn_reset),
+  // then take a fresh snapshot (mdb_txn_renew).
+  void reset() noexcept;
+  void renew();
+
+private:
+  std::unique_ptr<MDB_txn, TxnDeleter> txn_;
+  std::string path_;
+};
+
+// Opens named database `name`; creates it when the transaction is read-write and `create` is set.
+// Returns nullopt when it does not exist and cannot be created.
+std::optional<MDB_dbi> open_db(const Txn& txn, const char* name, bool create);
+
+// Byte views of an MDB_val; valid until the transaction ends or a write touches the page.
+inline std::string_view as_view(const MDB_val& v) {
+  return {static_cast<const char*>(v.mv_data), v.mv_size};
+}
+inline MDB_val as_val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+
+// Point operations. get returns a view valid for the transaction's lifetime, nullopt on a miss.
+std::optional<std::string_view> get(const Txn& txn, MDB_dbi dbi, std::string_view key);
+void put(const Txn& txn, MDB_dbi dbi, std::string_view key, std::string_view value);
+// Returns false when the key was absent.
+bool del(const Txn& txn, MDB_dbi dbi, std::string_view key);
+
+}  // namespace kd::lmdb

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs tests from a bundle (tools/dev/make-bundle.sh) on a GPU machine.
+# Usage: tools/dev/run-gpu-tests.sh [BUNDLE_DIR] [ctest label regex, default gpu]
+# On a machine with a GPU a skipped test is a failure: it means the GPU was not usable.
+# Logs go to $OUT (the device tool's folder) when set, else to BUNDLE_DIR/logs.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+bundle=$(realpath "${1:-bundle}")
+label=${2:-gpu}
+logs=${OUT:-$bundle/logs}
+mkdir -p "$logs"
+export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$bundle/bin:$PATH"
+
+sed "s|@KD_BUNDLE@|$bundle|g" "$bundle/tests/CTestTestfile.cmake.in" >"$bundle/tests/CTestTestfile.cmake"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$logs/gpu.txt"
+"$bundle/bin/kdctl" devices | tee -a "$logs/gpu.txt"
+
+ctest --test-dir "$bundle/tests" -L "$label" --output-on-failure --timeout 900 \
+  --output-junit "$logs/ctest-$label.xml" 2>&1 | tee "$logs/ctest-$label.log"
+rc=${PIPESTATUS[0]}
+if grep -q "(Skipped)" "$logs/ctest-$label.log" && nvidia-smi -L >/dev/null 2>&1; then
+  echo "run-gpu-tests: tests were skipped on a machine with a GPU: treating as failure" >&2
+  rc=1
+fi
+exit "$rc"

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# README command 2 (and all that .ci/run does): install dependencies, build with warnings as
+# errors, run the whole test suite. GPU tests report as skipped on a machine without a GPU.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+tools/dev/install-deps.sh
+build=${KD_BUILD_DIR:-build}
+jobs=${KD_JOBS:-$(nproc)}
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKD_WERROR=ON
+cmake --build "$build" -j "$jobs"
+ctest --test-dir "$build" --output-on-failure -j "$jobs" --timeout 600

@@ -1,0 +1,14 @@
+#include "commands.hpp"
+
+namespace kd::kdctl {
+
+namespace {
+constexpr Command kCommands[] = {
+    {"devices", "List the CUDA devices this machine has, with the key's device part for each",
+     setup_devices},
+};
+}  // namespace
+
+std::span<const Command> commands() { return kCommands; }
+
+}  // namespace kd::kdctl

@@ -1,0 +1,24 @@
+// The subcommand table. Each subcommand registers its flags on its CLI11 sub-app and sets
+// `action` to the function that runs it when that subcommand is chosen.
+#pragma once
+
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include <CLI/CLI.hpp>
+
+namespace kd::kdctl {
+
+struct Command {
+  std::string_view name;
+  std::string_view help;
+  void (*setup)(CLI::App& sub, std::function<int()>& action);
+};
+
+std::span<const Command> commands();
+
+// One setup function per subcommand, each in its own file (cmd_<name>.cpp).
+void setup_devices(CLI::App& sub, std::function<int()>& action);
+
+}  // namespace kd::kdctl

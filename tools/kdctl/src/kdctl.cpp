@@ -1,0 +1,40 @@
+#include "kdctl.hpp"
+
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "commands.hpp"
+#include "kdispatch/kdispatch.h"
+
+namespace kd::kdctl {
+
+int run(int argc, char** argv) {
+  CLI::App app{"kdctl: inspect, prewarm and manage a kdispatch kernel cache"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("kdctl ") + KD_VERSION_STRING);
+
+  std::function<int()> action;
+  for (const Command& cmd : commands()) {
+    CLI::App* sub = app.add_subcommand(std::string(cmd.name), std::string(cmd.help));
+    cmd.setup(*sub, action);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? kOk : kUsage;
+  }
+  try {
+    return action ? action() : kUsage;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kdctl: %s\n", e.what());
+    return kFailure;
+  }
+}
+
+}  // namespace kd::kdctl
