@@ -1,0 +1,107 @@
+// The kernel cache: one LMDB environment per cache directory with named databases
+//   records  full key line -> serialized Record (record.hpp)
+//   trees    search id     -> search tree (JSON, owned by search/)
+//   jobs     job queue entries (owned by daemon/)
+//   meta     "schema" -> decimal schema version, "generation" -> decimal counter
+// Applications only read (CacheReader); the daemon is the only writer (CacheWriter).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "key/gemm_key.hpp"
+#include "store/lmdb.hpp"
+#include "store/record.hpp"
+
+namespace kd {
+
+inline constexpr std::uint32_t kCacheSchemaVersion = 1;
+
+// KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch, else ~/.cache/kdispatch.
+std::filesystem::path default_cache_dir();
+
+// Why a lookup did not produce a usable record. Each is counted by the caller.
+enum class LookupMiss : std::uint8_t {
+  not_found,          // no record for this key
+  corrupted,          // checksum, magic or payload damage
+  schema_mismatch,    // record or cache schema from another kdispatch version
+  foreign_device,     // record's key names another GPU than the one asked about
+  foreign_versions,   // made with another cuBLAS/driver major than this process has
+  cache_unavailable,  // no cache directory, unreadable, or LMDB error
+};
+std::string_view to_string(LookupMiss m);
+
+// What this process runs with; records from other majors are foreign.
+struct RuntimeVersions {
+  int driver_version = 0;  // 0 = do not check
+  int cublas_version = 0;  // 0 = do not check
+};
+
+// Read-only access for application processes. Opens without creating anything; a missing or
+// unreadable directory is not an error at construction: every lookup then answers
+// cache_unavailable. One read transaction is kept and reset/renewed (refresh()), so lookups cost
+// no reader-slot registration. Not thread-safe: one reader per thread, or external locking.
+class CacheReader {
+public:
+  explicit CacheReader(std::filesystem::path dir, RuntimeVersions versions = {});
+  ~CacheReader();
+  CacheReader(CacheReader&&) noexcept;
+  CacheReader& operator=(CacheReader&&) noexcept;
+
+  bool available() const noexcept;
+  // Why not available (empty when available).
+  const std::string& unavailable_reason() const noexcept;
+
+  // Takes a fresh snapshot (mdb_txn_reset + mdb_txn_renew); retries opening a cache that was
+  // unavailable. Returns the generation counter of the new snapshot (0 when unavailable).
+  std::uint64_t refresh() noexcept;
+  std::uint64_t generation() const noexcept;
+
+  // Looks up a full key line (with device part) in the current snapshot. Never throws.
+  std::variant<Record, LookupMiss> lookup(std::string_view full_key_line) const noexcept;
+  // Every record's key line in the snapshot (for ls/export); corrupted ones are skipped.
+  std::vector<std::string> list_keys() const;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The single writer (the daemon, kdctl import/evict run through it or with the daemon stopped).
+// Creates the directory and databases; writes the schema version on first open and refuses (throws
+// kd::Error) a cache of another schema. Clears stale reader slots of dead processes on open.
+class CacheWriter {
+public:
+  explicit CacheWriter(std::filesystem::path dir);
+  ~CacheWriter();
+  CacheWriter(CacheWriter&&) noexcept;
+  CacheWriter& operator=(CacheWriter&&) noexcept;
+
+  // Stores (replaces) a record under r.key_line and bumps the generation, in one transaction.
+  // Returns the new generation.
+  std::uint64_t publish(const Record& r);
+  // Removes a record and bumps the generation; false when absent.
+  bool evict(std::string_view full_key_line);
+  std::uint64_t generation() const;
+
+  // Raw access to a named database ("trees", "jobs", ...) for the search and the daemon.
+  void put_raw(const char* db, std::string_view key, std::string_view value);
+  std::optional<std::string> get_raw(const char* db, std::string_view key) const;
+  bool del_raw(const char* db, std::string_view key);
+  // All (key, value) pairs of a database in key order.
+  std::vector<std::pair<std::string, std::string>> scan_raw(const char* db) const;
+
+  lmdb::Env& env() noexcept;
+
+private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kd
