@@ -8,6 +8,7 @@ cd "$(dirname "$0")/../.."
 bundle=$(realpath "${1:-bundle}")
 label=${2:-gpu}
 logs=${OUT:-$bundle/logs}
+tag=${label//[^A-Za-z0-9]/_}
 mkdir -p "$logs"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$bundle/bin:$PATH"
@@ -17,9 +18,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>
 "$bundle/bin/kdctl" devices | tee -a "$logs/gpu.txt"
 
 ctest --test-dir "$bundle/tests" -L "$label" --output-on-failure --timeout 900 \
-  --output-junit "$logs/ctest-$label.xml" 2>&1 | tee "$logs/ctest-$label.log"
+  --output-junit "$logs/ctest-$tag.xml" 2>&1 | tee "$logs/ctest-$tag.log"
 rc=${PIPESTATUS[0]}
-if grep -q "(Skipped)" "$logs/ctest-$label.log" && nvidia-smi -L >/dev/null 2>&1; then
+if grep -q "(Skipped)" "$logs/ctest-$tag.log" && nvidia-smi -L >/dev/null 2>&1; then
   echo "run-gpu-tests: tests were skipped on a machine with a GPU: treating as failure" >&2
   rc=1
 fi
