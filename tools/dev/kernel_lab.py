@@ -40,12 +40,11 @@ def load(cubin, entry):
     mod = ctypes.c_void_p(); fn = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), data), "load " + cubin)
     ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, entry.encode()), "get " + entry)
+    ck(cu.cuFuncSetAttribute(fn, 8, 232448 - 1024), "smem opt-in")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
     return fn
 
 def launch(fn, grid, block, smem, args, stream):
     params = (ctypes.c_void_p * 1)(ctypes.addressof(args))
-    if smem > 48 * 1024:
-        cu.cuFuncSetAttribute(fn, 8, smem)  # MAX_DYNAMIC_SHARED_SIZE_BYTES
     ck(cu.cuLaunchKernel(fn, *grid, *block, smem, ctypes.c_void_p(stream), params, None), "launch")
 
 # Cold L2 by reading a buffer larger than L2: a write-based flush (zero_) would leave the L2 full of

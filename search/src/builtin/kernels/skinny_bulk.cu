@@ -1,0 +1,218 @@
+// Family skinny_bulk: C = alpha * A^T B (+ beta C) (+ bias) for ta=T tb=N, f16/bf16 inputs, f32
+// accumulate, n <= 8*KD_NT. The decode-GEMM family for when bytes in flight are what limits:
+//  - persistent CTAs walk (row block, k chunk) stages; a producer warp streams each stage's A rows
+//    into a KD_STAGES-deep shared-memory ring with 1-D bulk async copies (cp.async.bulk, completing
+//    on an mbarrier), so ~KD_STAGES*KD_ROWS*KD_KC*2 bytes per SM are in flight without registers;
+//  - KD_WARPS consumer warps split each stage's k range and feed mma.sync m16n8k16 straight from
+//    shared memory with 16-byte loads, using the same k permutation for A (smem) and B (global/L2)
+//    as skinny_mma; rows are padded by 64 bytes so a quarter-warp's loads hit distinct banks;
+//  - at the end of a row block the consumers reduce through shared memory and write C.
+// Requires k % 8 == 0, lda % 8 == 0, ldb % 8 == 0, 16-byte aligned A and B.
+//
+// Named parameters:
+//   KD_IN_T, KD_OUT_T as skinny_mma   KD_ROWS rows per block (16, 32, 64)   KD_NT n8 tiles (1..4)
+//   KD_KC k elements per stage (multiple of 32)   KD_STAGES ring depth (2..6)
+//   KD_WARPS consumer warps (1..16)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+// Plan: grid = [min(row blocks, SMs * ctas per SM), 1, batch], block = [32 * (KD_WARPS + 1)],
+//   smem = KD_STAGES * KD_ROWS * (KD_KC * 2 + 64) + reduction scratch (see kd_skinny_bulk_smem).
+#include <kdispatch/gemm.cuh>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#ifndef KD_IN_T
+#define KD_IN_T __nv_bfloat16
+#define KD_OUT_T __nv_bfloat16
+#define KD_ROWS 16
+#define KD_NT 1
+#define KD_KC 2048
+#define KD_STAGES 3
+#define KD_WARPS 8
+#define KD_BETA_ZERO 1
+#define KD_BIAS 0
+#endif
+
+#define KD_MT (KD_ROWS / 16)
+#define KD_ROW_BYTES (KD_KC * 2 + 64)
+#define KD_STAGE_BYTES (KD_ROWS * KD_ROW_BYTES)
+
+__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float kd_to_float(float v) { return v; }
+__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ void kd_mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                       unsigned a3, unsigned b0, unsigned b1, __nv_bfloat16*) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ void kd_mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                       unsigned a3, unsigned b0, unsigned b1, __half*) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void kd_mbar_init(unsigned long long* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(kd_smem_addr(bar)), "r"(count));
+}
+__device__ __forceinline__ void kd_mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kd_smem_addr(bar)),
+               "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_arrive(unsigned long long* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(kd_smem_addr(bar)) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_wait(unsigned long long* bar, unsigned parity) {
+  asm volatile(
+      "{\n .reg .pred p;\n"
+      "kd_wait_%=:\n"
+      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      " @!p bra kd_wait_%=;\n}\n" ::"r"(kd_smem_addr(bar)), "r"(parity) : "memory");
+}
+__device__ __forceinline__ void kd_bulk_copy(void* smem_dst, const void* gmem_src, unsigned bytes,
+                                             unsigned long long* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+      ::"r"(kd_smem_addr(smem_dst)), "l"(gmem_src), "r"(bytes), "r"(kd_smem_addr(bar)) : "memory");
+}
+
+__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_OUT_T* C, long long row,
+                                            long long col, float sum) {
+  if (row >= args.m || col >= args.n) return;
+  float out = args.alpha * sum;
+  KD_OUT_T* dst = C + row + col * args.ldc;
+#if !KD_BETA_ZERO
+  out += args.beta * kd_to_float(*dst);
+#endif
+#if KD_BIAS
+  out += kd_to_float(static_cast<const KD_OUT_T*>(args.bias)[row]);
+#endif
+  kd_store(dst, out);
+}
+
+extern "C" __global__ void __launch_bounds__(32 * (KD_WARPS + 1), 1)
+kd_skinny_bulk(kd_gemm_args args) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ unsigned long long full_bar[KD_STAGES], empty_bar[KD_STAGES];
+  constexpr int kVals = KD_MT * KD_NT * 4;
+  float* scratch = reinterpret_cast<float*>(smem + KD_STAGES * KD_STAGE_BYTES);  // [KD_WARPS][kVals][32]
+
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const long long m = args.m, n = args.n, k = args.k;
+  const long long z = blockIdx.z;
+  const KD_IN_T* A = static_cast<const KD_IN_T*>(args.a) + z * args.stride_a;
+  const KD_IN_T* B = static_cast<const KD_IN_T*>(args.b) + z * args.stride_b;
+  KD_OUT_T* C = static_cast<KD_OUT_T*>(args.c) + z * args.stride_c;
+  const long long row_blocks = (m + KD_ROWS - 1) / KD_ROWS;
+  const long long chunks = (k + KD_KC - 1) / KD_KC;
+
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < KD_STAGES; ++s) {
+      kd_mbar_init(&full_bar[s], 1);
+      kd_mbar_init(&empty_bar[s], KD_WARPS);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  if (warp == KD_WARPS) {
+    // Producer: one lane streams every stage this CTA will consume, in consumption order.
+    if (lane == 0) {
+      long long seq = 0;
+      for (long long rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+        const long long row0 = rb * KD_ROWS;
+        const int rows = static_cast<int>(m - row0 < KD_ROWS ? m - row0 : KD_ROWS);
+        for (long long c = 0; c < chunks; ++c, ++seq) {
+          const int s = static_cast<int>(seq % KD_STAGES);
+          if (seq >= KD_STAGES) kd_mbar_wait(&empty_bar[s], static_cast<unsigned>(((seq / KD_STAGES) - 1) & 1));
+          const long long k0 = c * KD_KC;
+          const unsigned bytes = static_cast<unsigned>((k - k0 < KD_KC ? k - k0 : KD_KC) * 2);
+          kd_mbar_expect_tx(&full_bar[s], bytes * rows);
+          unsigned char* stage = smem + s * KD_STAGE_BYTES;
+          for (int r = 0; r < rows; ++r)
+            kd_bulk_copy(stage + r * KD_ROW_BYTES, A + (row0 + r) * args.lda + k0, bytes, &full_bar[s]);
+        }
+      }
+    }
+    return;
+  }
+
+  // Consumers.
+  const int quad = lane & 3, group = lane >> 2;
+  long long seq = 0;
+  for (long long rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
+    float acc[KD_MT][KD_NT][4];
+#pragma unroll
+    for (int mt = 0; mt < KD_MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < KD_NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.f;
+
+    for (long long c = 0; c < chunks; ++c, ++seq) {
+      const int s = static_cast<int>(seq % KD_STAGES);
+      kd_mbar_wait(&full_bar[s], static_cast<unsigned>((seq / KD_STAGES) & 1));
+      const unsigned char* stage = smem + s * KD_STAGE_BYTES;
+      const long long k0 = c * KD_KC;
+      const int kc = static_cast<int>(k - k0 < KD_KC ? k - k0 : KD_KC);
+#pragma unroll 4
+      for (int kb = warp * 32; kb < kc; kb += 32 * KD_WARPS) {
+        const int kk = kb + quad * 8;
+        const bool in_k = kk < kc;
+        uint4 av[KD_MT][2];
+#pragma unroll
+        for (int mt = 0; mt < KD_MT; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            av[mt][h] = in_k ? *reinterpret_cast<const uint4*>(
+                                   stage + (mt * 16 + group + h * 8) * KD_ROW_BYTES + kk * 2)
+                             : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int nt = 0; nt < KD_NT; ++nt) {
+          const long long col = nt * 8 + group;
+          const uint4 b = (in_k && col < n) ? __ldg(reinterpret_cast<const uint4*>(B + col * args.ldb + k0 + kk))
+                                            : make_uint4(0, 0, 0, 0);
+#pragma unroll
+          for (int mt = 0; mt < KD_MT; ++mt) {
+            kd_mma(acc[mt][nt], av[mt][0].x, av[mt][1].x, av[mt][0].y, av[mt][1].y, b.x, b.y,
+                   static_cast<KD_IN_T*>(nullptr));
+            kd_mma(acc[mt][nt], av[mt][0].z, av[mt][1].z, av[mt][0].w, av[mt][1].w, b.z, b.w,
+                   static_cast<KD_IN_T*>(nullptr));
+          }
+        }
+      }
+      __syncwarp();
+      if (lane == 0) kd_mbar_arrive(&empty_bar[s]);
+    }
+
+    // Reduce across consumer warps (named barrier 1: the producer warp does not take part).
+#pragma unroll
+    for (int mt = 0; mt < KD_MT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < KD_NT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) scratch[(warp * kVals + (mt * KD_NT + nt) * 4 + i) * 32 + lane] = acc[mt][nt][i];
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * KD_WARPS) : "memory");
+    const long long row0 = rb * KD_ROWS;
+    for (int idx = threadIdx.x; idx < kVals * 32; idx += 32 * KD_WARPS) {
+      const int v = idx / 32, l = idx % 32;
+      float sum = 0.f;
+#pragma unroll
+      for (int w = 0; w < KD_WARPS; ++w) sum += scratch[(w * kVals + v) * 32 + l];
+      const int mt = v / (KD_NT * 4), nt = (v / 4) % KD_NT, i = v % 4;
+      kd_epilogue(args, C, row0 + mt * 16 + (l >> 2) + (i >= 2 ? 8 : 0), nt * 8 + 2 * (l & 3) + (i & 1), sum);
+    }
+    asm volatile("bar.sync 1, %0;" ::"r"(32 * KD_WARPS) : "memory");
+  }
+}
