@@ -1,5 +1,7 @@
-// Family skinny_bulk: C = alpha * A^T B (+ beta C) (+ bias) for ta=T tb=N, f16/bf16 inputs, f32
-// accumulate, n <= 8*KD_NT. The decode-GEMM family for when bytes in flight are what limits:
+// Family skinny_bulk: C = alpha * A^T B (+ beta C) (+ bias) for ta=T tb=N, f16/bf16/f32 inputs,
+// f32 accumulate, n <= 8*KD_NT. f32 inputs run on TF32 tensor cores with error compensation
+// (3xTF32: x = hi + lo with both TF32, products hi*hi + hi*lo + lo*hi), which keeps strict-fp32
+// accuracy classes; the gate checks that against cuBLAS's own error. The decode-GEMM family for when bytes in flight are what limits:
 //  - persistent CTAs walk (row block, k chunk) stages; a producer warp streams each stage's A rows
 //    into a KD_STAGES-deep shared-memory ring with 1-D bulk async copies (cp.async.bulk, completing
 //    on an mbarrier), so ~KD_STAGES*KD_ROWS*KD_KC*2 bytes per SM are in flight without registers;
@@ -7,7 +9,7 @@
 //    shared memory with 16-byte loads, using the same k permutation for A (smem) and B (global/L2)
 //    as skinny_mma; rows are padded by 64 bytes so a quarter-warp's loads hit distinct banks;
 //  - at the end of a row block the consumers reduce through shared memory and write C.
-// Requires k % 8 == 0, lda % 8 == 0, ldb % 8 == 0, 16-byte aligned A and B.
+// Requires k, lda and ldb multiples of 16/sizeof(element) and 16-byte aligned A and B.
 //
 // Named parameters:
 //   KD_IN_T, KD_OUT_T as skinny_mma   KD_ROWS rows per block (16, 32, 64)   KD_NT n8 tiles (1..4)
@@ -32,7 +34,10 @@
 #endif
 
 #define KD_MT (KD_ROWS / 16)
-#define KD_ROW_BYTES (KD_KC * 2 + 64)
+#define KD_ELEM ((int)sizeof(KD_IN_T))
+#define KD_KVEC (16 / KD_ELEM)   // elements per 16-byte lane load
+#define KD_KBLOCK (4 * KD_KVEC)  // k covered by one lane quad's loads
+#define KD_ROW_BYTES (KD_KC * KD_ELEM + 64)
 #define KD_STAGE_BYTES (KD_ROWS * KD_ROW_BYTES)
 
 __device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
@@ -57,6 +62,55 @@ __device__ __forceinline__ void kd_mma(float (&d)[4], unsigned a0, unsigned a1, 
       "{%8,%9}, {%0,%1,%2,%3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void kd_mma_tf32(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                            unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned kd_tf32(float x) {
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return r;
+}
+struct kd_split { unsigned hi, lo; };
+__device__ __forceinline__ kd_split kd_split3(unsigned bits) {
+  const float x = __uint_as_float(bits);
+  const unsigned hi = kd_tf32(x);
+  return {hi, kd_tf32(x - __uint_as_float(hi))};
+}
+
+// One 16-byte chunk per lane of rows r0 (a0) and r0+8 (a1) against B (b): two k16 mmas for
+// 16-bit types, two k8 x 3 (3xTF32) for f32. Both use the quad's shared k permutation.
+__device__ __forceinline__ void kd_mma_chunk(float (&d)[4], uint4 a0, uint4 a1, uint4 b, __nv_bfloat16*) {
+  kd_mma(d, a0.x, a1.x, a0.y, a1.y, b.x, b.y, static_cast<__nv_bfloat16*>(nullptr));
+  kd_mma(d, a0.z, a1.z, a0.w, a1.w, b.z, b.w, static_cast<__nv_bfloat16*>(nullptr));
+}
+__device__ __forceinline__ void kd_mma_chunk(float (&d)[4], uint4 a0, uint4 a1, uint4 b, __half*) {
+  kd_mma(d, a0.x, a1.x, a0.y, a1.y, b.x, b.y, static_cast<__half*>(nullptr));
+  kd_mma(d, a0.z, a1.z, a0.w, a1.w, b.z, b.w, static_cast<__half*>(nullptr));
+}
+__device__ __forceinline__ void kd_mma_3xtf32(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
+                                              unsigned a3, unsigned b0, unsigned b1) {
+  const kd_split x0 = kd_split3(a0), x1 = kd_split3(a1), x2 = kd_split3(a2), x3 = kd_split3(a3);
+  const kd_split y0 = kd_split3(b0), y1 = kd_split3(b1);
+  kd_mma_tf32(d, x0.lo, x1.lo, x2.lo, x3.lo, y0.hi, y1.hi);
+  kd_mma_tf32(d, x0.hi, x1.hi, x2.hi, x3.hi, y0.lo, y1.lo);
+  kd_mma_tf32(d, x0.hi, x1.hi, x2.hi, x3.hi, y0.hi, y1.hi);
+}
+// The tensor cores' internal accumulation truncates; chained over thousands of k steps into one
+// accumulator that costs ~50x cuBLAS's strict-fp32 error. Each chunk therefore accumulates into a
+// zeroed temporary that is added to the running sum with an IEEE (round-to-nearest) FADD.
+__device__ __forceinline__ void kd_mma_chunk(float (&d)[4], uint4 a0, uint4 a1, uint4 b, float*) {
+  float t[4] = {0.f, 0.f, 0.f, 0.f};
+  kd_mma_3xtf32(t, a0.x, a1.x, a0.y, a1.y, b.x, b.y);
+  kd_mma_3xtf32(t, a0.z, a1.z, a0.w, a1.w, b.z, b.w);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) d[i] += t[i];
 }
 
 __device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
@@ -137,7 +191,7 @@ kd_skinny_bulk(kd_gemm_args args) {
           const int s = static_cast<int>(seq % KD_STAGES);
           if (seq >= KD_STAGES) kd_mbar_wait(&empty_bar[s], static_cast<unsigned>(((seq / KD_STAGES) - 1) & 1));
           const long long k0 = c * KD_KC;
-          const unsigned bytes = static_cast<unsigned>((k - k0 < KD_KC ? k - k0 : KD_KC) * 2);
+          const unsigned bytes = static_cast<unsigned>((k - k0 < KD_KC ? k - k0 : KD_KC) * KD_ELEM);
           kd_mbar_expect_tx(&full_bar[s], bytes * rows);
           unsigned char* stage = smem + s * KD_STAGE_BYTES;
           for (int r = 0; r < rows; ++r)
@@ -167,8 +221,8 @@ kd_skinny_bulk(kd_gemm_args args) {
       const long long k0 = c * KD_KC;
       const int kc = static_cast<int>(k - k0 < KD_KC ? k - k0 : KD_KC);
 #pragma unroll 4
-      for (int kb = warp * 32; kb < kc; kb += 32 * KD_WARPS) {
-        const int kk = kb + quad * 8;
+      for (int kb = warp * KD_KBLOCK; kb < kc; kb += KD_KBLOCK * KD_WARPS) {
+        const int kk = kb + quad * KD_KVEC;
         const bool in_k = kk < kc;
         uint4 av[KD_MT][2];
 #pragma unroll
@@ -176,7 +230,7 @@ kd_skinny_bulk(kd_gemm_args args) {
 #pragma unroll
           for (int h = 0; h < 2; ++h)
             av[mt][h] = in_k ? *reinterpret_cast<const uint4*>(
-                                   stage + (mt * 16 + group + h * 8) * KD_ROW_BYTES + kk * 2)
+                                   stage + (mt * 16 + group + h * 8) * KD_ROW_BYTES + kk * KD_ELEM)
                              : make_uint4(0, 0, 0, 0);
 #pragma unroll
         for (int nt = 0; nt < KD_NT; ++nt) {
@@ -184,12 +238,8 @@ kd_skinny_bulk(kd_gemm_args args) {
           const uint4 b = (in_k && col < n) ? __ldg(reinterpret_cast<const uint4*>(B + col * args.ldb + k0 + kk))
                                             : make_uint4(0, 0, 0, 0);
 #pragma unroll
-          for (int mt = 0; mt < KD_MT; ++mt) {
-            kd_mma(acc[mt][nt], av[mt][0].x, av[mt][1].x, av[mt][0].y, av[mt][1].y, b.x, b.y,
-                   static_cast<KD_IN_T*>(nullptr));
-            kd_mma(acc[mt][nt], av[mt][0].z, av[mt][1].z, av[mt][0].w, av[mt][1].w, b.z, b.w,
-                   static_cast<KD_IN_T*>(nullptr));
-          }
+          for (int mt = 0; mt < KD_MT; ++mt)
+            kd_mma_chunk(acc[mt][nt], av[mt][0], av[mt][1], b, static_cast<KD_IN_T*>(nullptr));
         }
       }
       __syncwarp();
