@@ -59,25 +59,33 @@ struct GemmKey {
   std::int64_t m = 0, n = 0, k = 0;
   std::int64_t lda = 0, ldb = 0, ldc = 0;
   std::int64_t batch = 1;
-  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;  // printed only when batch > 1
+  // Elements between batch entries; printed only when batch > 1. Keep them 0 when batch == 1 (as
+  // parse_key does), or == against a parsed key fails although the lines are equal.
+  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
   Epilogue epilogue = Epilogue::none;
   bool beta_zero = false;  // `beta0=1`
-  PrecisionClass precision = PrecisionClass::f32;
+  PrecisionClass precision = PrecisionClass::f32;  // parse_key sets default_precision(compute)
   std::optional<DevicePart> device;  // absent in a shape-list line
 
   bool operator==(const GemmKey&) const = default;
 
-  // The shape-list line (no device part) and the full key line (with it; requires `device`).
+  // The shape-list line (no device part) and the full key line (with it). Printing does not
+  // validate shapes: a key parse_key accepted prints to a line it parses back to the same key.
+  // full_line() throws kd::Error (usage) without a device part, or when the part could not be
+  // read back (arch not sm_<digits>[suffix], gpu name empty or holding '"' or a control char).
   std::string shape_line() const;
   std::string full_line() const;
-  // 64-bit xxHash (XXH3) of full_line(), or of shape_line() when there is no device part.
+  // 64-bit xxHash (XXH3_64bits, seed 0) of full_line(), or of shape_line() when there is no
+  // device part. Stable across builds and hosts. Throws as full_line() does.
   std::uint64_t hash() const;
   GemmKey with_device(const DevicePart& d) const;
 };
 
-// A parse error names the bad token and its 1-based column in the line.
+// A parse error names the bad token and its 1-based column in the line (bytes from the start of
+// the line as given, leading blanks included). A token missing at the end is reported at the
+// column just after the last non-blank character.
 struct KeyError {
-  std::string message;  // e.g. "column 31: token 'ta=X': expected N or T"
+  std::string message;  // "column N: ...", e.g. "column 36: token 'ta=X': expected N or T"
   std::size_t column = 0;
 };
 
@@ -87,7 +95,14 @@ struct KeyError {
 // lda=ldb=in, ldc=out, compute f32, epilogue bias when bias=1, beta0=1).
 // Leading/trailing blanks are ignored; a `#` comment line or a blank line is an error here (shape
 // list readers skip them before calling). Checks values: dims > 0, ld >= the minimum the
-// transposes need, batch >= 1, strides present iff batch > 1, known dtypes and combinations.
+// transposes need, batch >= 1, strides (>= 0) present iff batch > 1, known dtypes and combinations
+// (a == b; c == a, or c = f32 with f16/bf16 inputs; compute f16 only with a = b = c = f16),
+// precision= only f32|tf32 with compute f32 and f16 with compute f16, a device part as a whole.
+// Integers are plain decimal (no sign, no leading zero), at most INT64_MAX (sms: INT_MAX).
+// Tokens may be separated by any run of blanks. Accepted but not canonical, so printed differently:
+// extra blanks, and a precision= equal to the compute type's default. The shorthand takes only
+// batch=1 (nn.Linear folds leading dims into tokens) and no precision or device part.
+// Never throws (beyond std::bad_alloc).
 std::variant<GemmKey, KeyError> parse_key(std::string_view line);
 
 // Minimum leading dimensions for the key's transposes (cuBLAS rules): rows of the stored matrix.
@@ -95,7 +110,8 @@ std::int64_t min_lda(const GemmKey& key);
 std::int64_t min_ldb(const GemmKey& key);
 
 // Bytes the GEMM must move at least (A, B read once; C written once, read too when !beta_zero;
-// bias read) and the flops (2*m*n*k*batch): the two numbers of the roofline.
+// bias of m elements of C's type read; all per batch entry) and the flops (2*m*n*k*batch): the
+// two numbers of the roofline. min_bytes saturates at INT64_MAX instead of overflowing.
 std::int64_t min_bytes(const GemmKey& key);
 double flops(const GemmKey& key);
 

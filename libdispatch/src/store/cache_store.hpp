@@ -4,6 +4,12 @@
 //   jobs     job queue entries (owned by daemon/)
 //   meta     "schema" -> decimal schema version, "generation" -> decimal counter
 // Applications only read (CacheReader); the daemon is the only writer (CacheWriter).
+//
+// One LMDB environment per directory per process: LMDB forbids opening the same environment twice
+// in one process (closing either copy drops the other's POSIX locks). So a CacheReader and a
+// CacheWriter must never be open on the same directory in the same process at the same time, nor
+// two CacheReaders; a process that writes reads through its CacheWriter. Tests use child processes.
+// After fork(), a child must not use an environment its parent opened; it opens its own.
 #pragma once
 
 #include <cstdint>
@@ -15,7 +21,6 @@
 #include <variant>
 #include <vector>
 
-#include "key/gemm_key.hpp"
 #include "store/lmdb.hpp"
 #include "store/record.hpp"
 
@@ -23,7 +28,9 @@ namespace kd {
 
 inline constexpr std::uint32_t kCacheSchemaVersion = 1;
 
-// KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch, else ~/.cache/kdispatch.
+// KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch, else ~/.cache/kdispatch. Empty variables and a
+// relative XDG_CACHE_HOME (the XDG spec says to ignore it) are skipped; with no HOME the passwd
+// entry's home is used, and failing that /tmp/kdispatch-<uid>.
 std::filesystem::path default_cache_dir();
 
 // Why a lookup did not produce a usable record. Each is counted by the caller.
@@ -31,13 +38,16 @@ enum class LookupMiss : std::uint8_t {
   not_found,          // no record for this key
   corrupted,          // checksum, magic or payload damage
   schema_mismatch,    // record or cache schema from another kdispatch version
-  foreign_device,     // record's key names another GPU than the one asked about
+  foreign_device,     // record's key names another GPU than the one asked about; the store looks
+                      // up exact lines and never answers this (callers comparing device parts do)
   foreign_versions,   // made with another cuBLAS/driver major than this process has
   cache_unavailable,  // no cache directory, unreadable, or LMDB error
 };
 std::string_view to_string(LookupMiss m);
 
-// What this process runs with; records from other majors are foreign.
+// What this process runs with; records from other majors are foreign. Majors are
+// driver_version / 1000 (cuDriverGetVersion: 13000 is 13.0) and cublas_version / 10000
+// (cublasGetVersion: 130100 is 13.1.0).
 struct RuntimeVersions {
   int driver_version = 0;  // 0 = do not check
   int cublas_version = 0;  // 0 = do not check
@@ -47,6 +57,11 @@ struct RuntimeVersions {
 // unreadable directory is not an error at construction: every lookup then answers
 // cache_unavailable. One read transaction is kept and reset/renewed (refresh()), so lookups cost
 // no reader-slot registration. Not thread-safe: one reader per thread, or external locking.
+// A cache whose meta schema is not kCacheSchemaVersion is not available() either; its lookups
+// answer schema_mismatch. A directory the process cannot write (no lock file can be created or
+// opened for writing) is opened with MDB_NOLOCK as a fallback: see lmdb::LockMode::no_lock for
+// the caveat (a concurrent writer can make snapshots read damaged records, answered as corrupted).
+// A moved-from reader (or writer) may only be destroyed or assigned to.
 class CacheReader {
 public:
   explicit CacheReader(std::filesystem::path dir, RuntimeVersions versions = {});
@@ -64,6 +79,8 @@ public:
   std::uint64_t generation() const noexcept;
 
   // Looks up a full key line (with device part) in the current snapshot. Never throws.
+  // A record stored under another line than its own key_line is corrupted; a record schema other
+  // than kRecordSchemaVersion is schema_mismatch; versions as RuntimeVersions says.
   std::variant<Record, LookupMiss> lookup(std::string_view full_key_line) const noexcept;
   // Every record's key line in the snapshot (for ls/export); corrupted ones are skipped.
   std::vector<std::string> list_keys() const;
@@ -76,9 +93,13 @@ private:
 // The single writer (the daemon, kdctl import/evict run through it or with the daemon stopped).
 // Creates the directory and databases; writes the schema version on first open and refuses (throws
 // kd::Error) a cache of another schema. Clears stale reader slots of dead processes on open.
+// Not thread-safe. Every write is one transaction; a write that does not fit the map throws
+// kd::Error (domain lmdb, code MDB_MAP_FULL) saying the cache is full. Keys longer than LMDB's
+// maximum key size (511 bytes) throw kd::Error on writing and are not_found on lookup.
 class CacheWriter {
 public:
   explicit CacheWriter(std::filesystem::path dir);
+  CacheWriter(std::filesystem::path dir, const lmdb::EnvOptions& options);
   ~CacheWriter();
   CacheWriter(CacheWriter&&) noexcept;
   CacheWriter& operator=(CacheWriter&&) noexcept;
@@ -90,7 +111,8 @@ public:
   bool evict(std::string_view full_key_line);
   std::uint64_t generation() const;
 
-  // Raw access to a named database ("trees", "jobs", ...) for the search and the daemon.
+  // Raw access to a named database ("trees", "jobs", ...) for the search and the daemon. put_raw
+  // creates a database it does not find; get_raw/scan_raw/del_raw treat a missing one as empty.
   void put_raw(const char* db, std::string_view key, std::string_view value);
   std::optional<std::string> get_raw(const char* db, std::string_view key) const;
   bool del_raw(const char* db, std::string_view key);

@@ -1,5 +1,8 @@
 #include "store/lmdb.hpp"
 
+#include <cerrno>
+#include <cstdio>
+
 #include "common/error.hpp"
 
 namespace kd::lmdb {
@@ -18,6 +21,7 @@ Env::Env(const std::filesystem::path& dir, Access access, const EnvOptions& opti
   unsigned flags = MDB_NOTLS;
   if (access == Access::read_only) {
     flags |= MDB_RDONLY;
+    if (options.lock == LockMode::no_lock) flags |= MDB_NOLOCK;
   } else {
     std::filesystem::create_directories(dir);
   }
@@ -28,6 +32,20 @@ int Env::clear_stale_readers() {
   int dead = 0;
   KD_MDB_CHECK(mdb_reader_check(env_.get(), &dead), path_.string());
   return dead;
+}
+
+std::vector<pid_t> Env::reader_pids() const {
+  // mdb_reader_list prints a header line, then one "pid thread txnid" line per slot.
+  std::vector<pid_t> pids;
+  const auto collect = [](const char* line, void* ctx) -> int {
+    long pid = 0;
+    if (std::sscanf(line, "%ld", &pid) == 1) static_cast<std::vector<pid_t>*>(ctx)->push_back(static_cast<pid_t>(pid));
+    return 0;
+  };
+  if (mdb_reader_list(env_.get(), collect, &pids) < 0) {
+    throw_lmdb_error(EINVAL, "mdb_reader_list", path_.string(), KD_WHERE);
+  }
+  return pids;
 }
 
 Txn::Txn(const Env& env, Access access) : path_(env.path().string()) {
@@ -77,6 +95,18 @@ bool del(const Txn& txn, MDB_dbi dbi, std::string_view key) {
   if (deleted == MDB_NOTFOUND) return false;
   KD_MDB_CHECK(deleted, std::string(key));
   return true;
+}
+
+void for_each(const Txn& txn, MDB_dbi dbi,
+              const std::function<void(std::string_view key, std::string_view value)>& visit) {
+  MDB_cursor* raw = nullptr;
+  KD_MDB_CHECK(mdb_cursor_open(txn.get(), dbi, &raw), "cursor");
+  const std::unique_ptr<MDB_cursor, CursorDeleter> cursor(raw);
+  MDB_val k{};
+  MDB_val v{};
+  int rc = mdb_cursor_get(raw, &k, &v, MDB_FIRST);
+  for (; rc == 0; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) visit(as_view(k), as_view(v));
+  if (rc != MDB_NOTFOUND) KD_MDB_CHECK(rc, "cursor");
 }
 
 }  // namespace kd::lmdb

@@ -7,11 +7,15 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <sys/types.h>
 
 namespace kd::lmdb {
 
@@ -27,10 +31,18 @@ struct CursorDeleter {
   void operator()(MDB_cursor* cur) const noexcept { mdb_cursor_close(cur); }
 };
 
+// How readers coordinate with the writer. `shared_lock_file` is LMDB's normal mode (lock.mdb holds
+// the reader table). `no_lock` (MDB_NOLOCK, read-only environments only) is the fallback for a
+// cache in a directory the process cannot write: no reader table, so a concurrent writer may
+// reuse pages a snapshot still reads. Records are checksummed, so such damage reads as corrupted,
+// never as a wrong kernel; a read-only cache normally has no writer at all.
+enum class LockMode { shared_lock_file, no_lock };
+
 struct EnvOptions {
   std::size_t map_size_bytes = std::size_t{1} << 34;  // 16 GiB of address space, not disk
   unsigned max_dbs = 16;
   unsigned max_readers = 1022;
+  LockMode lock = LockMode::shared_lock_file;
 };
 
 class Env {
@@ -44,6 +56,8 @@ public:
   Access access() const noexcept { return access_; }
   // Clears reader-table slots left by dead processes; returns how many were cleared.
   int clear_stale_readers();
+  // Process ids holding reader-table slots (mdb_reader_list), live or stale; empty in no_lock mode.
+  std::vector<pid_t> reader_pids() const;
 
 private:
   std::unique_ptr<MDB_env, EnvDeleter> env_;
@@ -84,5 +98,8 @@ std::optional<std::string_view> get(const Txn& txn, MDB_dbi dbi, std::string_vie
 void put(const Txn& txn, MDB_dbi dbi, std::string_view key, std::string_view value);
 // Returns false when the key was absent.
 bool del(const Txn& txn, MDB_dbi dbi, std::string_view key);
+// Calls visit(key, value) for every entry in key order; the views are valid during the call only.
+void for_each(const Txn& txn, MDB_dbi dbi,
+              const std::function<void(std::string_view key, std::string_view value)>& visit);
 
 }  // namespace kd::lmdb

@@ -1,0 +1,172 @@
+// Printing, hashing and the roofline numbers of a GemmKey. Parsing is in key_parser.cpp.
+#include "key/gemm_key.hpp"
+
+#include <xxhash.h>
+
+#include <array>
+#include <charconv>
+#include <limits>
+#include <string>
+
+#include "common/error.hpp"
+#include "key/key_names.hpp"
+#include "key/key_rules.hpp"
+
+namespace kd {
+
+std::string_view to_string(DType v) { return key_names::name_of(key_names::kDType, v); }
+std::string_view to_string(ComputeType v) { return key_names::name_of(key_names::kComputeType, v); }
+std::string_view to_string(Transpose v) { return key_names::name_of(key_names::kTranspose, v); }
+std::string_view to_string(Epilogue v) { return key_names::name_of(key_names::kEpilogue, v); }
+std::string_view to_string(PrecisionClass v) {
+  return key_names::name_of(key_names::kPrecision, v);
+}
+
+std::size_t dtype_bytes(DType v) {
+  static constexpr std::array<std::size_t, 3> kBytes{2, 2, 4};  // f16, bf16, f32
+  return kBytes.at(static_cast<std::size_t>(v));
+}
+
+PrecisionClass default_precision(ComputeType compute) {
+  return compute == ComputeType::f16 ? PrecisionClass::f16 : PrecisionClass::f32;
+}
+
+PrecisionClass precision_class_for(ComputeType compute, MathMode math) {
+  if (compute == ComputeType::f32 && math == MathMode::tf32_allowed) return PrecisionClass::tf32;
+  return default_precision(compute);
+}
+
+namespace {
+
+// Appends `name=value` tokens, each preceded by a blank (the op word starts the line).
+class LineWriter {
+public:
+  explicit LineWriter(std::string& out) : out_(out) {}
+  void word(std::string_view w) { out_ += w; }
+  void token(std::string_view name, std::string_view value) {
+    out_ += ' ';
+    out_ += name;
+    out_ += '=';
+    out_ += value;
+  }
+  void token(std::string_view name, std::int64_t value) {
+    std::array<char, 24> digits{};
+    const auto res = std::to_chars(digits.data(), digits.data() + digits.size(), value);
+    token(name, std::string_view(digits.data(), static_cast<std::size_t>(res.ptr - digits.data())));
+  }
+
+private:
+  std::string& out_;
+};
+
+// A printed device part must tokenize back to the same part; a part that would not (a name with a
+// quote, an empty arch) is a caller bug, not a cache miss.
+void check_printable(const DevicePart& d) {
+  if (const auto why = key_rules::arch_problem(d.arch)) {
+    throw Error(ErrorDomain::usage, 0,
+                "key device part: arch '" + d.arch + "': " + std::string(*why));
+  }
+  if (const auto why = key_rules::gpu_name_problem(d.gpu)) {
+    throw Error(ErrorDomain::usage, 0,
+                "key device part: gpu '" + d.gpu + "': " + std::string(*why));
+  }
+}
+
+void write_shape(const GemmKey& k, std::string& out) {
+  LineWriter w(out);
+  w.word("gemm");
+  w.token("a", to_string(k.a));
+  w.token("b", to_string(k.b));
+  w.token("c", to_string(k.c));
+  w.token("compute", to_string(k.compute));
+  w.token("ta", to_string(k.ta));
+  w.token("tb", to_string(k.tb));
+  w.token("m", k.m);
+  w.token("n", k.n);
+  w.token("k", k.k);
+  w.token("lda", k.lda);
+  w.token("ldb", k.ldb);
+  w.token("ldc", k.ldc);
+  w.token("batch", k.batch);
+  if (k.batch > 1) {
+    w.token("stride_a", k.stride_a);
+    w.token("stride_b", k.stride_b);
+    w.token("stride_c", k.stride_c);
+  }
+  w.token("epilogue", to_string(k.epilogue));
+  w.token("beta0", k.beta_zero ? "1" : "0");
+  if (k.precision != default_precision(k.compute)) w.token("precision", to_string(k.precision));
+}
+
+void write_device(const DevicePart& d, std::string& out) {
+  LineWriter w(out);
+  w.token("arch", d.arch);
+  out += " gpu=\"";
+  out += d.gpu;
+  out += '"';
+  w.token("sms", static_cast<std::int64_t>(d.sms));
+}
+
+// Long enough for every shape line and most full lines: one allocation per print.
+constexpr std::size_t kLineReserve = 256;
+
+// Saturating arithmetic for the roofline: keys may hold dimensions whose products overflow.
+std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+std::int64_t sat_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
+}
+std::int64_t bytes_of(DType t) { return static_cast<std::int64_t>(dtype_bytes(t)); }
+
+}  // namespace
+
+std::string GemmKey::shape_line() const {
+  std::string out;
+  out.reserve(kLineReserve);
+  write_shape(*this, out);
+  return out;
+}
+
+std::string GemmKey::full_line() const {
+  if (!device) throw Error(ErrorDomain::usage, 0, "full_line() of a key without a device part");
+  check_printable(*device);
+  std::string out;
+  out.reserve(kLineReserve);
+  write_shape(*this, out);
+  write_device(*device, out);
+  return out;
+}
+
+std::uint64_t GemmKey::hash() const {
+  const std::string line = device ? full_line() : shape_line();
+  return XXH3_64bits(line.data(), line.size());
+}
+
+GemmKey GemmKey::with_device(const DevicePart& d) const {
+  GemmKey out = *this;
+  out.device = d;
+  return out;
+}
+
+std::int64_t min_lda(const GemmKey& key) { return key.ta == Transpose::N ? key.m : key.k; }
+std::int64_t min_ldb(const GemmKey& key) { return key.tb == Transpose::N ? key.k : key.n; }
+
+std::int64_t min_bytes(const GemmKey& key) {
+  const std::int64_t a = sat_mul(sat_mul(key.m, key.k), bytes_of(key.a));
+  const std::int64_t b = sat_mul(sat_mul(key.k, key.n), bytes_of(key.b));
+  const std::int64_t c_passes = key.beta_zero ? 1 : 2;  // written; also read when beta != 0
+  const std::int64_t c = sat_mul(sat_mul(sat_mul(key.m, key.n), bytes_of(key.c)), c_passes);
+  // The bias vector has one element per row of C, in C's type (cuBLASLt's default bias type).
+  const std::int64_t bias = key.epilogue == Epilogue::bias ? sat_mul(key.m, bytes_of(key.c)) : 0;
+  return sat_mul(sat_add(sat_add(a, b), sat_add(c, bias)), key.batch);
+}
+
+double flops(const GemmKey& key) {
+  return 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
+         static_cast<double>(key.k) * static_cast<double>(key.batch);
+}
+
+}  // namespace kd

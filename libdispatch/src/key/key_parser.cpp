@@ -1,0 +1,326 @@
+// parse_key: the canonical gemm line and the `linear` shorthand. No regex, no streams, no copies of
+// the line: one pass over string_views. A failure unwinds with ParseFailure, caught once in
+// parse_key and returned as a value.
+#include <array>
+#include <charconv>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "key/gemm_key.hpp"
+#include "key/key_names.hpp"
+#include "key/key_rules.hpp"
+#include "key/key_tokenizer.hpp"
+
+namespace kd {
+namespace {
+
+using key_tokens::Token;
+using key_tokens::Tokenizer;
+
+struct ParseFailure {
+  KeyError error;
+};
+
+[[noreturn]] void fail(const Token& t, std::string_view reason) {
+  throw ParseFailure{key_tokens::token_error(t, reason)};
+}
+[[noreturn]] void fail_at(std::size_t column, std::string_view message) {
+  throw ParseFailure{key_tokens::error_at(column, message)};
+}
+
+// The canonical order of each op's tokens, optional ones included: it drives the diagnosis of a
+// token found where another was expected (duplicate, out of order, unknown).
+constexpr std::array<std::string_view, 22> kGemmOrder{
+    "a",   "b",   "c",     "compute",  "ta",       "tb",       "m",        "n",
+    "k",   "lda", "ldb",   "ldc",      "batch",    "stride_a", "stride_b", "stride_c",
+    "epilogue", "beta0", "precision", "arch", "gpu", "sms"};
+constexpr std::array<std::string_view, 6> kLinearOrder{"dtype", "tokens", "in",
+                                                       "out",   "bias",   "batch"};
+constexpr std::size_t kNotInOrder = std::numeric_limits<std::size_t>::max();
+
+// Takes the tokens of one op in its canonical order.
+class OrderedTokens {
+public:
+  OrderedTokens(Tokenizer& tokens, std::span<const std::string_view> order)
+      : tokens_(tokens), order_(order) {}
+
+  // The next token, which must be `name=`.
+  Token take(std::string_view name) {
+    const Token* t = peek();
+    if (t == nullptr) {
+      fail_at(tokens_.end_column(), "expected token '" + key(name) + "' but the line ends");
+    }
+    if (!t->has_equals || t->name != name) misplaced(*t, name);
+    const Token taken = *t;
+    consume(taken);
+    return taken;
+  }
+
+  // The next token when it is `name=`; nothing consumed otherwise.
+  std::optional<Token> take_optional(std::string_view name) {
+    const Token* t = peek();
+    if (t == nullptr || !t->has_equals || t->name != name) return std::nullopt;
+    const Token taken = *t;
+    consume(taken);
+    return taken;
+  }
+
+  // Fails with `reason` when the next token is one of `names`.
+  void reject_next(std::span<const std::string_view> names, std::string_view reason) {
+    const Token* t = peek();
+    if (t == nullptr || !t->has_equals) return;
+    for (const auto name : names) {
+      if (t->name == name) fail(*t, reason);
+    }
+  }
+
+  void expect_end() {
+    if (const Token* t = peek()) misplaced(*t, {});
+  }
+
+private:
+  static std::string key(std::string_view name) { return std::string(name) + "="; }
+
+  // The next token (nullptr at the end of the line); valid until the next consume().
+  const Token* peek() {
+    const Tokenizer::Next& next = tokens_.peek();
+    if (const auto* e = std::get_if<KeyError>(&next)) throw ParseFailure{*e};
+    return std::get_if<Token>(&next);
+  }
+
+  void consume(const Token& t) {
+    const std::size_t i = index_of(t.name);
+    seen_ |= std::uint32_t{1} << i;
+    next_ = i + 1;
+    tokens_.advance();
+  }
+
+  // Tokens come in order, so the search starts where the last one was found.
+  std::size_t index_of(std::string_view name) const {
+    for (std::size_t i = next_; i < order_.size(); ++i) {
+      if (order_[i] == name) return i;
+    }
+    for (std::size_t i = 0; i < next_ && i < order_.size(); ++i) {
+      if (order_[i] == name) return i;
+    }
+    return kNotInOrder;
+  }
+
+  // `got` stands where `expected` (empty: the end of the line) should be.
+  [[noreturn]] void misplaced(const Token& got, std::string_view expected) {
+    const std::string text(got.text);
+    const std::size_t got_index = got.has_equals ? index_of(got.name) : kNotInOrder;
+    if (got_index == kNotInOrder) {
+      if (expected.empty()) fail_at(got.column, "unexpected trailing text '" + text + "'");
+      fail_at(got.column, "expected '" + key(expected) + "' got '" + text + "'");
+    }
+    if ((seen_ >> got_index) & 1u) fail(got, "duplicate token '" + key(got.name) + "'");
+    const std::size_t expected_index = expected.empty() ? order_.size() : index_of(expected);
+    if (got_index > expected_index) {
+      fail_at(got.column, "expected '" + key(expected) + "' got '" + text + "'");
+    }
+    const std::string before = got_index == 0 ? "the op" : "'" + key(order_[got_index - 1]) + "'";
+    fail(got, "out of order: '" + key(got.name) + "' goes right after " + before);
+  }
+
+  Tokenizer& tokens_;
+  std::span<const std::string_view> order_;
+  std::uint32_t seen_ = 0;  // bit i: order_[i] consumed
+  std::size_t next_ = 0;    // index after the last consumed token
+};
+static_assert(kGemmOrder.size() <= 32, "seen_ holds one bit per token");
+
+template <class E, std::size_t N>
+E enum_value(const Token& t, const std::array<key_names::Named<E>, N>& table) {
+  if (const auto v = key_names::value_of(table, t.value)) return *v;
+  fail(t, "expected " + key_names::alternatives(table));
+}
+
+// A decimal integer in [minimum, maximum]: digits only, no sign, no leading zero (a line has one
+// spelling per key).
+std::int64_t integer_value(const Token& t, std::int64_t minimum,
+                           std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
+  const std::string_view v = t.value;
+  if (!v.empty() && v.front() == '-') fail(t, "negative values are not allowed");
+  for (const char ch : v) {
+    if (!key_rules::is_digit(ch)) fail(t, "expected a decimal integer");
+  }
+  if (v.empty()) fail(t, "expected a decimal integer");
+  if (v.size() > 1 && v.front() == '0') fail(t, "leading zeros are not allowed");
+  std::uint64_t u = 0;
+  const auto res = std::from_chars(v.data(), v.data() + v.size(), u);
+  if (res.ec != std::errc{} || u > static_cast<std::uint64_t>(maximum)) {
+    fail(t, "value too large (at most " + std::to_string(maximum) + ")");
+  }
+  const auto value = static_cast<std::int64_t>(u);
+  if (value < minimum) fail(t, "must be >= " + std::to_string(minimum));
+  return value;
+}
+
+bool flag_value(const Token& t) {
+  if (t.value == "0") return false;
+  if (t.value == "1") return true;
+  fail(t, "expected 0 or 1");
+}
+
+// Leading dimensions: at least the rows of the stored matrix (cuBLAS's rule).
+std::int64_t ld_value(const Token& t, std::int64_t minimum, std::string_view why) {
+  const std::int64_t ld = integer_value(t, 1);
+  if (ld < minimum) {
+    fail(t, std::string(t.name) + " must be >= " + std::to_string(minimum) + " (" +
+                std::string(why) + ")");
+  }
+  return ld;
+}
+
+void parse_types(OrderedTokens& p, GemmKey& k) {
+  k.a = enum_value(p.take("a"), key_names::kDType);
+  const Token b = p.take("b");
+  k.b = enum_value(b, key_names::kDType);
+  if (k.b != k.a) fail(b, "b must equal a (a=" + std::string(to_string(k.a)) + ")");
+  const Token c = p.take("c");
+  k.c = enum_value(c, key_names::kDType);
+  if (!key_rules::c_type_allowed(k.a, k.c)) {
+    fail(c, "c must be the input type, or f32 with f16/bf16 inputs");
+  }
+  const Token compute = p.take("compute");
+  k.compute = enum_value(compute, key_names::kComputeType);
+  if (!key_rules::compute_allowed(k.a, k.c, k.compute)) {
+    fail(compute, "compute=f16 needs a=b=c=f16");
+  }
+  k.precision = default_precision(k.compute);
+}
+
+void parse_shape(OrderedTokens& p, GemmKey& k) {
+  k.ta = enum_value(p.take("ta"), key_names::kTranspose);
+  k.tb = enum_value(p.take("tb"), key_names::kTranspose);
+  k.m = integer_value(p.take("m"), 1);
+  k.n = integer_value(p.take("n"), 1);
+  k.k = integer_value(p.take("k"), 1);
+  const bool a_plain = k.ta == Transpose::N, b_plain = k.tb == Transpose::N;
+  k.lda = ld_value(p.take("lda"), min_lda(k),
+                   a_plain ? "rows of stored A: ta=N -> m" : "rows of stored A: ta=T -> k");
+  k.ldb = ld_value(p.take("ldb"), min_ldb(k),
+                   b_plain ? "rows of stored B: tb=N -> k" : "rows of stored B: tb=T -> n");
+  k.ldc = ld_value(p.take("ldc"), k.m, "rows of C: m");
+  k.batch = integer_value(p.take("batch"), 1);
+  if (k.batch > 1) {
+    k.stride_a = integer_value(p.take("stride_a"), 0);
+    k.stride_b = integer_value(p.take("stride_b"), 0);
+    k.stride_c = integer_value(p.take("stride_c"), 0);
+  } else {
+    static constexpr std::array<std::string_view, 3> kStrides{"stride_a", "stride_b", "stride_c"};
+    p.reject_next(kStrides, "strides are only allowed when batch > 1");
+  }
+  k.epilogue = enum_value(p.take("epilogue"), key_names::kEpilogue);
+  k.beta_zero = flag_value(p.take("beta0"));
+}
+
+void parse_precision(OrderedTokens& p, GemmKey& k) {
+  const std::optional<Token> t = p.take_optional("precision");
+  if (!t) return;
+  const PrecisionClass precision = enum_value(*t, key_names::kPrecision);
+  if (!key_rules::precision_allowed(k.compute, precision)) {
+    fail(*t, "not a precision class of compute=" + std::string(to_string(k.compute)) +
+                 " (f32 allows f32 or tf32, f16 allows f16)");
+  }
+  k.precision = precision;
+}
+
+void parse_device(OrderedTokens& p, GemmKey& k) {
+  const std::optional<Token> arch = p.take_optional("arch");
+  if (!arch) return;
+  DevicePart d;
+  if (const auto why = key_rules::arch_problem(arch->value)) fail(*arch, *why);
+  d.arch = std::string(arch->value);
+  const Token gpu = p.take("gpu");
+  const std::string_view quoted = gpu.value;
+  if (quoted.size() < 2 || quoted.front() != '"' || quoted.back() != '"') {
+    fail(gpu, "expected a double-quoted GPU name");
+  }
+  const std::string_view name = quoted.substr(1, quoted.size() - 2);
+  if (const auto why = key_rules::gpu_name_problem(name)) fail(gpu, *why);
+  d.gpu = std::string(name);
+  d.sms = static_cast<int>(integer_value(p.take("sms"), 1, std::numeric_limits<int>::max()));
+  k.device = std::move(d);
+}
+
+GemmKey parse_gemm(Tokenizer& tokens) {
+  OrderedTokens p(tokens, kGemmOrder);
+  GemmKey k;
+  parse_types(p, k);
+  parse_shape(p, k);
+  parse_precision(p, k);
+  parse_device(p, k);
+  p.expect_end();
+  return k;
+}
+
+// `linear dtype= tokens= in= out= [bias=0|1] [batch=1]`: what torch.nn.Linear issues through
+// cuBLAS. y[tokens,out] = x[tokens,in] W^T, row-major, is column-major C[out,tokens] =
+// W^T-as-stored(T) x(N): ta=T tb=N m=out n=tokens k=in.
+GemmKey parse_linear(Tokenizer& tokens) {
+  OrderedTokens p(tokens, kLinearOrder);
+  GemmKey k;
+  const DType dtype = enum_value(p.take("dtype"), key_names::kDType);
+  k.a = k.b = k.c = dtype;
+  k.compute = ComputeType::f32;
+  k.precision = default_precision(k.compute);
+  k.ta = Transpose::T;
+  k.tb = Transpose::N;
+  k.n = integer_value(p.take("tokens"), 1);
+  k.k = integer_value(p.take("in"), 1);
+  k.m = integer_value(p.take("out"), 1);
+  k.lda = k.ldb = k.k;
+  k.ldc = k.m;
+  k.batch = 1;
+  if (const auto bias = p.take_optional("bias")) {
+    k.epilogue = flag_value(*bias) ? Epilogue::bias : Epilogue::none;
+  }
+  if (const auto batch = p.take_optional("batch")) {
+    if (integer_value(*batch, 1) != 1) {
+      fail(*batch,
+           "the linear shorthand takes only batch=1 (nn.Linear folds leading dims into tokens)");
+    }
+  }
+  k.beta_zero = true;
+  p.expect_end();
+  return k;
+}
+
+struct Op {
+  std::string_view word;
+  GemmKey (*parse)(Tokenizer&);
+};
+constexpr std::array<Op, 2> kOps{{{"gemm", &parse_gemm}, {"linear", &parse_linear}}};
+
+GemmKey parse_line(std::string_view line) {
+  Tokenizer tokens(line);
+  const Tokenizer::Next& first = tokens.peek();
+  if (const auto* e = std::get_if<KeyError>(&first)) throw ParseFailure{*e};
+  const Token* op = std::get_if<Token>(&first);
+  if (op == nullptr) fail_at(1, "empty line");
+  if (op->text.front() == '#') fail_at(op->column, "comment line");
+  for (const Op& candidate : kOps) {
+    if (op->text == candidate.word) {
+      tokens.advance();
+      return candidate.parse(tokens);
+    }
+  }
+  fail(*op, "unknown op (expected gemm or linear)");
+}
+
+}  // namespace
+
+std::variant<GemmKey, KeyError> parse_key(std::string_view line) {
+  try {
+    return parse_line(line);
+  } catch (ParseFailure& f) {
+    return std::move(f.error);
+  }
+}
+
+}  // namespace kd

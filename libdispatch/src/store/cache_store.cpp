@@ -1,0 +1,401 @@
+#include "store/cache_store.hpp"
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdlib>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+#include <pwd.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
+
+namespace kd {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* kRecordsDb = "records";
+constexpr const char* kMetaDb = "meta";
+constexpr std::array<const char*, 4> kDatabases{kRecordsDb, "trees", "jobs", kMetaDb};
+constexpr std::string_view kSchemaKey = "schema";
+constexpr std::string_view kGenerationKey = "generation";
+
+constexpr int kDriverVersionsPerMajor = 1000;   // cuDriverGetVersion: 13000 = 13.0
+constexpr int kCublasVersionsPerMajor = 10000;  // cublasGetVersion: 130100 = 13.1.0
+
+struct MissName {
+  LookupMiss miss;
+  std::string_view name;
+};
+constexpr std::array<MissName, 6> kMissNames{{
+    {LookupMiss::not_found, "not_found"},
+    {LookupMiss::corrupted, "corrupted"},
+    {LookupMiss::schema_mismatch, "schema_mismatch"},
+    {LookupMiss::foreign_device, "foreign_device"},
+    {LookupMiss::foreign_versions, "foreign_versions"},
+    {LookupMiss::cache_unavailable, "cache_unavailable"},
+}};
+
+std::optional<std::uint64_t> parse_decimal(std::string_view text) {
+  std::uint64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || text.empty()) return std::nullopt;
+  return value;
+}
+
+std::uint64_t read_generation(const lmdb::Txn& txn, MDB_dbi meta, const fs::path& dir) {
+  const auto text = lmdb::get(txn, meta, kGenerationKey);
+  if (!text) return 0;
+  const auto value = parse_decimal(*text);
+  if (!value) {
+    throw Error(ErrorDomain::data, 0,
+                fmt::format("cache at {}: meta generation \"{}\" is not a decimal number",
+                            dir.string(), *text));
+  }
+  return *value;
+}
+
+bool same_major(int mine, int theirs, int per_major) {
+  return mine == 0 || mine / per_major == theirs / per_major;
+}
+
+bool is_permission_error(const Error& e) {
+  return e.domain() == ErrorDomain::lmdb &&
+         (e.code() == EACCES || e.code() == EPERM || e.code() == EROFS);
+}
+
+}  // namespace
+
+std::string_view to_string(LookupMiss m) {
+  for (const auto& n : kMissNames) {
+    if (n.miss == m) return n.name;
+  }
+  return "unknown";
+}
+
+std::filesystem::path default_cache_dir() {
+  const auto env = [](const char* name) -> std::string_view {
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::string_view{} : std::string_view{v};
+  };
+  if (const auto dir = env("KD_CACHE_DIR"); !dir.empty()) return fs::path(dir);
+  if (const auto xdg = env("XDG_CACHE_HOME"); !xdg.empty() && fs::path(xdg).is_absolute()) {
+    return fs::path(xdg) / "kdispatch";
+  }
+  if (const auto home = env("HOME"); !home.empty()) return fs::path(home) / ".cache" / "kdispatch";
+  std::array<char, 4096> buffer{};
+  passwd entry{};
+  passwd* found = nullptr;
+  if (getpwuid_r(getuid(), &entry, buffer.data(), buffer.size(), &found) == 0 && found != nullptr &&
+      found->pw_dir != nullptr && found->pw_dir[0] != '\0') {
+    return fs::path(found->pw_dir) / ".cache" / "kdispatch";
+  }
+  return fs::path(fmt::format("/tmp/kdispatch-{}", getuid()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// CacheReader
+
+enum class ReaderState { open, unavailable, foreign_schema };
+
+struct CacheReader::Impl {
+  fs::path dir;
+  RuntimeVersions versions;
+  // Declared before txn: the transaction must end before its environment closes.
+  std::optional<lmdb::Env> env;
+  std::optional<lmdb::Txn> txn;
+  MDB_dbi records = 0;
+  MDB_dbi meta = 0;
+  ReaderState state = ReaderState::unavailable;
+  std::string reason;
+  std::uint64_t generation = 0;
+
+  void close() noexcept {
+    txn.reset();
+    env.reset();
+  }
+
+  void mark_unavailable(std::string why) noexcept {
+    close();
+    state = ReaderState::unavailable;
+    reason = std::move(why);
+    generation = 0;
+  }
+
+  void open_env() {
+    try {
+      env.emplace(dir, lmdb::Access::read_only);
+    } catch (const Error& e) {
+      if (!is_permission_error(e)) throw;
+      lmdb::EnvOptions no_lock;
+      no_lock.lock = lmdb::LockMode::no_lock;
+      env.emplace(dir, lmdb::Access::read_only, no_lock);
+    }
+  }
+
+  // Reads schema and generation from the current snapshot and sets the state.
+  void load_meta() {
+    const auto schema_text = lmdb::get(*txn, meta, kSchemaKey);
+    if (!schema_text) {
+      mark_unavailable(fmt::format("cache at {} has no schema yet (not initialized)", dir.string()));
+      return;
+    }
+    const auto schema = parse_decimal(*schema_text);
+    if (schema != kCacheSchemaVersion) {
+      state = ReaderState::foreign_schema;
+      reason = fmt::format("cache at {} has schema \"{}\"; this kdispatch reads schema {}",
+                           dir.string(), *schema_text, kCacheSchemaVersion);
+      generation = 0;
+      return;
+    }
+    generation = read_generation(*txn, meta, dir);
+    state = ReaderState::open;
+    reason.clear();
+  }
+
+  void open() noexcept {
+    close();
+    try {
+      open_env();
+      {
+        // Handles opened in a read transaction survive only if it commits (mdb_txn_reset or
+        // abort would close them), so they are opened once here and used by every snapshot.
+        lmdb::Txn setup(*env, lmdb::Access::read_only);
+        const auto meta_dbi = lmdb::open_db(setup, kMetaDb, false);
+        const auto records_dbi = lmdb::open_db(setup, kRecordsDb, false);
+        if (!meta_dbi || !records_dbi) {
+          mark_unavailable(fmt::format("cache at {} has no kdispatch databases", dir.string()));
+          return;
+        }
+        setup.commit();
+        meta = *meta_dbi;
+        records = *records_dbi;
+      }
+      txn.emplace(*env, lmdb::Access::read_only);
+      load_meta();
+    } catch (const std::exception& e) {
+      mark_unavailable(fmt::format("cache at {} unavailable: {}", dir.string(), e.what()));
+    }
+  }
+
+  std::variant<Record, LookupMiss> lookup(std::string_view key) const {
+    if (state == ReaderState::unavailable) return LookupMiss::cache_unavailable;
+    if (state == ReaderState::foreign_schema) return LookupMiss::schema_mismatch;
+    if (key.empty() || key.size() > static_cast<std::size_t>(mdb_env_get_maxkeysize(env->get()))) {
+      return LookupMiss::not_found;
+    }
+    const auto bytes = lmdb::get(*txn, records, key);
+    if (!bytes) return LookupMiss::not_found;
+    auto decoded = deserialize_record(*bytes);
+    if (const auto* error = std::get_if<RecordError>(&decoded)) {
+      return *error == RecordError::schema_mismatch ? LookupMiss::schema_mismatch
+                                                    : LookupMiss::corrupted;
+    }
+    Record& record = std::get<Record>(decoded);
+    if (record.key_line != key) return LookupMiss::corrupted;
+    if (!same_major(versions.driver_version, record.driver_version, kDriverVersionsPerMajor) ||
+        !same_major(versions.cublas_version, record.cublas_version, kCublasVersionsPerMajor)) {
+      return LookupMiss::foreign_versions;
+    }
+    return std::move(record);
+  }
+};
+
+CacheReader::CacheReader(std::filesystem::path dir, RuntimeVersions versions)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->dir = std::move(dir);
+  impl_->versions = versions;
+  impl_->open();
+}
+
+CacheReader::~CacheReader() = default;
+CacheReader::CacheReader(CacheReader&&) noexcept = default;
+CacheReader& CacheReader::operator=(CacheReader&&) noexcept = default;
+
+bool CacheReader::available() const noexcept { return impl_->state == ReaderState::open; }
+
+const std::string& CacheReader::unavailable_reason() const noexcept { return impl_->reason; }
+
+std::uint64_t CacheReader::refresh() noexcept {
+  Impl& d = *impl_;
+  if (!d.txn) {
+    d.open();
+    return d.generation;
+  }
+  try {
+    d.txn->reset();
+    d.txn->renew();
+    d.load_meta();
+  } catch (const std::exception&) {
+    // MDB_MAP_RESIZED (the writer grew the map), a replaced file, ...: start over.
+    d.open();
+  }
+  return d.generation;
+}
+
+std::uint64_t CacheReader::generation() const noexcept { return impl_->generation; }
+
+std::variant<Record, LookupMiss> CacheReader::lookup(std::string_view full_key_line) const noexcept {
+  try {
+    return impl_->lookup(full_key_line);
+  } catch (...) {
+    return LookupMiss::cache_unavailable;
+  }
+}
+
+std::vector<std::string> CacheReader::list_keys() const {
+  std::vector<std::string> keys;
+  if (impl_->state != ReaderState::open) return keys;
+  lmdb::for_each(*impl_->txn, impl_->records, [&](std::string_view key, std::string_view value) {
+    const auto decoded = deserialize_record(value);
+    const auto* record = std::get_if<Record>(&decoded);
+    if (record != nullptr && record->key_line == key) keys.emplace_back(key);
+  });
+  return keys;
+}
+
+// ---------------------------------------------------------------------------------------------
+// CacheWriter
+
+struct CacheWriter::Impl {
+  fs::path dir;
+  std::size_t map_size_bytes;
+  lmdb::Env env;
+  // Handles are opened once, in a committed transaction, and shared by every later transaction.
+  std::map<std::string, MDB_dbi, std::less<>> dbis;
+
+  Impl(fs::path d, const lmdb::EnvOptions& options)
+      : dir(std::move(d)), map_size_bytes(options.map_size_bytes),
+        env(dir, lmdb::Access::read_write, options) {
+    env.clear_stale_readers();
+    write([&](const lmdb::Txn& txn) {
+      std::map<std::string, MDB_dbi, std::less<>> opened;
+      for (const char* name : kDatabases) opened.emplace(name, *lmdb::open_db(txn, name, true));
+      const MDB_dbi meta = opened.at(kMetaDb);
+      const auto schema_text = lmdb::get(txn, meta, kSchemaKey);
+      if (!schema_text) {
+        lmdb::put(txn, meta, kSchemaKey, std::to_string(kCacheSchemaVersion));
+      } else if (parse_decimal(*schema_text) != kCacheSchemaVersion) {
+        throw Error(ErrorDomain::data, 0,
+                    fmt::format("cache at {} has schema \"{}\"; this kdispatch writes schema {}: "
+                                "use a kdispatch of schema {} or a new cache directory",
+                                dir.string(), *schema_text, kCacheSchemaVersion, *schema_text));
+      }
+      if (!lmdb::get(txn, meta, kGenerationKey)) lmdb::put(txn, meta, kGenerationKey, "0");
+      return opened;
+    }).swap(dbis);
+  }
+
+  // Runs `body` in one write transaction and commits; a full map becomes an error that says so.
+  template <class Body>
+  auto write(Body&& body) -> decltype(body(std::declval<const lmdb::Txn&>())) {
+    try {
+      lmdb::Txn txn(env, lmdb::Access::read_write);
+      auto result = body(txn);
+      txn.commit();
+      return result;
+    } catch (const Error& e) {
+      if (e.domain() != ErrorDomain::lmdb || e.code() != MDB_MAP_FULL) throw;
+      throw Error(ErrorDomain::lmdb, MDB_MAP_FULL,
+                  fmt::format("the kernel cache at {} is full (map size {} MiB): evict records or "
+                              "use a larger map ({})",
+                              dir.string(), map_size_bytes >> 20, e.what()));
+    }
+  }
+
+  std::uint64_t bump_generation(const lmdb::Txn& txn) {
+    const MDB_dbi meta = dbis.at(kMetaDb);
+    const std::uint64_t next = read_generation(txn, meta, dir) + 1;
+    lmdb::put(txn, meta, kGenerationKey, std::to_string(next));
+    return next;
+  }
+
+  enum class Create { if_missing, never };
+
+  // The handle of database `name`, opening it (in its own committed transaction) on first use;
+  // nullopt when it does not exist and `create` is never.
+  std::optional<MDB_dbi> db(std::string_view name, Create create) {
+    if (const auto it = dbis.find(name); it != dbis.end()) return it->second;
+    const std::string owned(name);
+    const bool make = create == Create::if_missing;
+    lmdb::Txn txn(env, make ? lmdb::Access::read_write : lmdb::Access::read_only);
+    const auto dbi = lmdb::open_db(txn, owned.c_str(), make);
+    if (!dbi) return std::nullopt;
+    txn.commit();
+    dbis.emplace(owned, *dbi);
+    return dbi;
+  }
+};
+
+CacheWriter::CacheWriter(std::filesystem::path dir) : CacheWriter(std::move(dir), lmdb::EnvOptions{}) {}
+
+CacheWriter::CacheWriter(std::filesystem::path dir, const lmdb::EnvOptions& options)
+    : impl_(std::make_unique<Impl>(std::move(dir), options)) {}
+
+CacheWriter::~CacheWriter() = default;
+CacheWriter::CacheWriter(CacheWriter&&) noexcept = default;
+CacheWriter& CacheWriter::operator=(CacheWriter&&) noexcept = default;
+
+std::uint64_t CacheWriter::publish(const Record& r) {
+  if (r.key_line.empty()) throw Error(ErrorDomain::usage, 0, "publish: the record has no key line");
+  const std::string bytes = serialize_record(r);
+  return impl_->write([&](const lmdb::Txn& txn) {
+    lmdb::put(txn, impl_->dbis.at(kRecordsDb), r.key_line, bytes);
+    return impl_->bump_generation(txn);
+  });
+}
+
+bool CacheWriter::evict(std::string_view full_key_line) {
+  return impl_->write([&](const lmdb::Txn& txn) {
+    if (!lmdb::del(txn, impl_->dbis.at(kRecordsDb), full_key_line)) return false;
+    impl_->bump_generation(txn);
+    return true;
+  });
+}
+
+std::uint64_t CacheWriter::generation() const {
+  const lmdb::Txn txn(impl_->env, lmdb::Access::read_only);
+  return read_generation(txn, impl_->dbis.at(kMetaDb), impl_->dir);
+}
+
+void CacheWriter::put_raw(const char* db, std::string_view key, std::string_view value) {
+  const MDB_dbi dbi = *impl_->db(db, Impl::Create::if_missing);
+  impl_->write([&](const lmdb::Txn& txn) {
+    lmdb::put(txn, dbi, key, value);
+    return 0;
+  });
+}
+
+std::optional<std::string> CacheWriter::get_raw(const char* db, std::string_view key) const {
+  const auto dbi = impl_->db(db, Impl::Create::never);
+  if (!dbi) return std::nullopt;
+  const lmdb::Txn txn(impl_->env, lmdb::Access::read_only);
+  const auto value = lmdb::get(txn, *dbi, key);
+  if (!value) return std::nullopt;
+  return std::string(*value);
+}
+
+bool CacheWriter::del_raw(const char* db, std::string_view key) {
+  const auto dbi = impl_->db(db, Impl::Create::never);
+  if (!dbi) return false;
+  return impl_->write([&](const lmdb::Txn& txn) { return lmdb::del(txn, *dbi, key); });
+}
+
+std::vector<std::pair<std::string, std::string>> CacheWriter::scan_raw(const char* db) const {
+  std::vector<std::pair<std::string, std::string>> entries;
+  const auto dbi = impl_->db(db, Impl::Create::never);
+  if (!dbi) return entries;
+  const lmdb::Txn txn(impl_->env, lmdb::Access::read_only);
+  lmdb::for_each(txn, *dbi, [&](std::string_view k, std::string_view v) {
+    entries.emplace_back(std::string(k), std::string(v));
+  });
+  return entries;
+}
+
+lmdb::Env& CacheWriter::env() noexcept { return impl_->env; }
+
+}  // namespace kd

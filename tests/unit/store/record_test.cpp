@@ -1,0 +1,141 @@
+#include "store/record.hpp"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <xxhash.h>
+
+#include "test_records.hpp"
+
+namespace kd {
+namespace {
+
+Record expect_record(const std::variant<Record, RecordError>& decoded) {
+  if (const auto* e = std::get_if<RecordError>(&decoded)) {
+    ADD_FAILURE() << "unexpected RecordError " << to_string(*e);
+    return {};
+  }
+  return std::get<Record>(decoded);
+}
+
+RecordError expect_error(const std::variant<Record, RecordError>& decoded) {
+  if (std::holds_alternative<Record>(decoded)) {
+    ADD_FAILURE() << "expected a RecordError, got a record";
+    return RecordError::truncated;
+  }
+  return std::get<RecordError>(decoded);
+}
+
+// A header ("KDR", schema, checksum of payload) in front of an arbitrary payload.
+std::string with_valid_header(std::string_view payload) {
+  std::string out = "KDR";
+  out.push_back(static_cast<char>(kRecordSchemaVersion));
+  const std::uint64_t sum = XXH3_64bits(payload.data(), payload.size());
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((sum >> (8 * i)) & 0xffu));
+  out.append(payload);
+  return out;
+}
+
+TEST(Record, RoundTripsEveryFieldWithBinaryCubin) {
+  const Record r = test::make_record(7, "gemm m=7 arch=sm_90");
+  ASSERT_NE(r.cubin.find('\0'), std::string::npos);
+  const std::string bytes = serialize_record(r);
+  EXPECT_EQ(bytes.substr(0, 4), std::string("KDR") + static_cast<char>(kRecordSchemaVersion));
+  EXPECT_EQ(expect_record(deserialize_record(bytes)), r);
+}
+
+TEST(Record, RoundTripsACublasLtRecordWithAnEmptyPlan) {
+  Record r;
+  r.key_line = "gemm m=1";
+  r.kind = RecordKind::cublaslt_algo;
+  r.cublaslt_algo = std::string(64, '\0');
+  r.cublaslt_algo[5] = '\x7f';
+  r.cublas_version = 130100;
+  EXPECT_EQ(expect_record(deserialize_record(serialize_record(r))), r);
+}
+
+TEST(Record, PayloadIsMessagePackWithBinaryBlobs) {
+  const std::string bytes = serialize_record(test::make_record(1, "k"));
+  const auto payload = nlohmann::json::from_msgpack(bytes.substr(12));
+  EXPECT_TRUE(payload.at("cubin").is_binary());
+  EXPECT_TRUE(payload.at("ptx").is_binary());
+  EXPECT_TRUE(payload.at("cublaslt_algo").is_binary());
+  EXPECT_EQ(payload.at("key_line"), "k");
+}
+
+TEST(Record, TruncatedInsideTheHeader) {
+  const std::string bytes = serialize_record(test::make_record(1, "k"));
+  EXPECT_EQ(expect_error(deserialize_record("")), RecordError::truncated);
+  EXPECT_EQ(expect_error(deserialize_record(std::string_view(bytes).substr(0, 2))), RecordError::truncated);
+  EXPECT_EQ(expect_error(deserialize_record(std::string_view(bytes).substr(0, 11))), RecordError::truncated);
+}
+
+TEST(Record, CutInsideThePayloadFailsTheChecksum) {
+  const std::string bytes = serialize_record(test::make_record(1, "k"));
+  EXPECT_EQ(expect_error(deserialize_record(std::string_view(bytes).substr(0, bytes.size() - 1))),
+            RecordError::checksum_mismatch);
+}
+
+TEST(Record, WrongMagic) {
+  std::string bytes = serialize_record(test::make_record(1, "k"));
+  bytes[1] = 'X';
+  EXPECT_EQ(expect_error(deserialize_record(bytes)), RecordError::bad_magic);
+  EXPECT_EQ(expect_error(deserialize_record("KX")), RecordError::bad_magic);
+}
+
+TEST(Record, AnotherSchemaByte) {
+  std::string bytes = serialize_record(test::make_record(1, "k"));
+  bytes[3] = static_cast<char>(kRecordSchemaVersion + 1);
+  EXPECT_EQ(expect_error(deserialize_record(bytes)), RecordError::schema_mismatch);
+}
+
+TEST(Record, EveryFlippedPayloadByteFailsTheChecksum) {
+  const std::string bytes = serialize_record(test::make_record(3, "gemm m=3"));
+  for (std::size_t i = 12; i < bytes.size(); i += 97) {
+    std::string damaged = bytes;
+    damaged[i] = static_cast<char>(damaged[i] ^ 0x10);
+    EXPECT_EQ(expect_error(deserialize_record(damaged)), RecordError::checksum_mismatch) << "byte " << i;
+  }
+}
+
+TEST(Record, ValidChecksumOverGarbageIsMalformed) {
+  EXPECT_EQ(expect_error(deserialize_record(with_valid_header("\xc1garbage"))),
+            RecordError::malformed_payload);
+  EXPECT_EQ(expect_error(deserialize_record(with_valid_header(""))), RecordError::malformed_payload);
+  // A map length prefix promising 2^32-1 entries.
+  EXPECT_EQ(expect_error(deserialize_record(with_valid_header("\xdf\xff\xff\xff\xff"))),
+            RecordError::malformed_payload);
+}
+
+TEST(Record, ValidMessagePackWithWrongShapeIsMalformed) {
+  using nlohmann::json;
+  const std::string good = serialize_record(test::make_record(1, "k"));
+  const json payload = json::from_msgpack(good.substr(12));
+  const auto encoded = [](const json& j) {
+    std::string out;
+    json::to_msgpack(j, out);
+    return with_valid_header(out);
+  };
+  ASSERT_EQ(expect_record(deserialize_record(encoded(payload))), test::make_record(1, "k"));
+
+  json missing = payload;
+  missing.erase("idea");
+  EXPECT_EQ(expect_error(deserialize_record(encoded(missing))), RecordError::malformed_payload);
+  json mistyped = payload;
+  mistyped["cubin"] = "text, not binary";
+  EXPECT_EQ(expect_error(deserialize_record(encoded(mistyped))), RecordError::malformed_payload);
+  json narrowing = payload;
+  narrowing["alignment_bytes"] = -1;
+  EXPECT_EQ(expect_error(deserialize_record(encoded(narrowing))), RecordError::malformed_payload);
+  json kind = payload;
+  kind["kind"] = "mystery";
+  EXPECT_EQ(expect_error(deserialize_record(encoded(kind))), RecordError::malformed_payload);
+  json plan = payload;
+  plan["plan"]["launches"][0]["grid"] = json::array({1, 2});
+  EXPECT_EQ(expect_error(deserialize_record(encoded(plan))), RecordError::malformed_payload);
+  EXPECT_EQ(expect_error(deserialize_record(encoded(json::array({1, 2, 3})))),
+            RecordError::malformed_payload);
+}
+
+}  // namespace
+}  // namespace kd
