@@ -1,0 +1,96 @@
+#include "cublas_translate.hpp"
+
+#include <cstring>
+
+#include "cuda_enums.hpp"
+#include "key_checks.hpp"
+#include "real_cublas.hpp"
+
+namespace kd::shim {
+namespace {
+
+struct HandleState {
+  cudaStream_t stream = nullptr;
+  cublasMath_t math = CUBLAS_DEFAULT_MATH;
+  cublasPointerMode_t pointer_mode = CUBLAS_POINTER_MODE_HOST;
+};
+
+std::optional<HandleState> read_handle(cublasHandle_t handle) noexcept {
+  RealCublas& real = real_cublas();
+  const auto get_stream = real.get_stream.get();
+  const auto get_math = real.get_math_mode.get();
+  const auto get_pointer_mode = real.get_pointer_mode.get();
+  if (get_stream == nullptr || get_math == nullptr || get_pointer_mode == nullptr) return std::nullopt;
+  HandleState s;
+  if (get_stream(handle, &s.stream) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  if (get_math(handle, &s.math) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  if (get_pointer_mode(handle, &s.pointer_mode) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  return s;
+}
+
+// alpha and beta are host values of the compute type (float for 32F, half for 16F).
+float read_scalar(const void* p, ComputeType compute) noexcept {
+  if (compute == ComputeType::f16) {
+    std::uint16_t bits = 0;
+    std::memcpy(&bits, p, sizeof bits);
+    return half_bits_to_float(bits);
+  }
+  float v = 0.0f;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+Translation translate_cublas(const CublasGemmArgs& x) noexcept {
+  if (x.alpha == nullptr || x.beta == nullptr || x.a == nullptr || x.b == nullptr ||
+      x.c == nullptr) {
+    return Unsupported::null_argument;
+  }
+  const std::optional<HandleState> handle = read_handle(x.handle);
+  if (!handle) return Unsupported::handle_state;
+  if (handle->pointer_mode != CUBLAS_POINTER_MODE_HOST) return Unsupported::device_scalars;
+
+  const auto a = dtype_of(x.a_type), b = dtype_of(x.b_type), c = dtype_of(x.c_type);
+  if (!a || !b || !c) return Unsupported::data_type;
+  const auto compute = compute_of(x.compute);
+  const auto math = handle_math_of(handle->math);
+  if (!compute || !math) return Unsupported::compute_type;
+  const auto ta = transpose_of(x.transa), tb = transpose_of(x.transb);
+  if (!ta || !tb) return Unsupported::transpose;
+
+  GemmCall call;
+  GemmKey& k = call.key;
+  k.a = *a;
+  k.b = *b;
+  k.c = *c;
+  k.compute = compute->compute;
+  k.precision = precision_of(*compute, *math, *a);
+  k.ta = *ta;
+  k.tb = *tb;
+  k.m = x.m;
+  k.n = x.n;
+  k.k = x.k;
+  k.lda = x.lda;
+  k.ldb = x.ldb;
+  k.ldc = x.ldc;
+  k.batch = x.batch;
+  if (x.batch > 1) {
+    k.stride_a = x.stride_a;
+    k.stride_b = x.stride_b;
+    k.stride_c = x.stride_c;
+  }
+  k.epilogue = Epilogue::none;
+  if (const auto why = check_key(k)) return *why;
+
+  call.alpha = read_scalar(x.alpha, k.compute);
+  call.beta = read_scalar(x.beta, k.compute);
+  k.beta_zero = call.beta == 0.0f;
+  call.a = x.a;
+  call.b = x.b;
+  call.c = x.c;
+  call.stream = handle->stream;
+  return call;
+}
+
+}  // namespace kd::shim

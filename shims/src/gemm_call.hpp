@@ -1,0 +1,52 @@
+// One intercepted GEMM as the shim hands it to libdispatch: the key (exactly as the call was made,
+// in the cuBLAS column-major convention) plus the operands and the stream to launch on.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+#include <variant>
+
+#include "key/gemm_key.hpp"
+
+namespace kd::shim {
+
+struct GemmCall {
+  GemmKey key;  // no device part: libdispatch adds the stream's device
+  const void* a = nullptr;
+  const void* b = nullptr;
+  void* c = nullptr;            // C and D: the shim keys only calls with D == C
+  const void* bias = nullptr;   // set iff key.epilogue == Epilogue::bias; m elements of C's type
+  float alpha = 1.0f;           // host values, converted from the call's scale type
+  float beta = 0.0f;
+  void* stream = nullptr;       // cudaStream_t == CUstream; the handle's (cuBLAS) or the argument (Lt)
+  // The caller's workspace: the cublasLtMatmul argument. cuBLAS has no getter for the handle's
+  // workspace (cublasSetWorkspace_v2 only), so cuBLAS calls leave it empty; tuned kernels use the
+  // workspace their registry entry owns.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+
+// Why the shim did not even look a call up: the call is outside what kdispatch keys. Each reason
+// is counted (KD_STATS) and the call is forwarded untouched. Numbers are never reused.
+enum class Unsupported : std::uint8_t {
+  device_scalars = 0,     // alpha/beta in device memory (pointer mode device)
+  data_type = 1,          // A/B/C type or combination not keyed
+  compute_type = 2,       // compute type, scale type or math mode not keyed
+  epilogue = 3,           // a cuBLASLt epilogue other than DEFAULT and BIAS
+  transpose = 4,          // CUBLAS_OP_C or an unknown operation
+  layout = 5,             // cuBLASLt layout: order, planar, batch mode, D != C, mismatched dims
+  lt_attribute = 6,       // a cuBLASLt descriptor attribute we do not model is set (fp8 scales...)
+  shape = 7,              // zero or negative sizes, leading dimensions too small (cuBLAS reports)
+  batch_layout = 8,       // batch count or strides not keyed (overlapping C, bias with batch > 1)
+  handle_state = 9,       // reading the handle or a descriptor failed
+  null_argument = 10,     // alpha, beta or an operand pointer is NULL (cuBLAS reports)
+  internal_error = 11,    // an exception inside the shim (caught at the entry point)
+};
+inline constexpr std::size_t kUnsupportedCount = 12;
+std::string_view to_string(Unsupported reason) noexcept;
+
+// The translation of one call: keyable, or why not.
+using Translation = std::variant<GemmCall, Unsupported>;
+
+}  // namespace kd::shim

@@ -1,0 +1,16 @@
+// KD_RECORD=FILE: the prewarm list of a real run. Each distinct missed key line is appended to FILE
+// once; lines already in FILE when the process first records are not appended again, so repeated
+// runs grow the list only by new shapes.
+#pragma once
+
+#include <string_view>
+
+namespace kd::shim {
+
+// Appends `shape_line` and a newline to the KD_RECORD file unless this process already recorded it
+// or the file already held it. No-op without KD_RECORD. Thread-safe; never throws (an unwritable
+// file disables recording for the process, with one message on stderr). One write() per line on an
+// O_APPEND descriptor, so processes sharing a file do not interleave lines.
+void record_miss(std::string_view shape_line) noexcept;
+
+}  // namespace kd::shim

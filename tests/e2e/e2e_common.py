@@ -1,0 +1,134 @@
+"""Shared helpers of the PyTorch end-to-end tests of libkdispatch_cublas.so (GPU machine only).
+
+Each e2e script runs itself again as a worker subprocess (--worker ...), once with and once
+without LD_PRELOAD, so that the shim is loaded exactly as in production: before torch, with cuBLAS
+loaded RTLD_LOCAL by libtorch_cuda.so.
+"""
+
+import argparse
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+STATS_RE = re.compile(r"kdispatch_cublas: hits=(\d+) misses=(\d+) fallbacks=(\d+) nested=(\d+) "
+                      r"pass_through=(\d+) real_missing=(\d+)")
+
+
+def driver_arguments(description):
+    """The arguments every e2e driver takes."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--shim", required=True, help="path to libkdispatch_cublas.so")
+    p.add_argument("--workdir", default=None,
+                   help="directory for records, outputs and logs (default: a new temp dir)")
+    p.add_argument("--prewarm-cmd", default=None,
+                   help="command that prewarms the cache from a shape list; '{shapes}' is replaced "
+                        "by the recorded file, e.g. \"kdctl prewarm --shapes {shapes}\". Without it "
+                        "the prewarmed stages are skipped (reported, not passed)")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra environment for every shim run (e.g. the cache directory)")
+    p.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--out", default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def workdir(args):
+    if args.workdir:
+        Path(args.workdir).mkdir(parents=True, exist_ok=True)
+        return Path(args.workdir)
+    return Path(tempfile.mkdtemp(prefix="kd_e2e_"))
+
+
+def extra_env(args):
+    env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--env {item!r}: expected KEY=VALUE")
+        env[key] = value
+    return env
+
+
+def run_worker(script, worker_args, *, shim=None, env=None, log_prefix=None):
+    """Runs `script --worker ...` and returns (stdout, stderr); raises on a non-zero exit.
+
+    With `shim`, the child runs with LD_PRELOAD=shim; KD_* variables of this process are never
+    inherited, so each stage sets exactly what it means to test.
+    """
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("KD_") and k != "LD_PRELOAD"}
+    if shim is not None:
+        child_env["LD_PRELOAD"] = str(Path(shim).resolve())
+    child_env.update(env or {})
+    cmd = [sys.executable, str(script)] + [str(a) for a in worker_args]
+    proc = subprocess.run(cmd, env=child_env, capture_output=True, text=True)
+    if log_prefix is not None:
+        Path(f"{log_prefix}.stdout").write_text(proc.stdout)
+        Path(f"{log_prefix}.stderr").write_text(proc.stderr)
+    if proc.returncode != 0:
+        raise RuntimeError(f"worker failed ({proc.returncode}): {' '.join(cmd)}\n"
+                           f"stderr tail:\n{proc.stderr[-4000:]}")
+    return proc.stdout, proc.stderr
+
+
+def parse_stats(stderr):
+    """The shim's KD_STATS totals, or None when the report is missing."""
+    m = STATS_RE.search(stderr)
+    if not m:
+        return None
+    keys = ["hits", "misses", "fallbacks", "nested", "pass_through", "real_missing"]
+    stats = dict(zip(keys, (int(g) for g in m.groups())))
+    for line in stderr.splitlines():
+        if line.startswith("kdispatch_cublas: reasons"):
+            stats["reasons"] = line.split("reasons", 1)[1].strip()
+        if line.startswith("kdispatch_cublas: libcublas"):
+            stats["resolved"] = line.split(":", 1)[1].strip()
+    return stats
+
+
+def prewarm(args, shapes_file):
+    """Runs --prewarm-cmd on the recorded shapes; False when no command was given."""
+    if not args.prewarm_cmd:
+        return False
+    cmd = args.prewarm_cmd.replace("{shapes}", shlex.quote(str(shapes_file)))
+    env = dict(os.environ)
+    env.update(extra_env(args))
+    print(f"prewarm: {cmd}", flush=True)
+    subprocess.run(cmd, shell=True, check=True, env=env)
+    return True
+
+
+def key_tokens(line):
+    """'gemm a=bf16 m=16 ...' -> {'op': 'gemm', 'a': 'bf16', 'm': '16', ...}."""
+    words = line.split()
+    tokens = {"op": words[0]} if words else {}
+    for w in words[1:]:
+        k, _, v = w.partition("=")
+        tokens[k] = v
+    return tokens
+
+
+class Checks:
+    """Collects named pass/fail results; the script's exit code is 1 when any failed."""
+
+    def __init__(self):
+        self.failed = []
+        self.skipped = []
+
+    def check(self, ok, what):
+        print(f"[{'PASS' if ok else 'FAIL'}] {what}", flush=True)
+        if not ok:
+            self.failed.append(what)
+        return ok
+
+    def skip(self, what):
+        print(f"[SKIP] {what}", flush=True)
+        self.skipped.append(what)
+
+    def finish(self):
+        print(f"\n{len(self.failed)} failed, {len(self.skipped)} skipped", flush=True)
+        for f in self.failed:
+            print(f"  FAILED: {f}")
+        return 1 if self.failed else 0
