@@ -1,9 +1,317 @@
-// The C API boundary: the only place in libkdispatch.so that catches exceptions.
+// The C API boundary: the only place in libkdispatch.so that catches exceptions. Contracts are in
+// include/kdispatch/kdispatch.h.
 #include "kdispatch/kdispatch.h"
 
-extern "C" const char* kd_version(int* major, int* minor, int* patch) {
+#include <pthread.h>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "client/dispatcher.hpp"
+#include "cuda/driver.hpp"
+#include "launch/cublas_fallback.hpp"
+#include "launch/cuda_entry_loader.hpp"
+#include "launch/gemm_call.hpp"
+#include "launch/launcher.hpp"
+#include "protocol/messages.hpp"
+#include "registry/epoch.hpp"
+#include "store/cache_store.hpp"
+
+namespace kd {
+namespace {
+
+static_assert(KD_FALLBACK_REASON_COUNT == kFallbackReasonCount);
+static_assert(KD_FALLBACK_REASON_COUNT <= KD_FALLBACK_REASON_MAX);
+static_assert(KD_FALLBACK_NO_ENTRY == static_cast<int>(FallbackReason::no_entry) &&
+              KD_FALLBACK_CAPTURING == static_cast<int>(FallbackReason::capturing) &&
+              KD_FALLBACK_FOREIGN_CONTEXT == static_cast<int>(FallbackReason::foreign_context) &&
+              KD_FALLBACK_NOT_INITIALIZED == static_cast<int>(FallbackReason::not_initialized));
+
+// Process state. g_dispatcher is what the hot path reads; init/shutdown hold g_init_mutex.
+std::mutex g_init_mutex;
+int g_refs = 0;
+std::atomic<Dispatcher*> g_dispatcher{nullptr};
+std::once_flag g_atfork_once;
+
+// A forked child inherits the parent's memory but not its background thread: forget (leak) the
+// parent's state so the child starts clean. The mutex is re-created because a parent thread may
+// have held it at fork time.
+void after_fork_in_child() {
+  g_dispatcher.store(nullptr, std::memory_order_relaxed);
+  g_refs = 0;
+  new (&g_init_mutex) std::mutex();
+}
+
+void count_fallback(ThreadSlot* slot, FallbackReason r) noexcept {
+  if (slot == nullptr) return;
+  slot->bump(fallback_counter(r));
+  if (kFallbackReasons[static_cast<std::size_t>(r)].is_miss)
+    slot->bump(static_cast<std::size_t>(ThreadCounter::misses));
+}
+
+int fall_back(ThreadSlot* slot, FallbackReason r, kd_fallback_reason* out) noexcept {
+  count_fallback(slot, r);
+  if (out != nullptr) *out = static_cast<kd_fallback_reason>(r);
+  return KD_FALLBACK;
+}
+
+struct Found {
+  int rc = KD_FALLBACK;
+  const Entry* entry = nullptr;  // pinned when rc == KD_SUCCESS
+  CUcontext ctx = nullptr;
+};
+
+// The hit path shared by kd_gemm_lookup and kd_gemm. No lock, allocation or system call.
+Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reason) noexcept {
+  Found f;
+  Dispatcher* disp = g_dispatcher.load(std::memory_order_acquire);
+  if (disp == nullptr) {
+    f.rc = KD_ENOTINIT;
+    return f;
+  }
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  if (slot == nullptr) {
+    f.rc = fall_back(nullptr, FallbackReason::too_many_threads, reason);
+    return f;
+  }
+  const CudaDriver* d = cu_driver();
+  if (d == nullptr) {
+    f.rc = fall_back(slot, FallbackReason::no_gpu, reason);
+    return f;
+  }
+  if (d->cuStreamGetCtx(stream, &f.ctx) != CUDA_SUCCESS) {
+    f.rc = KD_EINVAL;
+    return f;
+  }
+  const auto key = call_key_from_desc(desc, f.ctx);
+  if (std::holds_alternative<std::monostate>(key)) {
+    f.rc = KD_EINVAL;
+    return f;
+  }
+  if (auto* r = std::get_if<FallbackReason>(&key)) {
+    f.rc = fall_back(slot, *r, reason);
+    return f;
+  }
+  ReadGuard::enter(*slot);
+  const Dispatcher::Lookup l = disp->lookup(std::get<CallKey>(key));
+  if (l.entry != nullptr) {
+    f.rc = KD_SUCCESS;
+    f.entry = l.entry;
+    return f;  // stays pinned until launch or release
+  }
+  ReadGuard::exit(*slot);
+  FallbackReason r = l.reason;
+  if (r == FallbackReason::not_loaded) {
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (d->cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+        capture != CU_STREAM_CAPTURE_STATUS_NONE)
+      r = FallbackReason::capturing;
+  }
+  f.rc = fall_back(slot, r, reason);
+  return f;
+}
+
+// Launches a pinned entry and unpins it.
+int launch(const Entry& entry, const kd_gemm_args& args, CUstream stream,
+           kd_fallback_reason* reason) noexcept {
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  const LaunchResult r = launch_entry(entry, args, stream);
+  if (slot != nullptr) ReadGuard::exit(*slot);
+  switch (r.status) {
+    case LaunchResult::Status::launched:
+      if (slot != nullptr) slot->bump(static_cast<std::size_t>(ThreadCounter::hits));
+      return KD_SUCCESS;
+    case LaunchResult::Status::fell_back: return fall_back(slot, r.reason, reason);
+    case LaunchResult::Status::failed_midway:
+      count_fallback(slot, FallbackReason::launch_failed);
+      if (reason != nullptr) *reason = KD_FALLBACK_LAUNCH_FAILED;
+      return KD_ECUDA;
+  }
+  return KD_ECUDA;
+}
+
+std::unique_ptr<Dispatcher> start_dispatcher(const kd_options* o) {
+  DispatcherOptions opts;
+  opts.cache_dir = o != nullptr && o->cache_dir != nullptr ? std::filesystem::path(o->cache_dir)
+                                                           : default_cache_dir();
+  const bool no_daemon = o != nullptr && (o->flags & KD_NO_DAEMON) != 0;
+  if (!no_daemon)
+    opts.socket_path = o != nullptr && o->socket_path != nullptr
+                           ? std::filesystem::path(o->socket_path)
+                           : protocol::daemon_socket_path(opts.cache_dir);
+  if (o != nullptr && o->poll_interval_ms != 0)
+    opts.poll_interval = std::chrono::milliseconds(o->poll_interval_ms);
+  if (const CudaDriver* d = cu_driver()) opts.versions.driver_version = d->driver_version;
+  return std::make_unique<Dispatcher>(std::move(opts), std::make_unique<CudaEntryLoader>());
+}
+
+struct CodeInfo {
+  int code;
+  const char* text;
+};
+constexpr CodeInfo kCodes[] = {
+    {KD_SUCCESS, "KD_SUCCESS: success"},
+    {KD_FALLBACK, "KD_FALLBACK: no tuned kernel can run this call; run the fallback"},
+    {KD_EINVAL, "KD_EINVAL: invalid argument"},
+    {KD_ENOTINIT, "KD_ENOTINIT: kd_init has not been called in this process"},
+    {KD_ECUDA, "KD_ECUDA: a CUDA driver call failed"},
+    {KD_ECUBLAS, "KD_ECUBLAS: cuBLAS could not be loaded or failed"},
+    {KD_EUNSUPPORTED, "KD_EUNSUPPORTED: cuBLAS does not compute this type combination"},
+    {KD_EINTERNAL, "KD_EINTERNAL: internal error"},
+};
+
+}  // namespace
+}  // namespace kd
+
+using namespace kd;
+
+extern "C" KD_API const char* kd_version(int* major, int* minor, int* patch) {
   if (major) *major = KD_VERSION_MAJOR;
   if (minor) *minor = KD_VERSION_MINOR;
   if (patch) *patch = KD_VERSION_PATCH;
   return KD_VERSION_STRING;
+}
+
+extern "C" KD_API const char* kd_strerror(int code) {
+  for (const CodeInfo& c : kCodes)
+    if (c.code == code) return c.text;
+  return "unknown kdispatch error code";
+}
+
+extern "C" KD_API const char* kd_fallback_reason_name(int reason) {
+  if (reason < 0 || static_cast<std::size_t>(reason) >= kFallbackReasonCount) return "unknown";
+  return kFallbackReasons[static_cast<std::size_t>(reason)].name.data();
+}
+
+extern "C" KD_API int kd_init(const kd_options* options) {
+  try {
+    std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, after_fork_in_child); });
+    std::lock_guard lock(g_init_mutex);
+    if (g_refs > 0) {
+      ++g_refs;
+      return KD_SUCCESS;
+    }
+    g_dispatcher.store(start_dispatcher(options).release(), std::memory_order_release);
+    g_refs = 1;
+    return KD_SUCCESS;
+  } catch (...) {
+    return KD_EINTERNAL;
+  }
+}
+
+extern "C" KD_API int kd_shutdown(void) {
+  try {
+    std::lock_guard lock(g_init_mutex);
+    if (g_refs == 0) return KD_ENOTINIT;
+    if (--g_refs > 0) return KD_SUCCESS;
+    std::unique_ptr<Dispatcher> d(g_dispatcher.exchange(nullptr, std::memory_order_acq_rel));
+    d.reset();
+    return KD_SUCCESS;
+  } catch (...) {
+    return KD_EINTERNAL;
+  }
+}
+
+extern "C" KD_API int kd_gemm_lookup(const kd_gemm_desc* desc, CUstream stream,
+                                     const kd_entry** entry, kd_fallback_reason* reason) {
+  if (desc == nullptr || entry == nullptr) return KD_EINVAL;
+  *entry = nullptr;
+  const Found f = lookup(*desc, stream, reason);
+  if (f.rc == KD_SUCCESS) *entry = reinterpret_cast<const kd_entry*>(f.entry);
+  return f.rc;
+}
+
+extern "C" KD_API int kd_gemm_launch(const kd_entry* entry, const kd_gemm_args* args,
+                                     CUstream stream, kd_fallback_reason* reason) {
+  if (entry == nullptr) return KD_EINVAL;
+  if (args == nullptr) {
+    kd_gemm_release(entry);
+    return KD_EINVAL;
+  }
+  return launch(*reinterpret_cast<const Entry*>(entry), *args, stream, reason);
+}
+
+extern "C" KD_API void kd_gemm_release(const kd_entry* entry) {
+  if (entry == nullptr) return;
+  if (ThreadSlot* slot = EpochDomain::instance().this_thread()) ReadGuard::exit(*slot);
+}
+
+extern "C" KD_API int kd_gemm(kd_op ta, kd_op tb, int64_t m, int64_t n, int64_t k,
+                              const float* alpha, const void* A, kd_dtype a_type, int64_t lda,
+                              const void* B, kd_dtype b_type, int64_t ldb, const float* beta,
+                              void* C, kd_dtype c_type, int64_t ldc, kd_compute compute,
+                              kd_math math, CUstream stream) {
+  if (alpha == nullptr || beta == nullptr || A == nullptr || B == nullptr || C == nullptr)
+    return KD_EINVAL;
+  kd_gemm_desc desc{};
+  desc.ta = ta;
+  desc.tb = tb;
+  desc.m = m;
+  desc.n = n;
+  desc.k = k;
+  desc.lda = lda;
+  desc.ldb = ldb;
+  desc.ldc = ldc;
+  desc.batch = 1;
+  desc.a_type = a_type;
+  desc.b_type = b_type;
+  desc.c_type = c_type;
+  desc.compute = compute;
+  desc.math = math;
+  desc.epilogue = KD_EPILOGUE_NONE;
+  desc.beta_zero = *beta == 0.0f ? 1 : 0;
+
+  const Found f = lookup(desc, stream, nullptr);
+  if (f.rc == KD_ENOTINIT || f.rc == KD_EINVAL) return f.rc;
+  if (f.rc == KD_SUCCESS) {
+    kd_gemm_args args{};
+    args.a = A;
+    args.b = B;
+    args.c = C;
+    args.m = m;
+    args.n = n;
+    args.k = k;
+    args.lda = lda;
+    args.ldb = ldb;
+    args.ldc = ldc;
+    args.batch = 1;
+    args.alpha = *alpha;
+    args.beta = *beta;
+    const int rc = launch(*f.entry, args, stream, nullptr);
+    if (rc != KD_FALLBACK) return rc;  // launched, or failed midway (not safe to recompute)
+  }
+  if (cu_driver() == nullptr) return KD_ECUDA;
+  switch (cublas_gemm({desc, alpha, beta, A, B, C}, f.ctx, stream)) {
+    case CublasStatus::ok: return KD_SUCCESS;
+    case CublasStatus::unsupported: return KD_EUNSUPPORTED;
+    case CublasStatus::unavailable:
+    case CublasStatus::failed: return KD_ECUBLAS;
+  }
+  return KD_ECUBLAS;
+}
+
+extern "C" KD_API int kd_stats(kd_stats_t* out) {
+  if (out == nullptr) return KD_EINVAL;
+  try {
+    *out = kd_stats_t{};
+    const auto t = EpochDomain::instance().counter_totals();
+    out->hits = t[static_cast<std::size_t>(ThreadCounter::hits)];
+    out->misses = t[static_cast<std::size_t>(ThreadCounter::misses)];
+    for (std::size_t r = 0; r < kFallbackReasonCount; ++r) out->fallbacks[r] = t[fallback_counter(static_cast<FallbackReason>(r))];
+    const DispatcherCounters& c = dispatcher_counters();
+    out->loads = c.loads.load(std::memory_order_relaxed);
+    out->load_failures = c.load_failures.load(std::memory_order_relaxed);
+    out->swaps = c.swaps.load(std::memory_order_relaxed);
+    out->reports_queued = c.reports_queued.load(std::memory_order_relaxed);
+    out->reports_dropped = c.reports_dropped.load(std::memory_order_relaxed);
+    out->reports_sent = c.reports_sent.load(std::memory_order_relaxed);
+    out->generation = c.generation.load(std::memory_order_relaxed);
+    out->entries = c.entries.load(std::memory_order_relaxed);
+    out->daemon_connected = static_cast<int>(c.daemon_connected.load(std::memory_order_relaxed));
+    return KD_SUCCESS;
+  } catch (...) {
+    return KD_EINTERNAL;
+  }
 }

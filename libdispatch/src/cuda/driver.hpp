@@ -28,7 +28,8 @@ namespace kd {
   X(cuMemAllocHost) X(cuMemFreeHost) X(cuPointerGetAttribute)                         \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing)  \
   X(cuStreamGetCtx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)              \
-  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)
+  X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)                         \
+  X(cuThreadExchangeStreamCaptureMode)
 
 struct CudaDriver {
 #define KD_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -1,0 +1,76 @@
+// The client side of the daemon socket, driven by the background thread: non-blocking connect with
+// exponential backoff, hello + subscribe on connect, miss reports, and `published` events in.
+//
+// With no daemon the application runs unchanged: a failed connect is logged once (spdlog), retried
+// after 0.5 s, 1 s, 2 s, ... capped at max_backoff, and the dispatcher polls the cache generation
+// meanwhile. Nothing here blocks: sockets are non-blocking and sends use MSG_NOSIGNAL.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "protocol/frame.hpp"
+#include "protocol/messages.hpp"
+
+namespace kd {
+
+struct DaemonConnectionOptions {
+  std::filesystem::path socket_path;
+  std::chrono::milliseconds first_backoff{500};
+  std::chrono::milliseconds max_backoff{30000};
+  std::size_t max_unsent_reports = 4096;  // beyond this, new miss reports are dropped and counted
+};
+
+class DaemonConnection {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit DaemonConnection(DaemonConnectionOptions options);
+  ~DaemonConnection();
+  DaemonConnection(const DaemonConnection&) = delete;
+  DaemonConnection& operator=(const DaemonConnection&) = delete;
+
+  // Connects when disconnected and the backoff has passed. Never blocks.
+  void tick(Clock::time_point now);
+  bool connected() const noexcept { return fd_ >= 0; }
+  int fd() const noexcept { return fd_; }
+  bool wants_write() const noexcept { return connected() && !out_.empty(); }
+  // When the next connection attempt is due (meaningful while disconnected).
+  Clock::time_point next_attempt() const noexcept { return next_attempt_; }
+
+  // Records a miss for `full_key_line`; sent now when connected, else on (re)connect. A key is
+  // kept (and re-sent to a restarted daemon) until forget() is called for it.
+  void report_miss(const std::string& full_key_line, std::uint64_t count);
+  void forget(const std::string& full_key_line);
+
+  // Reads what the socket has; returns the published events. Disconnects on EOF, error or a
+  // protocol error (oversized frame, bad message).
+  std::vector<protocol::Published> on_readable(Clock::time_point now);
+  void on_writable(Clock::time_point now);
+
+  std::uint64_t reports_sent() const noexcept { return reports_sent_; }
+  std::uint64_t reports_dropped() const noexcept { return reports_dropped_; }
+
+private:
+  void try_connect(Clock::time_point now);
+  void disconnect(Clock::time_point now, const std::string& why);
+  void send(const protocol::Message& m);
+  void flush(Clock::time_point now);
+
+  DaemonConnectionOptions options_;
+  int fd_ = -1;
+  std::chrono::milliseconds backoff_;
+  Clock::time_point next_attempt_{};
+  bool logged_unreachable_ = false;
+  std::string out_;
+  protocol::FrameDecoder in_;
+  std::map<std::string, std::uint64_t> reported_;  // key line -> miss count last reported
+  std::uint64_t reports_sent_ = 0;
+  std::uint64_t reports_dropped_ = 0;
+};
+
+}  // namespace kd

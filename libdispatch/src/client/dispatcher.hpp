@@ -1,0 +1,115 @@
+// The application-side runtime: the registry, the miss queue, and the background thread that fills
+// the registry from the cache and talks to the daemon.
+//
+// Calling threads use lookup() only: no lock, no allocation, no system call. Everything else runs
+// on the background thread:
+//   - drains miss reports: inserts a pending entry, looks the key up in the cache (CacheReader),
+//     loads the module through the EntryLoader and publishes the entry, or publishes a negative
+//     entry remembering the generation; reports cache misses to the daemon once per key;
+//   - when the cache generation moves (a `published` event, or polling every poll_interval while
+//     no daemon is connected) re-checks every known key: new records are loaded and swapped in,
+//     evicted ones fall back;
+//   - frees retired entries once no reader can hold them.
+// Retired CUDA resources (modules, workspaces) are kept until the dispatcher stops: a kernel queued
+// on a stream, or captured in a CUDA graph, may still use them after cuLaunchKernel returned, and
+// no driver query says when a graph that captured one is destroyed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "client/entry_loader.hpp"
+#include "registry/epoch.hpp"
+#include "registry/miss_queue.hpp"
+#include "registry/registry.hpp"
+#include "store/cache_store.hpp"
+
+namespace kd {
+
+struct DispatcherOptions {
+  std::filesystem::path cache_dir;
+  std::optional<std::filesystem::path> socket_path;  // nullopt: no daemon client at all
+  std::chrono::milliseconds poll_interval{1000};     // generation polling without a daemon
+  RuntimeVersions versions;
+  std::size_t miss_queue_capacity = 1024;
+};
+
+// Process-wide counters of the background side (loads, swaps, ...), read by kd_stats.
+struct DispatcherCounters {
+  std::atomic<std::uint64_t> loads{0}, load_failures{0}, swaps{0}, reports_queued{0},
+      reports_sent{0}, reports_dropped{0}, generation{0}, entries{0}, daemon_connected{0};
+};
+DispatcherCounters& dispatcher_counters() noexcept;
+
+class Dispatcher {
+public:
+  // Starts the background thread.
+  Dispatcher(DispatcherOptions options, std::unique_ptr<EntryLoader> loader);
+  // Stops and joins the background thread, then frees entries and CUDA resources. Requires that
+  // no thread is inside lookup().
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  struct Lookup {
+    const Entry* entry = nullptr;  // loaded entry on a hit
+    FallbackReason reason = FallbackReason::no_entry;
+  };
+  // Calling threads, inside a ReadGuard on `slot`. A miss on an unknown key queues a report.
+  // Counts nothing in the thread's slot: the caller counts the hit or the fallback reason.
+  Lookup lookup(const CallKey& key) noexcept {
+    const std::uint64_t hash = hash_call_key(key);
+    const Entry* e = registry_.lookup(key, hash);
+    if (e != nullptr && e->state == EntryState::loaded) return {e, FallbackReason::no_entry};
+    FallbackReason reason;
+    if (e == nullptr) {
+      reason = FallbackReason::not_loaded;  // first seen: the background thread resolves it
+      auto& counters = dispatcher_counters();
+      if (misses_.push(MissReport{key}) == MissQueue::Push::queued)
+        counters.reports_queued.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      reason = e->miss_reason;
+      e->miss_count.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {nullptr, reason};
+  }
+
+  std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
+  std::uint64_t queue_drops() const noexcept { return misses_.dropped(); }
+
+private:
+  void run();
+  void step(std::chrono::steady_clock::time_point now);
+  void handle_miss(const CallKey& key);
+  void resolve(const CallKey& key, const std::string& line, const Entry* current);
+  void publish_negative(const CallKey& key, FallbackReason reason);
+  void refresh_and_recheck();
+  void wait_for_work(std::chrono::milliseconds timeout);
+
+  DispatcherOptions options_;
+  std::unique_ptr<EntryLoader> loader_;
+  Registry registry_;
+  MissQueue misses_;
+  // Background thread only:
+  std::optional<CacheReader> reader_;
+  std::unordered_map<std::string, std::vector<CallKey>> keys_by_line_;
+  std::vector<std::unique_ptr<EntryResources>> resources_;
+  std::chrono::steady_clock::time_point next_poll_{};
+  struct Connection;
+  std::unique_ptr<Connection> connection_;
+
+  std::atomic<std::uint64_t> generation_{0};
+  std::atomic<std::uint64_t> steps_{0};
+  std::atomic<bool> stop_{false};
+  int wake_fd_ = -1;  // eventfd: stop() wakes the thread at once
+  std::thread thread_;
+};
+
+}  // namespace kd

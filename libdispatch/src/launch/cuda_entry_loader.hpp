@@ -1,0 +1,42 @@
+// The EntryLoader that loads records into CUDA: runs on the dispatcher's background thread only.
+//
+// Call keys carry the CUcontext of the caller's stream. A context is served only when it is its
+// device's primary context (retained here until the loader is destroyed, so it outlives the
+// modules loaded into it); any other context gets foreign_context.
+#pragma once
+
+#include <cuda.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+
+#include "client/entry_loader.hpp"
+#include "key/gemm_key.hpp"
+
+namespace kd {
+
+class CudaEntryLoader final : public EntryLoader {
+public:
+  CudaEntryLoader() = default;
+  ~CudaEntryLoader() override;
+
+  // Switches this thread to relaxed stream-capture mode, so that loading a module or allocating a
+  // workspace while another thread captures a CUDA graph neither fails nor invalidates the capture.
+  void on_thread_start() override;
+  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override;
+  std::variant<LoadedEntry, FallbackReason> load(const CallKey& key, const Record& record) override;
+
+private:
+  struct ContextInfo {
+    std::optional<DevicePart> device;  // nullopt: not a primary context
+    CUdevice ordinal = 0;
+    FallbackReason reason = FallbackReason::foreign_context;
+  };
+  const ContextInfo& context_info(CUcontext ctx);
+
+  std::map<CUcontext, ContextInfo> contexts_;
+  std::map<CUdevice, CUcontext> retained_;  // primary contexts retained by this loader
+};
+
+}  // namespace kd

@@ -1,0 +1,54 @@
+// A registry entry: what a calling thread needs to launch a tuned kernel for one CallKey, or why
+// it cannot. Immutable once published, except for the atomics marked below. An entry never owns
+// its CUDA module or workspace: the background thread does (client/dispatcher.hpp), because a
+// queued kernel or a captured CUDA graph may use them after the entry is replaced.
+#pragma once
+
+#include <cuda.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+#include "registry/call_key.hpp"
+#include "registry/fallback_reason.hpp"
+
+namespace kd {
+
+enum class EntryState : std::uint8_t {
+  loaded,    // launches[] are ready in the key's context
+  pending,   // the background thread is resolving it (calls fall back: not_loaded)
+  negative,  // resolved to a miss: `miss_reason`, re-checked when the cache generation moves
+};
+
+struct KernelLaunch {
+  CUfunction function = nullptr;
+  std::array<std::uint32_t, 3> grid{};
+  std::array<std::uint32_t, 3> block{};
+  std::uint32_t smem_bytes = 0;
+};
+
+inline constexpr std::size_t kMaxLaunches = 8;  // as the launch plan allows
+
+struct Entry {
+  CallKey key;
+  std::uint64_t hash = 0;  // hash_call_key(key)
+  EntryState state = EntryState::pending;
+  FallbackReason miss_reason = FallbackReason::not_loaded;  // for pending and negative
+  std::uint64_t generation = 0;  // cache generation this entry was resolved at
+  std::uint64_t record_id = 0;   // identity of the record it was loaded from (swap detection)
+
+  std::uint32_t alignment_bytes = 16;
+  std::uint32_t launch_count = 0;
+  std::array<KernelLaunch, kMaxLaunches> launches{};
+  CUdeviceptr workspace = 0;
+  std::uint64_t workspace_bytes = 0;
+
+  // The stream that owns the workspace: the first to launch claims it. Kernels on one stream run
+  // in order, so one workspace is safe per stream; other streams fall back (workspace_busy).
+  mutable std::atomic<CUstream> workspace_stream{nullptr};
+  // Calls that missed on this entry; the daemon report carries it.
+  mutable std::atomic<std::uint64_t> miss_count{0};
+};
+
+}  // namespace kd

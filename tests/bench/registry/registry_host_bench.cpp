@@ -1,0 +1,107 @@
+// Host cost of the registry's hot path, no GPU: a hit (guard + hash + probe), and a miss on an
+// unknown key (guard + hash + probe + report into the miss queue). The C API adds the driver call
+// cuStreamGetCtx and the launch itself: bench_registry_launch measures those on a GPU.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+
+#include "client/dispatcher.hpp"
+#include "registry/epoch.hpp"
+#include "registry/miss_queue.hpp"
+#include "registry/registry.hpp"
+
+namespace kd {
+namespace {
+
+CallKey key_for(std::int64_t m) {
+  CallKey k;
+  k.context = 0x5000;
+  k.m = m;
+  k.n = 16;
+  k.k = 4096;
+  k.lda = k.ldb = 4096;
+  k.ldc = m;
+  return k;
+}
+
+Registry& filled_registry() {
+  static Registry* r = [] {
+    auto* reg = new Registry(4096);
+    for (int i = 1; i <= 1000; ++i) {  // a realistic number of distinct shapes
+      auto e = std::make_unique<Entry>();
+      e->key = key_for(i);
+      e->state = EntryState::loaded;
+      reg->publish(std::move(e));
+    }
+    return reg;
+  }();
+  return *r;
+}
+
+void BM_RegistryHit(benchmark::State& state) {
+  Registry& r = filled_registry();
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  std::int64_t m = 1;
+  for (auto _ : state) {
+    const CallKey k = key_for(m);
+    ReadGuard guard(*slot);
+    const Entry* e = r.lookup(k, hash_call_key(k));
+    benchmark::DoNotOptimize(e);
+    m = m == 1000 ? 1 : m + 1;
+  }
+}
+BENCHMARK(BM_RegistryHit)->ThreadRange(1, 8);
+
+// A miss on a key never seen: lookup, then a report pushed into the queue (dropped once full, which
+// is the steady state when nobody drains it: the cheap path; drained queues cost one CAS more).
+void BM_RegistryMissAndReport(benchmark::State& state) {
+  Registry& r = filled_registry();
+  static MissQueue queue(1024);
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  std::int64_t m = 100000;
+  for (auto _ : state) {
+    const CallKey k = key_for(m++);
+    ReadGuard guard(*slot);
+    const Entry* e = r.lookup(k, hash_call_key(k));
+    if (e == nullptr) benchmark::DoNotOptimize(queue.push(MissReport{k}));
+    if (state.thread_index() == 0 && (m & 255) == 0) {  // a consumer, now and then
+      while (queue.pop()) {
+      }
+    }
+  }
+}
+BENCHMARK(BM_RegistryMissAndReport)->ThreadRange(1, 8);
+
+// The same through the dispatcher with a live background thread draining the queue and resolving
+// the keys (to cache_unavailable): misses on a known negative entry after the first pass.
+class NoCudaLoader final : public EntryLoader {
+public:
+  std::variant<std::string, FallbackReason> key_line(const CallKey&) override {
+    return FallbackReason::no_gpu;
+  }
+  std::variant<LoadedEntry, FallbackReason> load(const CallKey&, const Record&) override {
+    return FallbackReason::no_gpu;
+  }
+};
+
+void BM_DispatcherMiss(benchmark::State& state) {
+  static Dispatcher& d = *[] {  // one for every run of this benchmark (immortal, like the C API's)
+    DispatcherOptions o;
+    o.cache_dir = "/nonexistent/kdispatch-bench";
+    return new Dispatcher(o, std::make_unique<NoCudaLoader>());
+  }();
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  std::int64_t m = 1;
+  for (auto _ : state) {
+    const CallKey k = key_for(m);
+    ReadGuard guard(*slot);
+    benchmark::DoNotOptimize(d.lookup(k));
+    m = m == 4096 ? 1 : m + 1;
+  }
+}
+BENCHMARK(BM_DispatcherMiss);
+
+}  // namespace
+}  // namespace kd
+
+BENCHMARK_MAIN();

@@ -1,0 +1,269 @@
+// kd_gemm on a GPU: an NVRTC-compiled GEMM record stored, looked up and launched (checked against
+// cuBLAS and fp64); a second record hot-swapped in while 8 threads launch continuously; a miss
+// equal to cuBLAS bit for bit.
+#include <gtest/gtest.h>
+
+#include <cublas_v2.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "cuda/driver.hpp"
+#include "gemm_fixture.hpp"
+#include "kdispatch/kdispatch.h"
+#include "store/cache_store.hpp"
+#include "support/gpu.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kd {
+namespace {
+
+using namespace std::chrono_literals;
+using test::GemmShape;
+
+constexpr std::uint32_t kNaNBits = 0x7fc00000u;
+
+struct DeviceBuffer {
+  CUdeviceptr ptr = 0;
+  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&ptr, bytes), "buffer"); }
+  ~DeviceBuffer() { cu().cuMemFree(ptr); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* get() const { return reinterpret_cast<void*>(ptr); }
+};
+
+kd_stats_t stats() {
+  kd_stats_t s{};
+  EXPECT_EQ(kd_stats(&s), KD_SUCCESS);
+  return s;
+}
+
+class CapiGemm : public ::testing::Test {
+protected:
+  void SetUp() override {
+    KD_REQUIRE_GPU();
+    cache_ = (dir_.path() / "cache").string();
+    KD_CU_CHECK(cu().cuCtxGetCurrent(&ctx_), "current context");
+  }
+  void TearDown() override {
+    if (initialized_) {
+      EXPECT_EQ(kd_shutdown(), KD_SUCCESS);
+    }
+  }
+  void init() {
+    kd_options o{};
+    o.cache_dir = cache_.c_str();
+    o.flags = KD_NO_DAEMON;
+    o.poll_interval_ms = 50;
+    ASSERT_EQ(kd_init(&o), KD_SUCCESS);
+    initialized_ = true;
+  }
+  // kd_gemm of the fixture shape, beta = 0, on `stream`.
+  int gemm(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c, float alpha,
+           CUstream stream) const {
+    const float beta = 0.f;
+    return kd_gemm(KD_OP_N, KD_OP_N, shape_.m, shape_.n, shape_.k, &alpha, a.get(), KD_DTYPE_F32,
+                   shape_.m, b.get(), KD_DTYPE_F32, shape_.k, &beta, c.get(), KD_DTYPE_F32, shape_.m,
+                   KD_COMPUTE_F32, KD_MATH_DEFAULT, stream);
+  }
+  // Calls kd_gemm until a call is a hit (the background thread loaded the record), at most 10 s.
+  bool wait_for_hit(const DeviceBuffer& a, const DeviceBuffer& b, const DeviceBuffer& c) {
+    for (int i = 0; i < 1000; ++i) {
+      const std::uint64_t hits = stats().hits;
+      if (gemm(a, b, c, 1.f, nullptr) != KD_SUCCESS) return false;
+      if (stats().hits > hits) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  test::TempDir dir_;
+  std::string cache_;
+  CUcontext ctx_ = nullptr;
+  bool initialized_ = false;
+  GemmShape shape_;
+};
+
+std::vector<float> download(const DeviceBuffer& buf, std::size_t count, CUstream stream) {
+  std::vector<float> out(count);
+  KD_CU_CHECK(cu().cuStreamSynchronize(stream), "gemm");
+  KD_CU_CHECK(cu().cuMemcpyDtoH(out.data(), buf.ptr, count * sizeof(float)), "C");
+  return out;
+}
+
+TEST_F(CapiGemm, StoredRecordIsLookedUpLaunchedAndMatchesCublas) {
+  const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
+  {
+    CacheWriter w(cache_);
+    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
+  }
+  init();
+  const float alpha = 0.75f;
+  const test::HostGemm h = test::make_host_gemm(shape_, alpha, 1);
+  const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+  DeviceBuffer a(h.a.size() * 4), b(h.b.size() * 4), c(mn * 4), c_ref(mn * 4);
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
+  ASSERT_TRUE(wait_for_hit(a, b, c)) << "the record never loaded: " << stats().load_failures
+                                     << " load failures";
+
+  KD_CU_CHECK(cu().cuMemsetD32(c.ptr, kNaNBits, mn), "poison C");
+  const kd_stats_t before = stats();
+  ASSERT_EQ(gemm(a, b, c, alpha, nullptr), KD_SUCCESS);
+  EXPECT_EQ(stats().hits, before.hits + 1) << "kd_gemm did not run the tuned kernel";
+  const std::vector<float> got = download(c, mn, nullptr);
+  EXPECT_EQ(test::count_wrong(got, h), 0) << "tuned kernel vs fp64";
+
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  const float beta = 0.f;
+  KD_CU_CHECK(cu().cuMemsetD32(c_ref.ptr, kNaNBits, mn), "poison C_ref");
+  ASSERT_EQ(cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, shape_.m, shape_.n, shape_.k, &alpha,
+                         a.get(), CUDA_R_32F, shape_.m, b.get(), CUDA_R_32F, shape_.k, &beta,
+                         c_ref.get(), CUDA_R_32F, shape_.m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+            CUBLAS_STATUS_SUCCESS);
+  const std::vector<float> ref = download(c_ref, mn, nullptr);
+  cublasDestroy(handle);
+  EXPECT_EQ(test::count_wrong(ref, h), 0) << "cuBLAS vs fp64 (the tolerance is too tight)";
+  std::int64_t differ = 0;
+  for (std::size_t e = 0; e < mn; ++e)
+    if (!(std::fabs(got[e] - ref[e]) <= 1e-5 * h.abs_sum[e] + 1e-6)) ++differ;
+  EXPECT_EQ(differ, 0) << "tuned kernel vs cuBLAS";
+
+  // The lower-level pair sees the same entry.
+  kd_gemm_desc desc{};
+  desc.ta = desc.tb = KD_OP_N;
+  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
+  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
+  desc.batch = 1;
+  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
+  desc.compute = KD_COMPUTE_F32;
+  desc.beta_zero = 1;
+  const kd_entry* entry = nullptr;
+  ASSERT_EQ(kd_gemm_lookup(&desc, nullptr, &entry, nullptr), KD_SUCCESS);
+  kd_gemm_args args{};
+  args.a = a.get();
+  args.b = reinterpret_cast<const char*>(b.get()) + 4;  // misaligned for a 16-byte record
+  args.c = c.get();
+  kd_fallback_reason reason = KD_FALLBACK_NO_ENTRY;
+  EXPECT_EQ(kd_gemm_launch(entry, &args, nullptr, &reason), KD_FALLBACK);
+  EXPECT_EQ(reason, KD_FALLBACK_MISALIGNED);
+}
+
+TEST_F(CapiGemm, MissIsComputedByCublasBitForBit) {
+  init();
+  const std::int64_t m = 200, n = 72, k = 136;  // nothing cached for this shape
+  std::mt19937 rng(7);
+  std::normal_distribution<float> dist;
+  std::vector<float> ha(m * k), hb(k * n), hc(m * n);
+  for (auto& x : ha) x = dist(rng);
+  for (auto& x : hb) x = dist(rng);
+  for (auto& x : hc) x = dist(rng);
+  DeviceBuffer a(ha.size() * 4), b(hb.size() * 4), c(hc.size() * 4), c_ref(hc.size() * 4);
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, ha.data(), ha.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, hb.data(), hb.size() * 4), "B");
+  cublasHandle_t handle = nullptr;
+  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+  struct Case {
+    kd_op ta;
+    kd_math math;
+    cublasComputeType_t compute;
+  };
+  for (const Case cs : {Case{KD_OP_N, KD_MATH_DEFAULT, CUBLAS_COMPUTE_32F},
+                        Case{KD_OP_T, KD_MATH_TF32_ALLOWED, CUBLAS_COMPUTE_32F_FAST_TF32}}) {
+    const std::int64_t lda = cs.ta == KD_OP_N ? m : k;
+    const float alpha = 1.25f, beta = 0.5f;  // beta != 0: C is read
+    KD_CU_CHECK(cu().cuMemcpyHtoD(c.ptr, hc.data(), hc.size() * 4), "C");
+    KD_CU_CHECK(cu().cuMemcpyHtoD(c_ref.ptr, hc.data(), hc.size() * 4), "C_ref");
+    const kd_stats_t before = stats();
+    ASSERT_EQ(kd_gemm(cs.ta, KD_OP_N, m, n, k, &alpha, a.get(), KD_DTYPE_F32, lda, b.get(),
+                      KD_DTYPE_F32, k, &beta, c.get(), KD_DTYPE_F32, m, KD_COMPUTE_F32, cs.math,
+                      nullptr),
+              KD_SUCCESS);
+    const kd_stats_t after = stats();
+    EXPECT_EQ(after.hits, before.hits);
+    EXPECT_EQ(after.misses, before.misses + 1);
+    ASSERT_EQ(cublasGemmEx(handle, cs.ta == KD_OP_T ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, m, n,
+                           k, &alpha, a.get(), CUDA_R_32F, lda, b.get(), CUDA_R_32F, k, &beta,
+                           c_ref.get(), CUDA_R_32F, m, cs.compute, CUBLAS_GEMM_DEFAULT),
+              CUBLAS_STATUS_SUCCESS);
+    const std::vector<float> got = download(c, hc.size(), nullptr);
+    const std::vector<float> ref = download(c_ref, hc.size(), nullptr);
+    EXPECT_EQ(std::memcmp(got.data(), ref.data(), got.size() * 4), 0)
+        << "kd_gemm's miss differs from cuBLAS (ta=" << cs.ta << ")";
+  }
+  cublasDestroy(handle);
+}
+
+TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
+  const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
+  {
+    CacheWriter w(cache_);
+    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
+  }
+  const Record second = test::make_gemm_record(key, shape_, test::KernelVariant::tiled, 2);
+  init();
+  const float alpha = 1.f;
+  const test::HostGemm h = test::make_host_gemm(shape_, alpha, 3);
+  const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+  DeviceBuffer a(h.a.size() * 4), b(h.b.size() * 4), warm(mn * 4);
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
+  ASSERT_TRUE(wait_for_hit(a, b, warm));
+
+  constexpr int kThreads = 8;
+  std::atomic<bool> stop{false};
+  std::atomic<std::int64_t> calls{0}, failed{0}, wrong_results{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&] {
+      try {
+        KD_CU_CHECK(cu().cuCtxSetCurrent(ctx_), "thread context");
+        CUstream stream = nullptr;
+        KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
+        DeviceBuffer c(mn * 4);
+        while (!stop.load()) {
+          KD_CU_CHECK(cu().cuMemsetD32Async(c.ptr, kNaNBits, mn, stream), "poison C");
+          if (gemm(a, b, c, alpha, stream) != KD_SUCCESS) failed.fetch_add(1);
+          if (test::count_wrong(download(c, mn, stream), h) != 0) wrong_results.fetch_add(1);
+          calls.fetch_add(1);
+        }
+        cu().cuStreamDestroy(stream);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << e.what();
+        failed.fetch_add(1);
+      }
+    });
+
+  std::this_thread::sleep_for(300ms);
+  const kd_stats_t before = stats();
+  { CacheWriter(cache_).publish(second); }
+  bool swapped = false;
+  for (int i = 0; i < 500 && !swapped; ++i) {
+    std::this_thread::sleep_for(10ms);
+    swapped = stats().swaps > before.swaps;
+  }
+  std::this_thread::sleep_for(300ms);  // keep launching on the new entry
+  stop.store(true);
+  for (auto& t : threads) t.join();
+  const kd_stats_t after = stats();
+
+  EXPECT_TRUE(swapped) << "the second record was never swapped in";
+  EXPECT_GT(calls.load(), 0);
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(wrong_results.load(), 0);
+  EXPECT_GT(after.hits, before.hits);
+  EXPECT_EQ(after.fallbacks[KD_FALLBACK_LAUNCH_FAILED], before.fallbacks[KD_FALLBACK_LAUNCH_FAILED]);
+  std::printf("hot swap: %lld calls on %d threads, hits +%llu, swaps +%llu\n",
+              static_cast<long long>(calls.load()), kThreads,
+              static_cast<unsigned long long>(after.hits - before.hits),
+              static_cast<unsigned long long>(after.swaps - before.swaps));
+}
+
+}  // namespace
+}  // namespace kd

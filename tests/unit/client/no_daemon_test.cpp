@@ -1,0 +1,145 @@
+// The dispatcher with no daemon: misses go into the void without a crash or a hang, and polling
+// the cache generation picks up a record that another process (a forked child, the way the daemon
+// is another process) publishes with CacheWriter.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "client/dispatcher.hpp"
+#include "store/cache_store.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kd {
+namespace {
+
+using namespace std::chrono_literals;
+
+CallKey key_for(std::int64_t m) {
+  CallKey k;
+  k.context = 0xABC;
+  k.m = m;
+  k.n = k.k = 64;
+  k.lda = k.ldb = k.ldc = 64;
+  return k;
+}
+
+std::string line_for(const CallKey& k) { return "fake gemm m=" + std::to_string(k.m); }
+
+// Loads "records" without CUDA: the entry's first launch carries the record's grid, so the test
+// can see which record was loaded.
+class FakeLoader final : public EntryLoader {
+public:
+  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override {
+    return line_for(key);
+  }
+  std::variant<LoadedEntry, FallbackReason> load(const CallKey&, const Record& r) override {
+    LoadedEntry out;
+    out.entry = std::make_unique<Entry>();
+    out.entry->launch_count = 1;
+    out.entry->launches[0].grid = r.plan.launches.at(0).grid;
+    return out;
+  }
+};
+
+Record record_for(const CallKey& k, std::uint32_t grid_x) {
+  Record r;
+  r.key_line = line_for(k);
+  r.cubin = "not a real cubin " + std::to_string(grid_x);
+  r.plan.launches.push_back({"kd_main", {grid_x, 1, 1}, {128, 1, 1}, 0});
+  r.created_unix_s = grid_x;
+  return r;
+}
+
+// Looks the key up the way a calling thread does.
+Dispatcher::Lookup lookup(Dispatcher& d, const CallKey& k) {
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  ReadGuard guard(*slot);
+  return d.lookup(k);
+}
+
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return false;
+}
+
+// Publishes in a child process, as the daemon would; returns the child's exit status.
+int publish_in_child(const std::filesystem::path& dir, const Record& r) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    try {
+      CacheWriter w(dir);
+      w.publish(r);
+      ::_exit(0);
+    } catch (...) {
+      ::_exit(3);
+    }
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+DispatcherOptions no_daemon_options(const test::TempDir& dir) {
+  DispatcherOptions o;
+  o.cache_dir = dir.path() / "cache";
+  o.socket_path = dir.path() / "nobody-listens.sock";  // a daemon client that never connects
+  o.poll_interval = 50ms;
+  return o;
+}
+
+TEST(NoDaemon, MissesAreRememberedAndShutdownDoesNotHang) {
+  test::TempDir dir;
+  auto d = std::make_unique<Dispatcher>(no_daemon_options(dir), std::make_unique<FakeLoader>());
+  const CallKey k = key_for(100);
+  EXPECT_EQ(lookup(*d, k).reason, FallbackReason::not_loaded);
+  // No cache directory at all: the background thread resolves the key to cache_unavailable.
+  EXPECT_TRUE(eventually([&] { return lookup(*d, k).reason == FallbackReason::cache_unavailable; }));
+  for (int i = 0; i < 5000; ++i) lookup(*d, key_for(1000 + i));  // floods the queue: drops, no crash
+  const auto start = std::chrono::steady_clock::now();
+  d.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "shutdown hung";
+}
+
+TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
+  test::TempDir dir;
+  const auto opts = no_daemon_options(dir);
+  { CacheWriter create(opts.cache_dir); }  // an empty cache, as after `kdctl` first ran
+  Dispatcher d(opts, std::make_unique<FakeLoader>());
+  const CallKey k = key_for(7);
+  lookup(d, k);
+  ASSERT_TRUE(eventually([&] { return lookup(d, k).reason == FallbackReason::no_entry; }));
+  const std::uint64_t g0 = d.generation();
+
+  ASSERT_EQ(publish_in_child(opts.cache_dir, record_for(k, 11)), 0);
+  ASSERT_TRUE(eventually([&] { return lookup(d, k).entry != nullptr; }))
+      << "published record never loaded";
+  EXPECT_GT(d.generation(), g0);
+  {
+    ThreadSlot* slot = EpochDomain::instance().this_thread();
+    ReadGuard guard(*slot);
+    EXPECT_EQ(d.lookup(k).entry->launches[0].grid[0], 11u);
+  }
+
+  // A second record for the same key is hot-swapped in.
+  const std::uint64_t swaps0 = dispatcher_counters().swaps.load();
+  ASSERT_EQ(publish_in_child(opts.cache_dir, record_for(k, 22)), 0);
+  ASSERT_TRUE(eventually([&] {
+    ThreadSlot* slot = EpochDomain::instance().this_thread();
+    ReadGuard guard(*slot);
+    const Entry* e = d.lookup(k).entry;
+    return e != nullptr && e->launches[0].grid[0] == 22u;
+  }));
+  EXPECT_EQ(dispatcher_counters().swaps.load(), swaps0 + 1);
+}
+
+}  // namespace
+}  // namespace kd
