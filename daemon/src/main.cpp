@@ -1,21 +1,33 @@
 // kdispatchd: thin main; the daemon lives in kdispatch::daemon.
+#include <csignal>
 #include <cstdio>
+#include <variant>
 
-#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
 
-#include "daemon_info.hpp"
+#include "config/config.hpp"
+#include "daemon.hpp"
 #include "kdispatch/kdispatch.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"kdispatchd: the kdispatch daemon (queues missed shapes, searches, publishes)"};
-  bool version = false;
-  app.add_flag("--version", version, "Print the version and exit");
-  CLI11_PARSE(app, argc, argv);
-  if (version) {
+  auto parsed = kd::daemon::parse_command_line(argc, argv);
+  if (const int* code = std::get_if<int>(&parsed)) return *code;
+  const auto& line = std::get<kd::daemon::CommandLine>(parsed);
+  if (line.version) {
     std::printf("kdispatchd %s\n", KD_VERSION_STRING);
     return 0;
   }
-  std::fprintf(stderr, "kdispatchd: not available in this build: %s\n",
-               kd::daemon::missing_capabilities().c_str());
-  return 1;
+  try {
+    const auto config = kd::daemon::load_config(line, kd::daemon::process_environment);
+    if (line.print_config) {
+      std::fputs(kd::daemon::print_config(config).c_str(), stdout);
+      return 0;
+    }
+    spdlog::set_level(spdlog::level::from_str(config.log_level));
+    std::signal(SIGPIPE, SIG_IGN);
+    return kd::daemon::run_daemon(config);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kdispatchd: %s\n", e.what());
+    return 1;
+  }
 }

@@ -1,0 +1,367 @@
+#include "config/config.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "common/error.hpp"
+#include "store/cache_store.hpp"
+
+namespace kd::daemon {
+namespace {
+
+// A parser stores `text` into the config or returns why it cannot.
+using Parser = std::optional<std::string> (*)(Config&, const std::string& text);
+
+struct ConfigKey {
+  std::string_view name;
+  std::string_view env;
+  std::string_view default_text;
+  std::string_view description;
+  Parser parse;
+};
+
+template <class T>
+std::optional<T> parse_unsigned(const std::string& text, int base = 10) {
+  T value{};
+  const auto* end = text.data() + text.size();
+  const auto res = std::from_chars(text.data(), end, value, base);
+  if (text.empty() || res.ec != std::errc{} || res.ptr != end) return std::nullopt;
+  return value;
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+template <class T, T Config::*Field>
+std::optional<std::string> unsigned_into(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<T>(text);
+  if (!v) return "expected a non-negative integer";
+  c.*Field = *v;
+  return std::nullopt;
+}
+
+template <std::uint64_t Budgets::*Field>
+std::optional<std::string> budget_into(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<std::uint64_t>(text);
+  if (!v) return "expected a non-negative integer";
+  c.budgets.*Field = *v;
+  return std::nullopt;
+}
+
+template <std::chrono::milliseconds Config::*Field>
+std::optional<std::string> millis_into(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<std::uint64_t>(text);
+  if (!v || *v == 0) return "expected a positive number of milliseconds";
+  c.*Field = std::chrono::milliseconds(*v);
+  return std::nullopt;
+}
+
+template <std::string Config::*Field>
+std::optional<std::string> text_into(Config& c, const std::string& text) {
+  c.*Field = text;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_cache_dir(Config& c, const std::string& text) {
+  c.cache_dir = text.empty() ? default_cache_dir() : std::filesystem::path(text);
+  return std::nullopt;
+}
+
+// Resolved after cache_dir (the table is applied in order, cache_dir first).
+std::optional<std::string> parse_socket(Config& c, const std::string& text) {
+  if (!text.empty()) {
+    c.socket = text;
+  } else if (const char* x = std::getenv("XDG_RUNTIME_DIR"); x != nullptr && *x != '\0') {
+    c.socket = std::filesystem::path(x) / "kdispatch.sock";
+  } else {
+    c.socket = c.cache_dir / "kdispatch.sock";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_socket_mode(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<unsigned>(text, 8);
+  if (!v || *v > 0777) return "expected an octal file mode such as 0600";
+  c.socket_mode = *v;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_allowed_uids(Config& c, const std::string& text) {
+  c.allowed_uids.clear();
+  if (text.empty()) {
+    c.allowed_uids = {::geteuid(), 0};
+    return std::nullopt;
+  }
+  for (const auto& item : split_list(text)) {
+    const auto v = parse_unsigned<uid_t>(item);
+    if (!v) return fmt::format("'{}' is not a numeric uid", item);
+    c.allowed_uids.push_back(*v);
+  }
+  if (c.allowed_uids.empty()) return "expected a comma list of numeric uids";
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_metrics_listen(Config& c, const std::string& text) {
+  if (text != "off") {
+    const auto colon = text.rfind(':');
+    if (colon == std::string::npos || !parse_unsigned<std::uint16_t>(text.substr(colon + 1)))
+      return "expected host:port (port 0 picks a free one) or off";
+    const auto host = text.substr(0, colon);
+    if (host != "127.0.0.1" && host != "::1" && host != "[::1]" && host != "localhost")
+      return "the metrics endpoint listens on loopback only (127.0.0.1, ::1 or localhost)";
+  }
+  c.metrics_listen = text;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_path_text(Config& c, const std::string& text) {
+  c.metrics_port_file = text;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_log_level(Config& c, const std::string& text) {
+  static constexpr std::string_view kLevels[] = {"trace", "debug", "info", "warn",
+                                                 "error", "critical", "off"};
+  if (std::find(std::begin(kLevels), std::end(kLevels), text) == std::end(kLevels))
+    return "expected trace, debug, info, warn, error, critical or off";
+  c.log_level = text;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_workers(Config& c, const std::string& text) {
+  if (text != "auto" && text != "none") {
+    const auto items = split_list(text);
+    if (items.empty()) return "expected auto, none or a comma list of CUDA device ordinals";
+    for (const auto& item : items)
+      if (!parse_unsigned<unsigned>(item)) return fmt::format("'{}' is not a device ordinal", item);
+  }
+  c.workers = text;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_proposer(Config& c, const std::string& text) {
+  static constexpr std::string_view kProposers[] = {"builtin", "llm", "cublaslt"};
+  if (std::find(std::begin(kProposers), std::end(kProposers), text) == std::end(kProposers))
+    return "expected builtin, llm or cublaslt";
+  c.proposer = text;
+  return std::nullopt;
+}
+
+// The table. Order matters only where a parser reads an earlier key (socket reads cache_dir).
+constexpr ConfigKey kConfigKeys[] = {
+    {"cache_dir", "KD_CACHE_DIR", "",
+     "kernel cache directory (empty: $XDG_CACHE_HOME/kdispatch or ~/.cache/kdispatch)",
+     parse_cache_dir},
+    {"socket", "KD_SOCKET", "",
+     "Unix socket path (empty: $XDG_RUNTIME_DIR/kdispatch.sock, else <cache_dir>/kdispatch.sock)",
+     parse_socket},
+    {"socket_mode", "KD_SOCKET_MODE", "0600", "permissions of the socket file (octal)",
+     parse_socket_mode},
+    {"allowed_uids", "KD_ALLOWED_UIDS", "",
+     "peer uids accepted (SO_PEERCRED), comma list (empty: the daemon's own uid and root)",
+     parse_allowed_uids},
+    {"metrics_listen", "KD_METRICS_LISTEN", "127.0.0.1:9464",
+     "loopback host:port of the HTTP endpoint (/metrics, /status), or off", parse_metrics_listen},
+    {"metrics_port_file", "KD_METRICS_PORT_FILE", "",
+     "file to write the bound metrics port into (useful with port 0)", parse_path_text},
+    {"log_level", "KD_LOG_LEVEL", "info", "spdlog level", parse_log_level},
+    {"workers", "KD_WORKERS", "auto",
+     "GPUs to run kdispatch-worker on: auto, none or device ordinals", parse_workers},
+    {"compile_threads", "KD_COMPILE_THREADS", "0", "CPU compile pool size (0: one per core)",
+     unsigned_into<unsigned, &Config::compile_threads>},
+    {"budget_rounds", "KD_BUDGET_ROUNDS", "8", "search rounds per job",
+     budget_into<&Budgets::rounds>},
+    {"budget_candidates", "KD_BUDGET_CANDIDATES", "256", "candidates evaluated per job",
+     budget_into<&Budgets::candidates>},
+    {"budget_wall_seconds", "KD_BUDGET_WALL_SECONDS", "600", "wall-clock seconds per job",
+     budget_into<&Budgets::wall_seconds>},
+    {"budget_llm_tokens", "KD_BUDGET_LLM_TOKENS", "200000", "LLM tokens per job",
+     budget_into<&Budgets::llm_tokens>},
+    {"proposer", "KD_PROPOSER", "builtin", "default proposer: builtin, llm or cublaslt",
+     parse_proposer},
+    {"frame_timeout_ms", "KD_FRAME_TIMEOUT_MS", "5000",
+     "a client that leaves a frame incomplete this long is dropped",
+     millis_into<&Config::frame_timeout>},
+    {"max_clients", "KD_MAX_CLIENTS", "1024", "connections served at once; more are refused",
+     unsigned_into<std::size_t, &Config::max_clients>},
+    {"max_client_backlog_bytes", "KD_MAX_CLIENT_BACKLOG_BYTES", "8388608",
+     "unsent reply bytes a client may accumulate before it is dropped as not reading",
+     unsigned_into<std::size_t, &Config::max_client_backlog_bytes>},
+    {"restart_backoff_ms", "KD_RESTART_BACKOFF_MS", "1000",
+     "first delay before retrying a job whose worker crashed or hung (doubles per attempt)",
+     millis_into<&Config::restart_backoff>},
+    {"max_attempts", "KD_MAX_ATTEMPTS", "3", "runs of a job before it is marked failed",
+     unsigned_into<std::uint32_t, &Config::max_attempts>},
+};
+
+std::string flag_of(std::string_view name) {
+  std::string flag = "--" + std::string(name);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// A TOML value as the text its key's parser reads; nullopt for tables and other shapes.
+std::optional<std::string> toml_text(const toml::node& node) {
+  if (const auto* s = node.as_string()) return s->get();
+  if (const auto* i = node.as_integer()) return std::to_string(i->get());
+  if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
+  if (const auto* a = node.as_array()) {
+    std::string joined;
+    for (const auto& element : *a) {
+      const auto text = toml_text(element);
+      if (!text || element.is_array()) return std::nullopt;
+      if (!joined.empty()) joined += ',';
+      joined += *text;
+    }
+    return joined;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string_view to_string(ConfigSource s) {
+  static constexpr std::string_view kNames[] = {"default", "file", "env", "flag"};
+  return kNames[static_cast<int>(s)];
+}
+
+std::optional<std::string> process_environment(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+std::vector<ConfigKeyInfo> config_keys() {
+  std::vector<ConfigKeyInfo> out;
+  static std::vector<std::string> flags;  // keeps the flag strings alive for the views
+  if (flags.empty())
+    for (const auto& k : kConfigKeys) flags.push_back(flag_of(k.name));
+  for (std::size_t i = 0; i < std::size(kConfigKeys); ++i) {
+    const auto& k = kConfigKeys[i];
+    out.push_back({k.name, k.env, flags[i], k.default_text, k.description});
+  }
+  return out;
+}
+
+std::variant<CommandLine, int> parse_command_line(int argc, char** argv) {
+  CLI::App app{"kdispatchd: the kdispatch daemon (queues missed shapes, searches, publishes)"};
+  CommandLine line;
+  std::string config_file;
+  app.add_option("--config", config_file,
+                 std::string("TOML configuration file (env KD_CONFIG; default ") +
+                     kDefaultConfigFile + ")");
+  app.add_flag("--print-config", line.print_config,
+               "Print every configuration value and where it came from, then exit");
+  app.add_flag("--version", line.version, "Print the version and exit");
+  std::map<std::string, std::string> values;
+  for (const auto& k : kConfigKeys) {
+    const std::string name(k.name);
+    app.add_option(flag_of(k.name), values[name],
+                   fmt::format("{} (env {}, default '{}')", k.description, k.env, k.default_text));
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (!config_file.empty()) line.config_file = config_file;
+  for (const auto& k : kConfigKeys) {
+    if (app.get_option(flag_of(k.name))->count() > 0)
+      line.flags[std::string(k.name)] = values[std::string(k.name)];
+  }
+  return line;
+}
+
+Config load_config(const CommandLine& line,
+                   const std::function<std::optional<std::string>(const std::string&)>& environment) {
+  // Per key: the winning text and its source, from lowest to highest precedence.
+  std::map<std::string, Config::Origin, std::less<>> chosen;
+  for (const auto& k : kConfigKeys)
+    chosen[std::string(k.name)] = {std::string(k.name), std::string(k.default_text),
+                                   ConfigSource::default_value, ""};
+
+  Config c;
+  std::filesystem::path file = kDefaultConfigFile;
+  bool explicit_file = false;
+  if (line.config_file) {
+    file = *line.config_file;
+    explicit_file = true;
+  } else if (const auto env_file = environment("KD_CONFIG"); env_file && !env_file->empty()) {
+    file = *env_file;
+    explicit_file = true;
+  }
+  if (explicit_file || std::filesystem::exists(file)) {
+    toml::table table;
+    try {
+      table = toml::parse_file(file.string());
+    } catch (const toml::parse_error& e) {
+      throw Error(ErrorDomain::usage, 0,
+                  fmt::format("config file {}: {}", file.string(), std::string(e.description())));
+    }
+    for (const auto& [name, node] : table) {
+      const auto it = chosen.find(std::string_view(name.str()));
+      if (it == chosen.end())
+        throw Error(ErrorDomain::usage, 0,
+                    fmt::format("config file {}: unknown key '{}' (kdispatchd --help lists them)",
+                                file.string(), name.str()));
+      const auto text = toml_text(node);
+      if (!text)
+        throw Error(ErrorDomain::usage, 0,
+                    fmt::format("config file {}: key '{}' must be a string, integer or array",
+                                file.string(), name.str()));
+      it->second = {it->first, *text, ConfigSource::file, file.string()};
+    }
+    c.config_file = file;
+  }
+  for (const auto& k : kConfigKeys) {
+    if (const auto v = environment(std::string(k.env)))
+      chosen[std::string(k.name)] = {std::string(k.name), *v, ConfigSource::environment,
+                                     std::string(k.env)};
+  }
+  for (const auto& [name, value] : line.flags)
+    chosen[name] = {name, value, ConfigSource::flag, flag_of(name)};
+
+  for (const auto& k : kConfigKeys) {
+    const auto& origin = chosen.at(std::string(k.name));
+    if (const auto problem = k.parse(c, origin.text)) {
+      throw Error(ErrorDomain::usage, 0,
+                  fmt::format("config key {} = '{}' (from {}{}{}): {}", k.name, origin.text,
+                              to_string(origin.source), origin.where.empty() ? "" : " ",
+                              origin.where, *problem));
+    }
+    c.origins.push_back(origin);
+  }
+  return c;
+}
+
+std::string print_config(const Config& c) {
+  std::string out;
+  if (!c.config_file.empty()) out += fmt::format("# config file: {}\n", c.config_file.string());
+  for (const auto& o : c.origins) {
+    std::string where = std::string(to_string(o.source));
+    if (!o.where.empty()) where += " " + o.where;
+    out += fmt::format("{} = \"{}\"  # {}\n", o.key, o.text, where);
+  }
+  out += fmt::format("# resolved: cache_dir={} socket={}\n", c.cache_dir.string(), c.socket.string());
+  return out;
+}
+
+}  // namespace kd::daemon

@@ -1,0 +1,90 @@
+// kdispatchd's configuration: one table of keys (config.cpp, kConfigKeys), each settable in the
+// TOML file, by a KD_* environment variable and by a flag. Precedence: flag > environment >
+// file > default. `kdispatchd --print-config` prints every value with where it came from.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <sys/types.h>
+
+namespace kd::daemon {
+
+enum class ConfigSource { default_value, file, environment, flag };
+std::string_view to_string(ConfigSource s);
+
+struct Budgets {
+  std::uint64_t rounds = 0;
+  std::uint64_t candidates = 0;
+  std::uint64_t wall_seconds = 0;
+  std::uint64_t llm_tokens = 0;
+};
+
+struct Config {
+  std::filesystem::path cache_dir;
+  std::filesystem::path socket;  // resolved: never empty after load_config
+  unsigned socket_mode = 0600;
+  std::vector<uid_t> allowed_uids;  // resolved: never empty after load_config
+  std::string metrics_listen;       // "host:port" or "off"
+  std::filesystem::path metrics_port_file;
+  std::string log_level;
+  std::string workers;  // "auto", "none" or a comma list of CUDA device ordinals
+  unsigned compile_threads = 0;
+  Budgets budgets;
+  std::string proposer;
+  std::chrono::milliseconds frame_timeout{0};
+  std::size_t max_clients = 0;
+  std::size_t max_client_backlog_bytes = 0;
+  std::chrono::milliseconds restart_backoff{0};
+  std::uint32_t max_attempts = 0;
+
+  // Each key's text as loaded and where it came from, in table order (for --print-config).
+  struct Origin {
+    std::string key;
+    std::string text;
+    ConfigSource source = ConfigSource::default_value;
+    std::string where;  // file path, variable or flag name
+  };
+  std::vector<Origin> origins;
+  std::filesystem::path config_file;  // the file read, empty when none
+};
+
+// Where the configuration file is looked for when neither --config nor KD_CONFIG names one.
+inline constexpr const char* kDefaultConfigFile = "/etc/kdispatch/kdispatchd.toml";
+
+// The options of the command line that are not config keys.
+struct CommandLine {
+  std::optional<std::filesystem::path> config_file;
+  bool print_config = false;
+  bool version = false;
+  std::map<std::string, std::string> flags;  // config key -> value given by its flag
+};
+
+// Parses argv (CLI11). Returns the process exit code when the command line asked for help or was
+// wrong (the message is already printed), else the parsed line.
+std::variant<CommandLine, int> parse_command_line(int argc, char** argv);
+
+// Builds the configuration. `environment` is looked up by variable name (tests pass a map).
+// Throws kd::Error (usage) naming the key, its source and the problem for an invalid value, an
+// unknown key in the file, or an unreadable file that was asked for explicitly.
+Config load_config(const CommandLine& line,
+                   const std::function<std::optional<std::string>(const std::string&)>& environment);
+std::optional<std::string> process_environment(const std::string& name);
+
+// key = value  # source, one line per key, in table order.
+std::string print_config(const Config& c);
+
+// For the documentation and --help: name, environment variable, flag, default and description.
+struct ConfigKeyInfo {
+  std::string_view name, env, flag, default_text, description;
+};
+std::vector<ConfigKeyInfo> config_keys();
+
+}  // namespace kd::daemon

@@ -1,0 +1,180 @@
+#include "daemon.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <optional>
+
+#include <boost/asio.hpp>
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/error.hpp"
+#include "http/http_server.hpp"
+#include "http/metrics.hpp"
+#include "kdispatch/kdispatch.h"
+#include "queue/job_queue.hpp"
+#include "sched/scheduler.hpp"
+#include "server/server.hpp"
+
+namespace kd::daemon {
+namespace {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+// The daemon lock: one kdispatchd per cache directory (flock is released by the kernel when the
+// process dies, so kill -9 leaves no stale lock).
+class DaemonLock {
+public:
+  explicit DaemonLock(const std::filesystem::path& cache_dir) {
+    std::filesystem::create_directories(cache_dir);
+    const auto path = cache_dir / "kdispatchd.lock";
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    KD_SYS_CHECK(fd_, path.string());
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw Error(ErrorDomain::usage, 0,
+                  fmt::format("another kdispatchd serves the cache {} (lock {} is held)",
+                              cache_dir.string(), path.string()));
+    }
+  }
+  ~DaemonLock() { ::close(fd_); }
+  DaemonLock(const DaemonLock&) = delete;
+  DaemonLock& operator=(const DaemonLock&) = delete;
+
+private:
+  int fd_ = -1;
+};
+
+// Written to a temporary name and renamed, so a reader never sees a partial number.
+void write_port_file(const std::filesystem::path& path, std::uint16_t port) {
+  const auto tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out) throw Error(ErrorDomain::system, errno, "cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+json job_json(const Job& j) {
+  return {{"key", j.key},           {"state", to_string(j.state)}, {"count", j.count},
+          {"priority", j.priority()}, {"attempts", j.attempts},    {"reason", j.reason}};
+}
+
+}  // namespace
+
+int run_daemon(const Config& config) {
+  const auto started = std::chrono::steady_clock::now();
+  DaemonLock lock(config.cache_dir);
+  JobQueue queue(config.cache_dir);
+  Metrics metrics;
+  asio::io_context io(1);
+  Backends backends = make_backends(config);
+  const bool have_backend = !backends.runners.empty();
+  const std::string backend_message =
+      have_backend ? fmt::format("{} search runner(s)", backends.runners.size()) : backends.why_none;
+
+  std::unique_ptr<Server> server;
+  std::unique_ptr<Scheduler> scheduler;
+
+  const auto gauges = [&] {
+    return Gauges{queue.counts(), server->clients(), server->subscribers(), queue.generation(),
+                  have_backend};
+  };
+  const auto status = [&](std::size_t top) {
+    const QueueCounts counts = queue.counts();
+    json jobs = json::object();
+    for (std::size_t s = 0; s < kJobStateCount; ++s)
+      jobs[std::string(to_string(static_cast<JobState>(s)))] = counts.by_state[s];
+    json s{{"daemon", KD_VERSION_STRING},
+           {"pid", ::getpid()},
+           {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(
+                            std::chrono::steady_clock::now() - started).count()},
+           {"generation", queue.generation()},
+           {"cache_dir", config.cache_dir.string()},
+           {"socket", config.socket.string()},
+           {"search_backend", {{"available", have_backend}, {"message", backend_message}}},
+           {"jobs", jobs},
+           {"queue_depth", counts.by_state[static_cast<std::size_t>(JobState::queued)]},
+           {"clients", server->clients()},
+           {"subscribers", server->subscribers()},
+           {"running", scheduler->running_keys()},
+           {"transactions_committed", queue.transactions_committed()}};
+    if (top > 0) {
+      auto all = queue.jobs();
+      const auto n = std::min(top, all.size());
+      std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
+                        [](const Job& a, const Job& b) {
+                          const bool qa = a.state == JobState::queued, qb = b.state == JobState::queued;
+                          if (qa != qb) return qa;
+                          return a.priority() > b.priority();
+                        });
+      json list = json::array();
+      for (std::size_t i = 0; i < n; ++i) list.push_back(job_json(all[i]));
+      s["top_jobs"] = list;
+    }
+    return s;
+  };
+  const auto stats = [&] {
+    json counters = json::object();
+    for (std::size_t c = 0; c < static_cast<std::size_t>(Counter::count_); ++c)
+      counters[std::string(counter_name(static_cast<Counter>(c)))] = metrics.get(static_cast<Counter>(c));
+    return json{{"counters", counters},
+                {"candidates_rejected", metrics.rejected()},
+                {"generation", queue.generation()},
+                {"transactions_committed", queue.transactions_committed()}};
+  };
+
+  HttpServer http(io, HttpRoutes{[&] { return prometheus_text(metrics, gauges()); },
+                                 [&] { return status(20).dump(); }});
+  asio::signal_set signals(io, SIGTERM, SIGINT);
+  bool stopping = false;
+  const auto shutdown = [&] {
+    if (stopping) return;
+    stopping = true;
+    spdlog::info("shutting down: no new clients; running jobs go back to the queue");
+    signals.cancel();
+    server->stop();
+    http.stop();
+  };
+
+  server = std::make_unique<Server>(
+      io, config, queue, metrics,
+      ServerHooks{shutdown, [&] { scheduler->notify_work(); },
+                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats});
+  scheduler = std::make_unique<Scheduler>(
+      config, queue, metrics, std::move(backends.runners),
+      [&](const std::string& key, std::uint64_t generation) {
+        server->notify_published(key, generation);
+      });
+
+  server->start();
+  if (config.metrics_listen != "off") {
+    const auto port = http.start(config.metrics_listen);
+    spdlog::info("metrics on http://{}:{}/metrics", config.metrics_listen.substr(0, config.metrics_listen.rfind(':')), port);
+    if (!config.metrics_port_file.empty()) write_port_file(config.metrics_port_file, port);
+  }
+  if (!have_backend) spdlog::warn("{}", backend_message);
+  signals.async_wait([&](boost::system::error_code ec, int signo) {
+    if (ec) return;
+    spdlog::info("signal {} received", signo);
+    shutdown();
+  });
+  scheduler->start();
+  spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
+               config.cache_dir.string(), queue.counts().by_state[0]);
+
+  io.run();
+  scheduler->stop();  // runners return; their jobs are re-queued through the queue
+  queue.stop();       // every pending change committed
+  spdlog::info("stopped cleanly");
+  return 0;
+}
+
+}  // namespace kd::daemon

@@ -1,0 +1,66 @@
+// The daemon's counters and their Prometheus text exposition (format 0.0.4). Counters are
+// numbered in one table (metrics.cpp, kCounters) and never reused; counters only go up.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "queue/job_queue.hpp"
+
+namespace kd::daemon {
+
+enum class Counter : std::uint8_t {
+  misses_reported,       // calls reported in miss messages (sum of counts)
+  miss_keys_received,    // key entries in miss messages
+  miss_keys_rejected,    // key entries that did not parse as a key
+  client_hits,           // hits reported by clients
+  frames_received,
+  protocol_errors,       // frames answered with error and dropped
+  clients_accepted,
+  clients_refused,       // SO_PEERCRED uid not allowed, or too many clients
+  clients_dropped,       // slow, hostile or not reading
+  candidates_evaluated,
+  winners_published,
+  worker_restarts,
+  jobs_failed,
+  count_,
+};
+
+class Metrics {
+public:
+  void add(Counter c, std::uint64_t n = 1) noexcept {
+    counters_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
+  }
+  std::uint64_t get(Counter c) const noexcept {
+    return counters_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
+  }
+  // Candidates the search rejected, by the verdict's reason (label value).
+  void add_rejected(std::string_view reason, std::uint64_t n = 1);
+  std::map<std::string, std::uint64_t> rejected() const;
+
+private:
+  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Counter::count_)> counters_{};
+  mutable std::mutex rejected_mu_;
+  std::map<std::string, std::uint64_t, std::less<>> rejected_;
+};
+
+// The counter's name in stats JSON ("misses_reported") and Prometheus ("kdispatch_..._total").
+std::string_view counter_name(Counter c);
+
+// Point-in-time values the exposition reports as gauges.
+struct Gauges {
+  QueueCounts jobs;
+  std::uint64_t clients_connected = 0;
+  std::uint64_t subscribers = 0;
+  std::uint64_t generation = 0;
+  bool search_backend = false;
+};
+
+std::string prometheus_text(const Metrics& m, const Gauges& g);
+
+}  // namespace kd::daemon

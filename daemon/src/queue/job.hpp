@@ -1,0 +1,61 @@
+// A job of the persistent queue: one per canonical key line, stored as a JSON object in the
+// cache's "jobs" database under that line. The daemon is the only writer.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace kd::daemon {
+
+// Numbered like stats counters: values are persisted by name, never by number.
+enum class JobState : std::uint8_t { queued, running, done, failed, cancelled };
+inline constexpr std::size_t kJobStateCount = 5;
+std::string_view to_string(JobState s);
+std::optional<JobState> job_state_from(std::string_view name);
+
+// Per-job search budgets; 0 means "use the daemon's configured default".
+struct JobBudgets {
+  std::uint64_t rounds = 0;
+  std::uint64_t candidates = 0;
+  std::uint64_t wall_seconds = 0;
+  std::uint64_t llm_tokens = 0;
+  bool operator==(const JobBudgets&) const = default;
+};
+
+struct Job {
+  std::string key;  // canonical line (full key with device part, or a shape line)
+  JobState state = JobState::queued;
+  std::uint64_t count = 0;          // calls reported by clients (sum of miss counts)
+  double est_call_us = 0;           // nominal roofline time of one call (estimate_call_us)
+  std::uint32_t attempts = 0;       // runs started (a crash or hang counts)
+  std::int64_t created_unix_ms = 0;
+  std::int64_t updated_unix_ms = 0;
+  std::int64_t not_before_unix_ms = 0;  // backoff: not scheduled before this time
+  std::string reason;                   // why failed/cancelled, or the last attempt's trouble
+  std::string proposer;                 // requested proposer; empty = daemon default
+  JobBudgets budgets;
+  std::uint64_t published_generation = 0;  // generation of the winner's commit when done
+
+  bool operator==(const Job&) const = default;
+  // What the scheduler maximises: estimated microseconds the application spends in this call
+  // (calls seen x nominal call time); prewarmed keys with no calls count as one call.
+  double priority() const noexcept;
+};
+
+// The JSON text stored in LMDB (key excluded: it is the LMDB key).
+std::string serialize_job(const Job& job);
+// nullopt when the text is not a job record (damaged or from a future schema).
+std::optional<Job> parse_job(std::string_view key, std::string_view text);
+
+// Nominal time of one call of the GEMM a canonical line names, from its roofline at nominal
+// peak rates (kNominalTflops, kNominalTBps). Only for ordering jobs: the search measures real times.
+inline constexpr double kNominalTflops = 400.0;
+inline constexpr double kNominalTBps = 2.0;
+double estimate_call_us(std::string_view canonical_line);
+
+std::int64_t unix_ms_now();
+
+}  // namespace kd::daemon

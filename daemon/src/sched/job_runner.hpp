@@ -1,0 +1,70 @@
+// The seam between the daemon and the branching search (issue 5, not built yet).
+//
+// A JobRunner searches one job on one GPU: it owns (through search/src/eval's WorkerClient) one
+// kdispatch-worker process on that GPU and the CPU compile pool it is given. The scheduler calls
+// run() from its own thread, one job at a time per runner. The runner must return promptly (and
+// with Kind::stopped) once the stop token fires: on shutdown or when the job is cancelled.
+//
+// Honesty rule: a runner returns Kind::winner only with a record that passed the validation gate
+// and beat the vendor baseline as design.md requires. No runner exists in this build; the daemon
+// then keeps jobs queued and /status says so.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "config/config.hpp"
+#include "key/gemm_key.hpp"
+#include "queue/job.hpp"
+#include "store/record.hpp"
+
+namespace kd::daemon {
+
+// Reports from inside a run, for metrics and /status. Called from the runner's thread.
+class Progress {
+public:
+  virtual ~Progress() = default;
+  virtual void candidate_evaluated() = 0;
+  virtual void candidate_rejected(std::string_view reason) = 0;
+  // The worker process was restarted after a crash or hang, and the run goes on.
+  virtual void worker_restarted() = 0;
+};
+
+struct JobOutcome {
+  enum class Kind : std::uint8_t {
+    winner,          // `winner` holds a validated record faster than the baseline: publish it
+    no_improvement,  // searched within budget, nothing beat the baseline: done, nothing published
+    failed,          // the job cannot be searched (unsupported key, ...): failed, not retried
+    worker_lost,     // the worker crashed or hung beyond recovery: retried with backoff
+    stopped,         // the stop token fired: the job goes back to the queue (or stays cancelled)
+  };
+  Kind kind = Kind::stopped;
+  std::optional<Record> winner;
+  std::string reason;  // for every kind but winner: one line for users
+};
+
+class JobRunner {
+public:
+  virtual ~JobRunner() = default;
+  // The GPU this runner evaluates on. A job whose key names a device part is only given to a
+  // runner whose device part is equal; a shape line without one goes to any runner, whose
+  // winner record then carries the runner's full key line.
+  virtual DevicePart device() const = 0;
+  // Effective budgets: the job's own where set, else the daemon's configured defaults.
+  virtual JobOutcome run(const Job& job, const Budgets& budgets, Progress& progress,
+                         std::stop_token stop) = 0;
+};
+
+// The search backends this build can create, from the configuration. Empty when none is built;
+// `why_none` then says so for /status.
+struct Backends {
+  std::vector<std::unique_ptr<JobRunner>> runners;
+  std::string why_none;
+};
+Backends make_backends(const Config& config);
+
+}  // namespace kd::daemon

@@ -1,0 +1,67 @@
+// The scheduler: one thread per JobRunner (one per GPU worker). Each thread claims the
+// highest-priority queued job its GPU may run, runs it, and records the outcome: publish a winner
+// (commit, generation bump, `on_published`), mark done/failed, or re-queue with exponential
+// backoff after a lost worker (failed after max_attempts runs).
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config/config.hpp"
+#include "http/metrics.hpp"
+#include "queue/job_queue.hpp"
+#include "sched/job_runner.hpp"
+
+namespace kd::daemon {
+
+class Scheduler {
+public:
+  using PublishedFn = std::function<void(const std::string& key, std::uint64_t generation)>;
+
+  Scheduler(const Config& config, JobQueue& queue, Metrics& metrics,
+            std::vector<std::unique_ptr<JobRunner>> runners, PublishedFn on_published);
+  ~Scheduler();
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  void start();
+  // Stops every runner (their jobs go back to queued) and joins the threads.
+  void stop();
+  // New work may be there (misses, prewarm): wake idle threads now instead of at the next poll.
+  void notify_work();
+  // Stops the run of `key` if one is running (after the queue marked it cancelled).
+  void cancel_running(const std::string& key);
+
+  std::size_t runner_count() const noexcept { return runners_.size(); }
+  // Keys being searched now, one per busy runner.
+  std::vector<std::string> running_keys() const;
+
+  // Backoff before attempt `attempts + 1` after `attempts` lost workers: base * 2^(attempts-1),
+  // capped at 64 x base.
+  static std::chrono::milliseconds backoff(std::chrono::milliseconds base, std::uint32_t attempts);
+
+private:
+  void loop(std::size_t index, std::stop_token stop);
+  void record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome);
+
+  const Config& config_;
+  JobQueue& queue_;
+  Metrics& metrics_;
+  std::vector<std::unique_ptr<JobRunner>> runners_;
+  PublishedFn on_published_;
+
+  mutable std::mutex mu_;
+  std::condition_variable_any work_cv_;
+  std::uint64_t work_epoch_ = 0;
+  std::map<std::size_t, std::pair<std::string, std::shared_ptr<std::stop_source>>> running_;
+  std::vector<std::jthread> threads_;
+};
+
+}  // namespace kd::daemon

@@ -1,0 +1,263 @@
+// The request table: one row per client message type (PROTOCOL.md documents each).
+#include <algorithm>
+#include <unordered_map>
+#include <variant>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "kdispatch/kdispatch.h"
+#include "key/gemm_key.hpp"
+#include "protocol/messages.hpp"
+#include "server/server.hpp"
+#include "server/session.hpp"
+
+namespace kd::daemon {
+namespace {
+
+namespace asio = boost::asio;
+using nlohmann::json;
+
+// A frame that does not follow the protocol: the client gets an error frame and is dropped.
+struct ProtocolViolation {
+  std::string message;
+};
+
+const json& field(const json& j, const char* name) {
+  const auto it = j.find(name);
+  if (it == j.end()) throw ProtocolViolation{fmt::format("protocol: field '{}' is missing", name)};
+  return *it;
+}
+
+std::string string_field(const json& j, const char* name) {
+  const json& v = field(j, name);
+  if (!v.is_string()) throw ProtocolViolation{fmt::format("protocol: field '{}' must be a string", name)};
+  return v.get<std::string>();
+}
+
+std::uint64_t unsigned_field(const json& j, const char* name, std::optional<std::uint64_t> fallback) {
+  const auto it = j.find(name);
+  if (it == j.end() && fallback) return *fallback;
+  if (it == j.end() || !it->is_number_unsigned())
+    throw ProtocolViolation{fmt::format("protocol: field '{}' must be a non-negative integer", name)};
+  return it->get<std::uint64_t>();
+}
+
+bool bool_field(const json& j, const char* name) {
+  const auto it = j.find(name);
+  if (it == j.end()) return false;
+  if (!it->is_boolean()) throw ProtocolViolation{fmt::format("protocol: field '{}' must be a boolean", name)};
+  return it->get<bool>();
+}
+
+// The canonical line of a key (full line when it has a device part, else the shape line), or
+// the parser's message. Applications report the same few keys over and over, so canonical forms
+// are memoised per thread (the io thread) up to kCanonicalCacheEntries, then the memo restarts.
+constexpr std::size_t kCanonicalCacheEntries = 1 << 16;
+
+std::variant<std::string, std::string> canonical_key(const std::string& line) {
+  using Result = std::variant<std::string, std::string>;
+  thread_local std::unordered_map<std::string, std::string> memo;
+  if (const auto it = memo.find(line); it != memo.end()) return Result(std::in_place_index<0>, it->second);
+  auto parsed = parse_key(line);
+  if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
+  const auto& key = std::get<GemmKey>(parsed);
+  std::string canonical = key.device ? key.full_line() : key.shape_line();
+  if (memo.size() >= kCanonicalCacheEntries) memo.clear();
+  memo.emplace(line, canonical);
+  return Result(std::in_place_index<0>, std::move(canonical));
+}
+
+struct Rejected {
+  json list = json::array();
+  void add(const std::string& key, const std::string& why) {
+    if (list.size() < 16) list.push_back({{"key", key}, {"message", why}});  // bounded reply
+  }
+};
+
+// Completion that fills `slot` of `session` on the io thread with `make(result)`.
+template <class Make>
+Completion reply_later(Server& server, Session& session, std::uint64_t slot, Make make) {
+  return [&io = server.io(), self = session.shared_from_this(), slot,
+          make = std::move(make)](const CommitResult& r) mutable {
+    asio::post(io, [self, slot, r, make = std::move(make)] {
+      self->fill_reply(slot, r.committed ? make() : error_frame("commit failed: " + r.error));
+    });
+  };
+}
+
+void on_hello(Server& server, Session& session, const json& j) {
+  (void)unsigned_field(j, "pid", std::nullopt);
+  (void)string_field(j, "client");
+  session.reply(reply_frame("hello_ok", {{"version", protocol::kProtocolVersion},
+                                         {"daemon", KD_VERSION_STRING},
+                                         {"generation", server.queue().generation()}}));
+}
+
+void on_miss(Server& server, Session& session, const json& j) {
+  std::vector<MissReport> misses;
+  Rejected rejected;
+  const auto take = [&](const json& entry) {
+    const std::string key = string_field(entry, "key");
+    const std::uint64_t count = unsigned_field(entry, "count", 1);
+    server.metrics().add(Counter::miss_keys_received);
+    server.metrics().add(Counter::misses_reported, count);
+    auto canon = canonical_key(key);
+    if (canon.index() == 1) {
+      server.metrics().add(Counter::miss_keys_rejected);
+      rejected.add(key, std::get<1>(canon));
+      return;
+    }
+    misses.push_back({std::move(std::get<0>(canon)), count});
+  };
+  if (const auto keys = j.find("keys"); keys != j.end()) {
+    if (!keys->is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array"};
+    for (const auto& entry : *keys) {
+      if (!entry.is_object()) throw ProtocolViolation{"protocol: miss 'keys' holds {key, count} objects"};
+      take(entry);
+    }
+  } else {
+    take(j);
+  }
+  server.metrics().add(Counter::client_hits, unsigned_field(j, "hits", 0));
+  const bool ack = bool_field(j, "ack");
+  const std::size_t accepted = misses.size();
+  Completion done;
+  if (ack) {
+    done = reply_later(server, session, session.reserve_reply(),
+                       [accepted, rejected = std::move(rejected.list)] {
+                         return reply_frame("ok", {{"accepted", accepted}, {"rejected", rejected}});
+                       });
+  }
+  if (misses.empty()) {
+    if (done) done(CommitResult{true, {}});
+    return;
+  }
+  auto work_added = server.hooks().work_added;
+  server.queue().report_misses(std::move(misses), [done = std::move(done), work_added](const CommitResult& r) {
+    if (done) done(r);
+    if (r.committed && work_added) work_added();
+  });
+}
+
+void on_subscribe(Server& server, Session& session, const json&) {
+  session.set_subscribed();
+  session.reply(reply_frame("ok", {{"generation", server.queue().generation()}}));
+}
+
+void on_prewarm(Server& server, Session& session, const json& j) {
+  const json& keys = field(j, "keys");
+  if (!keys.is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
+  std::string proposer;
+  if (j.contains("proposer")) proposer = string_field(j, "proposer");
+  if (!proposer.empty() && proposer != "builtin" && proposer != "llm" && proposer != "cublaslt")
+    throw ProtocolViolation{"protocol: proposer must be builtin, llm or cublaslt"};
+  JobBudgets budgets;
+  if (const auto b = j.find("budgets"); b != j.end()) {
+    if (!b->is_object()) throw ProtocolViolation{"protocol: field 'budgets' must be an object"};
+    budgets.rounds = unsigned_field(*b, "rounds", 0);
+    budgets.candidates = unsigned_field(*b, "candidates", 0);
+    budgets.wall_seconds = unsigned_field(*b, "wall_seconds", 0);
+    budgets.llm_tokens = unsigned_field(*b, "llm_tokens", 0);
+  }
+  std::vector<PrewarmRequest> requests;
+  Rejected rejected;
+  for (const auto& k : keys) {
+    if (!k.is_string()) throw ProtocolViolation{"protocol: prewarm keys must be strings"};
+    auto canon = canonical_key(k.get<std::string>());
+    if (canon.index() == 1) {
+      server.metrics().add(Counter::miss_keys_rejected);
+      rejected.add(k.get<std::string>(), std::get<1>(canon));
+      continue;
+    }
+    requests.push_back({std::move(std::get<0>(canon)), proposer, budgets});
+  }
+  const std::size_t queued = requests.size();
+  auto done = reply_later(server, session, session.reserve_reply(),
+                          [queued, rejected = std::move(rejected.list)] {
+                            return reply_frame("ok", {{"queued", queued}, {"rejected", rejected}});
+                          });
+  auto work_added = server.hooks().work_added;
+  server.queue().prewarm(std::move(requests), [done = std::move(done), work_added](const CommitResult& r) {
+    done(r);
+    if (r.committed && work_added) work_added();
+  });
+}
+
+void on_status(Server& server, Session& session, const json& j) {
+  const auto top = static_cast<std::size_t>(std::min<std::uint64_t>(unsigned_field(j, "jobs", 0), 1000));
+  session.reply(reply_frame("status", server.hooks().status(top)));
+}
+
+void on_stats(Server& server, Session& session, const json&) {
+  session.reply(reply_frame("stats", server.hooks().stats()));
+}
+
+void on_cancel(Server& server, Session& session, const json& j) {
+  const std::string raw = string_field(j, "key");
+  auto canon = canonical_key(raw);
+  if (canon.index() == 1) {
+    session.reply(reply_frame("ok", {{"cancelled", false}, {"message", std::get<1>(canon)}}));
+    return;
+  }
+  const std::string key = std::get<0>(canon);
+  const auto slot = session.reserve_reply();
+  server.queue().cancel(key, [&server, self = session.shared_from_this(), slot, key](
+                                 const CommitResult& r, bool found) {
+    asio::post(server.io(), [&server, self, slot, key, r, found] {
+      if (r.committed && found && server.hooks().cancelled) server.hooks().cancelled(key);
+      self->fill_reply(slot, r.committed ? reply_frame("ok", {{"cancelled", found}})
+                                         : error_frame("commit failed: " + r.error));
+    });
+  });
+}
+
+void on_shutdown(Server& server, Session& session, const json&) {
+  spdlog::info("shutdown requested by client pid {} (uid {})", session.peer_pid(), session.peer_uid());
+  session.reply(reply_frame("ok"));
+  if (server.hooks().shutdown) asio::post(server.io(), server.hooks().shutdown);
+}
+
+using Handler = void (*)(Server&, Session&, const json&);
+struct RequestType {
+  std::string_view type;
+  Handler handle;
+};
+constexpr RequestType kRequests[] = {
+    {"hello", on_hello},   {"miss", on_miss},     {"subscribe", on_subscribe},
+    {"prewarm", on_prewarm}, {"status", on_status}, {"stats", on_stats},
+    {"cancel", on_cancel}, {"shutdown", on_shutdown},
+};
+
+}  // namespace
+
+void Server::handle_payload(Session& session, const std::string& payload) {
+  try {
+    const json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
+    if (j.is_discarded()) throw ProtocolViolation{"protocol: bad JSON"};
+    if (!j.is_object()) throw ProtocolViolation{"protocol: payload is not a JSON object"};
+    const auto v = j.find("v");
+    if (v == j.end() || !v->is_number_integer())
+      throw ProtocolViolation{"protocol: missing version field 'v'"};
+    if (v->get<std::int64_t>() != protocol::kProtocolVersion)
+      throw ProtocolViolation{fmt::format("protocol: version {}, expected {}", v->dump(),
+                                          protocol::kProtocolVersion)};
+    const std::string type = string_field(j, "type");
+    for (const auto& r : kRequests) {
+      if (r.type == type) {
+        r.handle(*this, session, j);
+        return;
+      }
+    }
+    throw ProtocolViolation{fmt::format("protocol: unknown message type '{}'", type)};
+  } catch (const ProtocolViolation& e) {
+    metrics_.add(Counter::protocol_errors);
+    spdlog::debug("client pid {}: {}", session.peer_pid(), e.message);
+    session.fail(e.message);
+  } catch (const std::exception& e) {
+    metrics_.add(Counter::protocol_errors);
+    session.fail(std::string("protocol: ") + e.what());
+  }
+}
+
+}  // namespace kd::daemon

@@ -1,0 +1,143 @@
+#include "server/server.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/error.hpp"
+#include "protocol/frame.hpp"
+#include "protocol/messages.hpp"
+#include "server/session.hpp"
+
+namespace kd::daemon {
+
+namespace asio = boost::asio;
+using local = asio::local::stream_protocol;
+
+std::string reply_frame(const char* type, nlohmann::json fields) {
+  fields["v"] = protocol::kProtocolVersion;
+  fields["type"] = type;
+  return protocol::encode_frame(fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+}
+
+std::string error_frame(const std::string& message) {
+  return protocol::encode_message(protocol::ErrorMessage{message});
+}
+
+Server::Server(asio::io_context& io, const Config& config, JobQueue& queue, Metrics& metrics,
+               ServerHooks hooks)
+    : io_(io), config_(config), queue_(queue), metrics_(metrics), hooks_(std::move(hooks)),
+      acceptor_(io) {}
+
+Server::~Server() { stop(); }
+
+void Server::start() {
+  const auto& path = config_.socket;
+  // sockaddr_un holds 108 bytes including the terminating zero.
+  if (path.string().size() >= 108)
+    throw Error(ErrorDomain::usage, 0,
+                fmt::format("socket path {} is longer than the 107 bytes a Unix socket allows",
+                            path.string()));
+  std::filesystem::create_directories(path.parent_path());
+  if (std::filesystem::exists(std::filesystem::symlink_status(path))) {
+    local::socket probe(io_);
+    boost::system::error_code ec;
+    probe.connect(local::endpoint(path.string()), ec);
+    if (!ec)
+      throw Error(ErrorDomain::usage, 0,
+                  fmt::format("another daemon is answering on {}; stop it first", path.string()));
+    if (!std::filesystem::is_socket(std::filesystem::symlink_status(path)))
+      throw Error(ErrorDomain::usage, 0,
+                  fmt::format("{} exists and is not a socket; refusing to replace it", path.string()));
+    std::filesystem::remove(path);  // stale socket of a daemon that died
+  }
+  acceptor_.open(local());
+  // Create the file with the configured mode from the start, so no other user can connect in the
+  // window before chmod. umask is process-wide, but nothing else creates files at this point.
+  const mode_t old_mask = ::umask(0777 & ~config_.socket_mode);
+  boost::system::error_code bind_ec;
+  acceptor_.bind(local::endpoint(path.string()), bind_ec);
+  ::umask(old_mask);
+  if (bind_ec)
+    throw Error(ErrorDomain::system, bind_ec.value(),
+                fmt::format("bind {}: {}", path.string(), bind_ec.message()));
+  bound_ = true;
+  KD_SYS_CHECK(::chmod(path.c_str(), config_.socket_mode), path.string());
+  acceptor_.listen(asio::socket_base::max_listen_connections);
+  spdlog::info("listening on {} (mode 0{:o})", path.string(), config_.socket_mode);
+  accept_next();
+}
+
+void Server::stop() {
+  boost::system::error_code ignored;
+  if (acceptor_.is_open()) acceptor_.close(ignored);
+  // close() erases from sessions_: iterate over a copy.
+  const auto sessions = sessions_;
+  for (const auto& s : sessions) s->close();
+  sessions_.clear();
+  if (bound_) {
+    std::error_code fs_ignored;
+    std::filesystem::remove(config_.socket, fs_ignored);
+    bound_ = false;
+  }
+}
+
+bool Server::uid_allowed(uid_t uid) const {
+  return std::find(config_.allowed_uids.begin(), config_.allowed_uids.end(), uid) !=
+         config_.allowed_uids.end();
+}
+
+void Server::accept_next() {
+  acceptor_.async_accept([this](boost::system::error_code ec, local::socket socket) {
+    if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
+    if (!ec) {
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        spdlog::warn("SO_PEERCRED failed ({}); refusing the client", std::strerror(errno));
+        metrics_.add(Counter::clients_refused);
+      } else {
+        auto session = std::make_shared<Session>(*this, std::move(socket), cred.uid, cred.pid);
+        sessions_.insert(session);
+        if (!uid_allowed(cred.uid)) {
+          metrics_.add(Counter::clients_refused);
+          spdlog::warn("refusing client pid {}: uid {} is not in allowed_uids", cred.pid, cred.uid);
+          session->fail(fmt::format("peer uid {} is not allowed by this daemon", cred.uid));
+        } else if (sessions_.size() > config_.max_clients) {
+          metrics_.add(Counter::clients_refused);
+          session->fail(fmt::format("too many clients (max_clients = {})", config_.max_clients));
+        } else {
+          metrics_.add(Counter::clients_accepted);
+          session->start();
+        }
+      }
+    } else {
+      spdlog::warn("accept: {}", ec.message());
+    }
+    accept_next();
+  });
+}
+
+void Server::forget(const std::shared_ptr<Session>& session) { sessions_.erase(session); }
+
+std::size_t Server::subscribers() const {
+  return static_cast<std::size_t>(std::count_if(sessions_.begin(), sessions_.end(),
+                                                [](const auto& s) { return s->subscribed(); }));
+}
+
+void Server::notify_published(std::string key, std::uint64_t generation) {
+  asio::post(io_, [this, key = std::move(key), generation] {
+    const std::string frame = protocol::encode_message(protocol::Published{key, generation});
+    const auto sessions = sessions_;  // a push may drop a client that does not read
+    for (const auto& s : sessions)
+      if (s->subscribed()) s->push_notice(frame);
+  });
+}
+
+}  // namespace kd::daemon

@@ -1,0 +1,80 @@
+// The Unix-socket server: accepts clients (SO_PEERCRED uid check, client limit), owns the
+// sessions, answers requests through the request table (requests.cpp) and pushes `published`
+// notices to subscribers. Runs on one io_context thread; notify_published may be called from any
+// thread.
+#pragma once
+
+#include <sys/types.h>
+
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <set>
+#include <string>
+
+#include <boost/asio.hpp>
+#include <nlohmann/json.hpp>
+
+#include "config/config.hpp"
+#include "http/metrics.hpp"
+#include "queue/job_queue.hpp"
+
+namespace kd::daemon {
+
+class Session;
+
+// What the server asks of the rest of the daemon.
+struct ServerHooks {
+  std::function<void()> shutdown;                       // a client sent shutdown
+  std::function<void()> work_added;                     // misses or prewarm were committed
+  std::function<void(const std::string& key)> cancelled;  // a job was cancelled
+  std::function<nlohmann::json(std::size_t top_jobs)> status;  // the status object
+  std::function<nlohmann::json()> stats;                       // the stats object
+};
+
+class Server {
+public:
+  Server(boost::asio::io_context& io, const Config& config, JobQueue& queue, Metrics& metrics,
+         ServerHooks hooks);
+  ~Server();
+
+  // Binds the socket (refusing when another daemon answers on it, replacing a stale file),
+  // applies socket_mode and starts accepting. Throws kd::Error on failure.
+  void start();
+  // Stops accepting, closes every session and removes the socket file.
+  void stop();
+  // Thread-safe: posts a `published` notice to every subscriber.
+  void notify_published(std::string key, std::uint64_t generation);
+
+  std::size_t clients() const noexcept { return sessions_.size(); }
+  std::size_t subscribers() const;
+
+  // For sessions and the request table.
+  boost::asio::io_context& io() noexcept { return io_; }
+  const Config& config() const noexcept { return config_; }
+  JobQueue& queue() noexcept { return queue_; }
+  Metrics& metrics() noexcept { return metrics_; }
+  const ServerHooks& hooks() const noexcept { return hooks_; }
+  void forget(const std::shared_ptr<Session>& session);
+  // Handles one frame's payload for `session` (requests.cpp).
+  void handle_payload(Session& session, const std::string& payload);
+
+private:
+  void accept_next();
+  bool uid_allowed(uid_t uid) const;
+
+  boost::asio::io_context& io_;
+  const Config& config_;
+  JobQueue& queue_;
+  Metrics& metrics_;
+  ServerHooks hooks_;
+  boost::asio::local::stream_protocol::acceptor acceptor_;
+  std::set<std::shared_ptr<Session>> sessions_;
+  bool bound_ = false;
+};
+
+// Frames of the daemon's replies ({"v":1,"type":...} plus fields).
+std::string reply_frame(const char* type, nlohmann::json fields = nlohmann::json::object());
+std::string error_frame(const std::string& message);
+
+}  // namespace kd::daemon

@@ -1,0 +1,107 @@
+// Load benchmark of the real kdispatchd: N concurrent clients (default 64), each on its own
+// connection, send batched miss reports with ack (every counted miss is committed to LMDB), while
+// one more client measures status request latency. Prints misses/s and status p50/p99.
+//
+//   bench_daemon_load [--clients 64] [--batch 32] [--seconds 5] [--keys 4096] [--no-ack]
+// Not a ctest test: run it by hand (the numbers depend on the machine).
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "client/client.hpp"
+#include "daemon_process.hpp"
+#include "support/temp_dir.hpp"
+
+int main(int argc, char** argv) {
+  int clients = 64, batch = 32, seconds = 5, keys = 4096;
+  bool ack = true;
+  for (int i = 1; i < argc; ++i) {
+    const auto next = [&] { return i + 1 < argc ? std::atoi(argv[++i]) : 0; };
+    if (!std::strcmp(argv[i], "--clients")) clients = next();
+    else if (!std::strcmp(argv[i], "--batch")) batch = next();
+    else if (!std::strcmp(argv[i], "--seconds")) seconds = next();
+    else if (!std::strcmp(argv[i], "--keys")) keys = next();
+    else if (!std::strcmp(argv[i], "--no-ack")) ack = false;
+    else {
+      std::fprintf(stderr, "unknown argument %s\n", argv[i]);
+      return 2;
+    }
+  }
+  using nlohmann::json;
+  using Clock = std::chrono::steady_clock;
+  kd::test::TempDir dir;
+  kd::test::DaemonProcess daemon(dir.path(), {}, "log_level = \"warn\"\n");
+
+  std::vector<std::string> key_lines;
+  for (int k = 1; k <= keys; ++k) key_lines.push_back(kd::test::test_key(k));
+
+  std::atomic<bool> stop{false};
+  std::atomic<std::uint64_t> misses{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < clients; ++t) {
+    threads.emplace_back([&, t] {
+      try {
+        kd::daemon::Client c(daemon.socket());
+        std::uint64_t next_key = static_cast<std::uint64_t>(t) * 7919;
+        while (!stop) {
+          json list = json::array();
+          for (int b = 0; b < batch; ++b)
+            list.push_back({{"key", key_lines[next_key++ % key_lines.size()]}, {"count", 1}});
+          json message{{"type", "miss"}, {"keys", std::move(list)}};
+          if (ack) {
+            message["ack"] = true;
+            const json r = c.request(std::move(message));
+            if (r.at("type") != "ok") ++errors;
+          } else {
+            c.send(std::move(message));
+          }
+          misses += static_cast<std::uint64_t>(batch);
+        }
+      } catch (const std::exception& e) {
+        ++errors;
+        std::fprintf(stderr, "client %d: %s\n", t, e.what());
+      }
+    });
+  }
+  std::vector<double> status_ms;
+  std::thread status_thread([&] {
+    kd::daemon::Client c(daemon.socket());
+    while (!stop) {
+      const auto t0 = Clock::now();
+      c.request({{"type", "status"}});
+      status_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // warm-up
+  const std::uint64_t m0 = misses;
+  const auto t0 = Clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(seconds));
+  const std::uint64_t m1 = misses;
+  const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
+  stop = true;
+  for (auto& t : threads) t.join();
+  status_thread.join();
+
+  // Every acknowledged miss is in the queue.
+  const json st = kd::daemon::Client::status(daemon.socket());
+  std::sort(status_ms.begin(), status_ms.end());
+  const auto pct = [&](double p) {
+    return status_ms.empty() ? 0.0 : status_ms[static_cast<std::size_t>(p * (status_ms.size() - 1))];
+  };
+  std::printf("clients=%d batch=%d keys=%d ack=%s seconds=%.1f\n", clients, batch, keys,
+              ack ? "yes" : "no", elapsed);
+  std::printf("misses/s: %.0f\n", static_cast<double>(m1 - m0) / elapsed);
+  std::printf("status requests: %zu, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", status_ms.size(),
+              pct(0.50), pct(0.99), status_ms.empty() ? 0.0 : status_ms.back());
+  std::printf("jobs queued: %s, LMDB transactions: %s, client errors: %llu\n",
+              st.at("jobs").at("queued").dump().c_str(),
+              st.at("transactions_committed").dump().c_str(),
+              static_cast<unsigned long long>(errors.load()));
+  return errors == 0 ? 0 : 1;
+}

@@ -1,0 +1,83 @@
+// Configuration precedence (flag > env > file > default), sources, and value checks.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+
+#include "common/error.hpp"
+#include "config/config.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kd::daemon {
+namespace {
+
+struct Env {
+  std::map<std::string, std::string> vars;
+  std::optional<std::string> operator()(const std::string& name) const {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  }
+};
+
+const Config::Origin& origin(const Config& c, const std::string& key) {
+  for (const auto& o : c.origins)
+    if (o.key == key) return o;
+  throw std::runtime_error("no key " + key);
+}
+
+TEST(Config, PrecedenceFlagEnvFileDefault) {
+  test::TempDir dir;
+  const auto file = dir.path() / "kd.toml";
+  std::ofstream(file) << "budget_rounds = 4\nbudget_candidates = 10\nproposer = \"llm\"\n"
+                         "socket_mode = \"0660\"\nallowed_uids = [1000, 0]\n";
+  CommandLine line;
+  line.config_file = file;
+  line.flags["budget_rounds"] = "2";
+  const Env env{{{"KD_BUDGET_ROUNDS", "3"}, {"KD_BUDGET_CANDIDATES", "20"},
+                 {"KD_CACHE_DIR", (dir.path() / "c").string()}}};
+  const Config c = load_config(line, env);
+  EXPECT_EQ(c.budgets.rounds, 2u);
+  EXPECT_EQ(origin(c, "budget_rounds").source, ConfigSource::flag);
+  EXPECT_EQ(c.budgets.candidates, 20u);
+  EXPECT_EQ(origin(c, "budget_candidates").source, ConfigSource::environment);
+  EXPECT_EQ(c.proposer, "llm");
+  EXPECT_EQ(origin(c, "proposer").source, ConfigSource::file);
+  EXPECT_EQ(c.socket_mode, 0660u);
+  EXPECT_EQ(c.allowed_uids, (std::vector<uid_t>{1000, 0}));
+  EXPECT_EQ(c.budgets.wall_seconds, 600u);
+  EXPECT_EQ(origin(c, "budget_wall_seconds").source, ConfigSource::default_value);
+  EXPECT_EQ(c.cache_dir, dir.path() / "c");
+  EXPECT_FALSE(c.socket.empty());
+  const std::string printed = print_config(c);
+  EXPECT_NE(printed.find("budget_rounds = \"2\"  # flag --budget-rounds"), std::string::npos) << printed;
+}
+
+TEST(Config, InvalidValuesNameKeyAndSource) {
+  CommandLine line;
+  line.config_file = "/nonexistent/kd.toml";
+  EXPECT_THROW(load_config(line, Env{}), Error);  // an explicit file must exist
+  line.config_file.reset();
+  const auto message = [&](Env env) {
+    try {
+      load_config(line, env);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message(Env{{{"KD_CONFIG", "/dev/null"}, {"KD_SOCKET_MODE", "999"}}}).find("socket_mode"), std::string::npos);
+  EXPECT_NE(message(Env{{{"KD_CONFIG", "/dev/null"}, {"KD_METRICS_LISTEN", "0.0.0.0:80"}}}).find("loopback"), std::string::npos);
+  EXPECT_NE(message(Env{{{"KD_CONFIG", "/dev/null"}, {"KD_ALLOWED_UIDS", "root"}}}).find("env KD_ALLOWED_UIDS"), std::string::npos);
+  EXPECT_NE(message(Env{{{"KD_CONFIG", "/dev/null"}, {"KD_WORKERS", "0,x"}}}).find("workers"), std::string::npos);
+}
+
+TEST(Config, DefaultAllowedUidsAreSelfAndRoot) {
+  const Config c = load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}}});
+  EXPECT_EQ(c.allowed_uids, (std::vector<uid_t>{::geteuid(), 0}));
+  EXPECT_EQ(c.metrics_listen, "127.0.0.1:9464");
+  EXPECT_EQ(config_keys().size(), c.origins.size());
+}
+
+}  // namespace
+}  // namespace kd::daemon

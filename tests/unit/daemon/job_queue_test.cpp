@@ -1,0 +1,134 @@
+// The job queue in-process: records, deduplication, resume, claiming, cancel, backoff.
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "queue/job_queue.hpp"
+#include "sched/scheduler.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kd::daemon {
+namespace {
+
+std::string key(int n) {
+  return "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=" + std::to_string(n) +
+         " k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 arch=sm_90 "
+         "gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
+}
+
+void misses_sync(JobQueue& q, std::vector<MissReport> m) {
+  std::promise<CommitResult> p;
+  q.report_misses(std::move(m), [&](const CommitResult& r) { p.set_value(r); });
+  ASSERT_TRUE(p.get_future().get().committed);
+}
+
+TEST(Job, SerializeRoundTripsEveryField) {
+  Job j;
+  j.key = key(1);
+  j.state = JobState::failed;
+  j.count = 12;
+  j.est_call_us = 3.5;
+  j.attempts = 2;
+  j.created_unix_ms = 111;
+  j.updated_unix_ms = 222;
+  j.not_before_unix_ms = 333;
+  j.reason = "worker lost";
+  j.proposer = "llm";
+  j.budgets = {1, 2, 3, 4};
+  j.published_generation = 9;
+  const auto back = parse_job(j.key, serialize_job(j));
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, j);
+  EXPECT_FALSE(parse_job("k", "{\"schema\":99}").has_value());
+  EXPECT_FALSE(parse_job("k", "not json").has_value());
+}
+
+TEST(Job, PriorityGrowsWithCallsAndShapeSize) {
+  EXPECT_GT(estimate_call_us(key(4096)), estimate_call_us(key(16)));
+  EXPECT_EQ(estimate_call_us("not a key"), 0);
+  Job a, b;
+  a.est_call_us = b.est_call_us = 2;
+  a.count = 10;
+  b.count = 0;  // a prewarmed key counts as one call
+  EXPECT_EQ(a.priority(), 20);
+  EXPECT_EQ(b.priority(), 2);
+}
+
+TEST(JobQueue, MissesDeduplicateAndPersist) {
+  test::TempDir dir;
+  {
+    JobQueue q(dir.path());
+    misses_sync(q, {{key(1), 2}, {key(2), 1}, {key(1), 3}});
+    misses_sync(q, {{key(1), 1}});
+    ASSERT_TRUE(q.find(key(1)).has_value());
+    EXPECT_EQ(q.find(key(1))->count, 6u);
+    EXPECT_EQ(q.counts().by_state[0], 2u);
+  }
+  JobQueue reopened(dir.path());
+  EXPECT_EQ(reopened.find(key(1))->count, 6u);
+  EXPECT_EQ(reopened.find(key(2))->count, 1u);
+}
+
+TEST(JobQueue, RunningJobsResumeOnReopen) {
+  test::TempDir dir;
+  {
+    JobQueue q(dir.path());
+    misses_sync(q, {{key(1), 1}});
+    const auto claimed = q.claim_next([](const Job&) { return true; });
+    ASSERT_TRUE(claimed.has_value());
+    EXPECT_EQ(claimed->state, JobState::running);
+    EXPECT_EQ(claimed->attempts, 1u);
+  }  // as if the daemon died while searching
+  JobQueue reopened(dir.path());
+  const auto job = reopened.find(key(1));
+  ASSERT_TRUE(job.has_value());
+  EXPECT_EQ(job->state, JobState::queued);
+  EXPECT_NE(job->reason.find("resumed"), std::string::npos);
+}
+
+TEST(JobQueue, ClaimsHighestPriorityEligibleJob) {
+  test::TempDir dir;
+  JobQueue q(dir.path());
+  misses_sync(q, {{key(16), 1000}, {key(4096), 1}, {key(64), 1}});
+  // key(16) x 1000 calls outweighs one call of the larger shapes.
+  EXPECT_EQ(q.claim_next([](const Job&) { return true; })->key, key(16));
+  EXPECT_EQ(q.claim_next([](const Job& j) { return j.key != key(4096); })->key, key(64));
+  EXPECT_FALSE(q.claim_next([](const Job& j) { return j.key != key(4096); }).has_value());
+  EXPECT_EQ(q.claim_next([](const Job&) { return true; })->key, key(4096));
+}
+
+TEST(JobQueue, CancelAndPrewarmRequeue) {
+  test::TempDir dir;
+  JobQueue q(dir.path());
+  std::promise<bool> found;
+  q.prewarm({{key(1), "builtin", {}}}, [](const CommitResult&) {});
+  q.cancel(key(1), [&](const CommitResult&, bool f) { found.set_value(f); });
+  EXPECT_TRUE(found.get_future().get());
+  EXPECT_EQ(q.find(key(1))->state, JobState::cancelled);
+  std::promise<CommitResult> again;
+  q.prewarm({{key(1), "llm", {5, 0, 0, 0}}}, [&](const CommitResult& r) { again.set_value(r); });
+  ASSERT_TRUE(again.get_future().get().committed);
+  EXPECT_EQ(q.find(key(1))->state, JobState::queued);
+  EXPECT_EQ(q.find(key(1))->proposer, "llm");
+  EXPECT_EQ(q.find(key(1))->budgets.rounds, 5u);
+}
+
+TEST(JobQueue, StoppedQueueRefusesChanges) {
+  test::TempDir dir;
+  JobQueue q(dir.path());
+  q.stop();
+  std::promise<CommitResult> p;
+  q.report_misses({{key(1), 1}}, [&](const CommitResult& r) { p.set_value(r); });
+  EXPECT_FALSE(p.get_future().get().committed);
+}
+
+TEST(Scheduler, BackoffDoublesAndCaps) {
+  using std::chrono::milliseconds;
+  EXPECT_EQ(Scheduler::backoff(milliseconds(100), 1), milliseconds(100));
+  EXPECT_EQ(Scheduler::backoff(milliseconds(100), 2), milliseconds(200));
+  EXPECT_EQ(Scheduler::backoff(milliseconds(100), 4), milliseconds(800));
+  EXPECT_EQ(Scheduler::backoff(milliseconds(100), 50), milliseconds(6400));
+}
+
+}  // namespace
+}  // namespace kd::daemon
