@@ -116,7 +116,11 @@ int run_daemon(const Config& config) {
                           return a.priority() > b.priority();
                         });
       json list = json::array();
-      for (std::size_t i = 0; i < n; ++i) list.push_back(job_json(all[i]));
+      for (std::size_t i = 0; i < n; ++i) {
+        json j = job_json(all[i]);
+        if (all[i].state == JobState::running) j["progress"] = scheduler->progress_of(all[i].key);
+        list.push_back(std::move(j));
+      }
       s["top_jobs"] = list;
     }
     return s;

@@ -13,7 +13,9 @@ mkdir -p "$logs"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$bundle/bin:$PATH"
 
-sed "s|@KD_BUNDLE@|$bundle|g" "$bundle/tests/CTestTestfile.cmake.in" >"$bundle/tests/CTestTestfile.cmake"
+# Tests that read repository files (shape lists) find them through KD_SOURCE_DIR: this checkout.
+sed -e "s|@KD_BUNDLE@|$bundle|g" -e "s|@KD_SOURCE@|$(pwd)|g" "$bundle/tests/CTestTestfile.cmake.in" \
+  >"$bundle/tests/CTestTestfile.cmake"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$logs/gpu.txt"
 "$bundle/bin/kdctl" devices | tee -a "$logs/gpu.txt"
 

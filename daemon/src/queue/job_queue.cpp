@@ -265,6 +265,15 @@ std::uint64_t JobQueue::publish(const std::string& key, const Record& record) {
   return generation;
 }
 
+void JobQueue::store_tree(const std::string& search_id, std::string tree_json) {
+  std::promise<CommitResult> stored;
+  submit(Pending{{},
+                 [&](CacheWriter& w) { w.put_raw("trees", search_id, tree_json); },
+                 [&](const CommitResult& r) { stored.set_value(r); }});
+  const CommitResult r = stored.get_future().get();
+  if (!r.committed) throw Error(ErrorDomain::lmdb, 0, "store tree " + search_id + ": " + r.error);
+}
+
 QueueCounts JobQueue::counts() const {
   QueueCounts c;
   const std::lock_guard lock(table_mu_);

@@ -79,6 +79,9 @@ public:
   // Synchronous: publishes a winner record (commit + generation bump) and marks job `key` done in
   // the same writer cycle. Returns the new generation. Throws kd::Error on LMDB failure.
   std::uint64_t publish(const std::string& key, const Record& record);
+  // Synchronous: stores a search tree (JSON) under its search id in the `trees` database, so
+  // `kdctl show` can explain the job's outcome whether or not it published.
+  void store_tree(const std::string& search_id, std::string tree_json);
 
   QueueCounts counts() const;
   std::optional<Job> find(const std::string& key) const;

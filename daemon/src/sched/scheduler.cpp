@@ -1,5 +1,7 @@
 #include "sched/scheduler.hpp"
 
+#include <functional>
+
 #include <algorithm>
 #include <variant>
 
@@ -12,13 +14,16 @@ constexpr std::chrono::milliseconds kIdlePoll{500};
 
 class MetricsProgress final : public Progress {
 public:
-  explicit MetricsProgress(Metrics& m) : m_(m) {}
+  using Note = std::function<void(std::string_view)>;
+  MetricsProgress(Metrics& m, Note note) : m_(m), note_(std::move(note)) {}
   void candidate_evaluated() override { m_.add(Counter::candidates_evaluated); }
   void candidate_rejected(std::string_view reason) override { m_.add_rejected(reason); }
   void worker_restarted() override { m_.add(Counter::worker_restarts); }
+  void searching(std::string_view text) override { note_(text); }
 
 private:
   Metrics& m_;
+  Note note_;
 };
 
 bool device_allows(const Job& job, const DevicePart& device) {
@@ -79,6 +84,12 @@ void Scheduler::cancel_running(const std::string& key) {
     if (run.first == key) run.second->request_stop();
 }
 
+std::string Scheduler::progress_of(const std::string& key) const {
+  const std::lock_guard lock(mu_);
+  const auto it = progress_.find(key);
+  return it == progress_.end() ? std::string() : it->second;
+}
+
 std::vector<std::string> Scheduler::running_keys() const {
   const std::lock_guard lock(mu_);
   std::vector<std::string> keys;
@@ -89,7 +100,11 @@ std::vector<std::string> Scheduler::running_keys() const {
 void Scheduler::loop(std::size_t index, std::stop_token stop) {
   JobRunner& runner = *runners_[index];
   const DevicePart device = runner.device();
-  MetricsProgress progress(metrics_);
+  std::string current_key;  // the job this runner's thread is searching (its own thread only)
+  MetricsProgress progress(metrics_, [this, &current_key](std::string_view text) {
+    const std::lock_guard lock(mu_);
+    progress_[current_key] = std::string(text);
+  });
   while (!stop.stop_requested()) {
     std::uint64_t epoch = 0;
     {
@@ -107,6 +122,7 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
       const std::lock_guard lock(mu_);
       running_[index] = {job->key, source};
     }
+    current_key = job->key;
     std::stop_callback forward(stop, [source] { source->request_stop(); });
     JobOutcome outcome;
     try {
@@ -118,6 +134,7 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
     {
       const std::lock_guard lock(mu_);
       running_.erase(index);
+      progress_.erase(job->key);
     }
     try {
       record_outcome(*job, device, std::move(outcome));
@@ -128,6 +145,13 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
 }
 
 void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome) {
+  if (!outcome.tree_json.empty()) {
+    try {
+      queue_.store_tree(outcome.search_id, std::move(outcome.tree_json));
+    } catch (const std::exception& e) {
+      spdlog::warn("search tree {} not stored: {}", outcome.search_id, e.what());
+    }
+  }
   using Kind = JobOutcome::Kind;
   switch (outcome.kind) {
     case Kind::winner: {

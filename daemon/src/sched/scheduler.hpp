@@ -42,6 +42,8 @@ public:
   std::size_t runner_count() const noexcept { return runners_.size(); }
   // Keys being searched now, one per busy runner.
   std::vector<std::string> running_keys() const;
+  // The running search's progress line for `key`, empty when it is not running.
+  std::string progress_of(const std::string& key) const;
 
   // Backoff before attempt `attempts + 1` after `attempts` lost workers: base * 2^(attempts-1),
   // capped at 64 x base.
@@ -58,6 +60,7 @@ private:
   PublishedFn on_published_;
 
   mutable std::mutex mu_;
+  std::map<std::string, std::string> progress_;  // running job key -> progress line (mu_)
   std::condition_variable_any work_cv_;
   std::uint64_t work_epoch_ = 0;
   std::map<std::size_t, std::pair<std::string, std::shared_ptr<std::stop_source>>> running_;

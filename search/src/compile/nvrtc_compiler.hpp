@@ -1,6 +1,8 @@
-// Compiles one candidate translation unit with NVRTC for an exact GPU architecture.
+// Compiles one candidate translation unit with NVRTC for an exact GPU architecture, in the calling
+// process. compile_service.hpp runs this in child processes, in parallel, cached and time-bounded.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,9 +21,18 @@ enum class CompileStatus { ok, compile_error };
 struct CompileOutput {
   CompileStatus status = CompileStatus::compile_error;
   std::string cubin;  // machine code for `arch`, empty on error
-  std::string ptx;    // PTX for the same arch's virtual target, empty on error
+  std::string ptx;    // PTX for the same arch (`.target sm_90`), empty on error
   std::string log;    // NVRTC's log, kept whether or not it compiled
+  std::chrono::microseconds compile_time{0};  // wall time inside NVRTC
 };
+
+// The full NVRTC option list for `request`: --gpu-architecture=<arch>, --std=c++17,
+// -default-device (a candidate is device code only, so unannotated functions are device
+// functions), -lineinfo, the toolkit include directories (cuda_fp16.h, cuda_bf16.h, mma.h,
+// cuda_pipeline.h; CCCL's cuda/barrier, cuda/pipeline, cuda/std/*, cooperative_groups.h) when
+// installed, then request.extra_options. The embedded contract headers (kdispatch/gemm.cuh) are
+// handed to NVRTC by name, not by path.
+std::vector<std::string> compile_options(const CompileRequest& request);
 
 // Compiles `request` to cubin and PTX. A source that does not compile is a value
 // (CompileStatus::compile_error with the log), not an exception; NVRTC failing for any other

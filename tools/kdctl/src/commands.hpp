@@ -20,5 +20,6 @@ std::span<const Command> commands();
 
 // One setup function per subcommand, each in its own file (cmd_<name>.cpp).
 void setup_devices(CLI::App& sub, std::function<int()>& action);
+void setup_search(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace kd::kdctl

@@ -1,0 +1,29 @@
+// The JobRunner over the branching search: one per GPU, each with its own kdispatch-worker and
+// compile service. Builtin proposer only in this build.
+#pragma once
+
+#include <memory>
+
+#include "compile/compile_service.hpp"
+#include "cuda/device.hpp"
+#include "driver/worker_backend.hpp"
+#include "sched/job_runner.hpp"
+
+namespace kd::daemon {
+
+class SearchJobRunner final : public JobRunner {
+public:
+  SearchJobRunner(const DeviceInfo& device, const Config& config);
+  DevicePart device() const override;
+  JobOutcome run(const Job& job, const Budgets& budgets, Progress& progress,
+                 std::stop_token stop) override;
+
+private:
+  DeviceInfo device_;
+  std::filesystem::path cache_dir_;
+  std::string default_proposer_;
+  search::CompileService compiler_;
+  std::unique_ptr<search::WorkerBackend> backend_;
+};
+
+}  // namespace kd::daemon

@@ -1,0 +1,133 @@
+#include "builtin/builtin_proposer.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "builtin/ideas.hpp"
+
+namespace kd::builtin {
+namespace {
+
+long long blocks_of(const LaunchPlan& plan) {
+  long long total = 0;
+  for (const LaunchSpec& s : plan.launches)
+    total = std::max(total, static_cast<long long>(s.grid[0]) * s.grid[1] * s.grid[2]);
+  return total;
+}
+
+search::Proposal make(const Family& f, const GemmKey& key, const Target& t, const Params& p,
+                      std::string idea, int parent) {
+  return {"builtin", std::string(f.name), std::move(idea), describe(p), render(f, key, t, p), parent};
+}
+
+}  // namespace
+
+std::optional<Params> parse_params(const std::string& text) {
+  Params out;
+  std::istringstream in(text);
+  std::string tok;
+  while (in >> tok) {
+    const auto eq = tok.find('=');
+    if (eq == std::string::npos || eq == 0) return std::nullopt;
+    long long v = 0;
+    const char* begin = tok.data() + eq + 1;
+    const char* end = tok.data() + tok.size();
+    const auto [ptr, ec] = std::from_chars(begin, end, v);
+    if (ec != std::errc() || ptr != end) return std::nullopt;
+    out[tok.substr(0, eq)] = v;
+  }
+  return out;
+}
+
+std::vector<search::Proposal> BuiltinProposer::seeds(const search::ProposalContext& ctx) {
+  std::vector<search::Proposal> out;
+  for (const Family& f : families()) {
+    if (f.rejects(ctx.key)) continue;
+    for (const Params& raw : f.seeds(ctx.key, ctx.target)) {
+      const Params p = f.complete(ctx.key, ctx.target, raw);
+      if (!f.valid(ctx.key, ctx.target, p)) continue;
+      out.push_back(make(f, ctx.key, ctx.target, p,
+                         fmt::format("seed: {} defaults for this shape", f.name), -1));
+    }
+  }
+  return out;
+}
+
+std::vector<search::Idea> BuiltinProposer::ideas(const search::ProposalContext& ctx,
+                                                 const search::Node& seed, int n) {
+  const Family* f = find_family(seed.family);
+  const std::optional<Params> params = parse_params(seed.params);
+  if (seed.proposer != "builtin" || f == nullptr || !params) return {};
+  const long long blocks = blocks_of(f->plan(ctx.key, ctx.target, *params));
+  struct Scored {
+    int score;
+    search::Idea idea;
+  };
+  std::vector<Scored> scored;
+  for (const IdeaMove& move : idea_catalogue()) {
+    const std::optional<Params> moved = apply_idea(move, *f, ctx.key, ctx.target, *params);
+    if (!moved) continue;
+    std::string text = move.text(ctx.key, ctx.target, *params);
+    if (ctx.tree.tried(seed.id, text)) continue;
+    if (ctx.tree.has_source(search::source_hash(render(*f, ctx.key, ctx.target, *moved)))) continue;
+    // Measured context steers the order: a grid that leaves SMs idle tries moves that add blocks
+    // first; a grid that fills them tries the others first.
+    const long long moved_blocks = blocks_of(f->plan(ctx.key, ctx.target, *moved));
+    int score = 0;
+    if (blocks < ctx.target.sms && moved_blocks > blocks) score += 2;
+    if (blocks >= 2LL * ctx.target.sms && moved_blocks < blocks) score += 1;
+    scored.push_back({score, {std::move(text), std::string(move.id)}});
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  std::vector<search::Idea> out;
+  for (auto& s : scored) {
+    if (static_cast<int>(out.size()) >= n) break;
+    out.push_back(std::move(s.idea));
+  }
+  return out;
+}
+
+std::vector<search::Proposal> BuiltinProposer::implement(const search::ProposalContext& ctx,
+                                                         const search::Node& seed,
+                                                         const search::Idea& idea, int b) {
+  const Family* f = find_family(seed.family);
+  const std::optional<Params> params = parse_params(seed.params);
+  if (f == nullptr || !params) return {};
+  const IdeaMove* primary = nullptr;
+  for (const IdeaMove& move : idea_catalogue())
+    if (move.id == idea.handle) primary = &move;
+  if (primary == nullptr) return {};
+  const std::optional<Params> first = apply_idea(*primary, *f, ctx.key, ctx.target, *params);
+  if (!first) return {};
+  std::vector<search::Proposal> out{make(*f, ctx.key, ctx.target, *first, idea.text, seed.id)};
+  // Further implementations of the same idea: the move combined with one other of the family's.
+  for (const IdeaMove& other : idea_catalogue()) {
+    if (static_cast<int>(out.size()) >= b) break;
+    if (&other == primary) continue;
+    const std::optional<Params> combo = apply_idea(other, *f, ctx.key, ctx.target, *first);
+    if (!combo) continue;
+    out.push_back(make(*f, ctx.key, ctx.target, *combo,
+                       idea.text + "; with " + other.text(ctx.key, ctx.target, *first), seed.id));
+  }
+  return out;
+}
+
+std::optional<search::Proposal> BuiltinProposer::reseed(const GemmKey& key, const Target& target,
+                                                        const std::string& cached_source) {
+  constexpr std::string_view kHeader = "// kdispatch builtin family ";
+  if (cached_source.rfind(kHeader, 0) != 0) return std::nullopt;
+  const auto colon = cached_source.find(':', kHeader.size());
+  const auto eol = cached_source.find('\n');
+  if (colon == std::string::npos || eol == std::string::npos || colon > eol) return std::nullopt;
+  const Family* f = find_family(cached_source.substr(kHeader.size(), colon - kHeader.size()));
+  const auto params = parse_params(cached_source.substr(colon + 1, eol - colon - 1));
+  if (f == nullptr || !params || f->rejects(key)) return std::nullopt;
+  const Params p = f->complete(key, target, *params);
+  if (!f->valid(key, target, p)) return std::nullopt;
+  return make(*f, key, target, p, "seed: cached winner of a nearby shape", -1);
+}
+
+}  // namespace kd::builtin

@@ -1,0 +1,30 @@
+// The `builtin` proposer: template families (family.hpp) and the idea catalogue (ideas.hpp).
+// The offline default: it needs no network and no model.
+#pragma once
+
+#include <optional>
+
+#include "driver/proposer.hpp"
+
+namespace kd::builtin {
+
+class BuiltinProposer final : public search::Proposer {
+public:
+  std::string_view name() const override { return "builtin"; }
+  std::vector<search::Proposal> seeds(const search::ProposalContext& ctx) override;
+  std::vector<search::Idea> ideas(const search::ProposalContext& ctx, const search::Node& seed,
+                                  int n) override;
+  std::vector<search::Proposal> implement(const search::ProposalContext& ctx, const search::Node& seed,
+                                          const search::Idea& idea, int b) override;
+
+  // A round-0 seed re-rendered for `key` from a cached winner's source of a nearby shape (its
+  // "// kdispatch builtin family NAME: K=V ..." header), or nullopt when the source is not a
+  // builtin family's or the family cannot serve `key`.
+  static std::optional<search::Proposal> reseed(const GemmKey& key, const Target& target,
+                                                const std::string& cached_source);
+};
+
+// "KD_KC=1024 KD_ROWS=16" -> Params; nullopt when malformed.
+std::optional<Params> parse_params(const std::string& text);
+
+}  // namespace kd::builtin

@@ -1,0 +1,216 @@
+#include "builtin/family.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "builtin/embedded_kernels.hpp"
+
+namespace kd::builtin {
+namespace {
+
+long long get(const Params& p, const char* name) {
+  const auto it = p.find(name);
+  return it == p.end() ? 0 : it->second;
+}
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+std::string_view type_name(DType t) {
+  switch (t) {
+    case DType::f16: return "__half";
+    case DType::bf16: return "__nv_bfloat16";
+    case DType::f32: return "float";
+  }
+  return "float";
+}
+std::uint32_t u32(long long v) { return static_cast<std::uint32_t>(v); }
+
+// The linear layout (ta=T tb=N) with 16-byte rows: what the skinny families stream.
+std::optional<std::string> rejects_linear_layout(const GemmKey& key, int max_n) {
+  if (key.ta != Transpose::T || key.tb != Transpose::N) return "needs ta=T tb=N (the nn.Linear layout)";
+  if (key.n > max_n) return fmt::format("n={} is not skinny (at most {})", key.n, max_n);
+  if (key.a != key.b) return "needs equal A and B types";
+  const long long vec = 16 / static_cast<long long>(dtype_bytes(key.a));
+  if (key.k % vec || key.lda % vec || key.ldb % vec)
+    return fmt::format("k, lda and ldb must be multiples of {} for 16-byte loads", vec);
+  if (key.batch > 1 && (key.stride_a % vec || key.stride_b % vec))
+    return "batch strides must keep 16-byte alignment";
+  return std::nullopt;
+}
+
+// ---- skinny_bulk ------------------------------------------------------------------------------
+constexpr int kBulkRowPad = 64;
+long long bulk_scratch(const GemmKey& key, const Params& p) {
+  return get(p, "KD_WARPS") * (get(p, "KD_ROWS") / 16) * ceil_div(key.n, 8) * 4 * 32 * 4;
+}
+long long bulk_stage(const GemmKey& key, const Params& p) {
+  return get(p, "KD_ROWS") * (get(p, "KD_KC") * static_cast<long long>(dtype_bytes(key.a)) + kBulkRowPad);
+}
+// Fills KD_STAGES (as deep as the shared memory of KD_CTAS_PER_SM blocks allows, at most 6) and KD_NT.
+Params bulk_complete(const GemmKey& key, const Target& t, Params p) {
+  const long long cps = std::max(1LL, get(p, "KD_CTAS_PER_SM"));
+  const long long budget = t.smem_optin_bytes / cps - 1024 - bulk_scratch(key, p);
+  p["KD_STAGES"] = std::min(6LL, budget / std::max(1LL, bulk_stage(key, p)));
+  p["KD_NT"] = ceil_div(key.n, 8);
+  return p;
+}
+std::optional<std::string> bulk_rejects(const GemmKey& key) { return rejects_linear_layout(key, 32); }
+std::vector<Params> bulk_seeds(const GemmKey& key, const Target& t) {
+  std::vector<Params> out;
+  auto add = [&](long long rows, long long kc, long long warps, long long cps) {
+    out.push_back(bulk_complete(key, t, {{"KD_ROWS", rows}, {"KD_KC", kc}, {"KD_WARPS", warps},
+                                         {"KD_CTAS_PER_SM", cps}}));
+  };
+  if (key.a == DType::f32) {
+    add(32, 512, 8, 1);
+    add(16, 1024, 8, 1);
+  } else if (key.n <= 8) {
+    add(16, 1024, 8, 1);
+    add(32, 1024, 8, 1);
+    add(32, 512, 4, 2);
+  } else {
+    add(32, 512, 4, 2);
+    add(32, 1024, 8, 1);
+  }
+  return out;
+}
+bool bulk_valid(const GemmKey& key, const Target& t, const Params& p) {
+  const long long rows = get(p, "KD_ROWS"), kc = get(p, "KD_KC"), warps = get(p, "KD_WARPS");
+  const long long stages = get(p, "KD_STAGES"), cps = get(p, "KD_CTAS_PER_SM");
+  if (rows % 16 || rows < 16 || rows > 64 || kc % 32 || kc < 128 || kc > 4096) return false;
+  if (warps < 1 || warps > 16 || stages < 2 || stages > 6 || cps < 1 || cps > 4) return false;
+  if (get(p, "KD_NT") != ceil_div(key.n, 8)) return false;
+  return stages * bulk_stage(key, p) + bulk_scratch(key, p) + 1024 <= t.smem_optin_bytes / cps;
+}
+LaunchPlan bulk_plan(const GemmKey& key, const Target& t, const Params& p) {
+  const long long blocks = ceil_div(key.m, get(p, "KD_ROWS"));
+  LaunchSpec s;
+  s.entry = "kd_skinny_bulk";
+  s.grid = {u32(std::min(blocks, t.sms * get(p, "KD_CTAS_PER_SM"))), 1, u32(key.batch)};
+  s.block = {u32(32 * (get(p, "KD_WARPS") + 1)), 1, 1};
+  s.smem_bytes = u32(get(p, "KD_STAGES") * bulk_stage(key, p) + bulk_scratch(key, p));
+  return LaunchPlan{{s}, 0};
+}
+
+// ---- skinny_mma -------------------------------------------------------------------------------
+std::optional<std::string> mma_rejects(const GemmKey& key) {
+  if (key.a == DType::f32) return "f16/bf16 inputs only (f32 goes to skinny_bulk's 3xTF32)";
+  return rejects_linear_layout(key, 32);
+}
+std::vector<Params> mma_seeds(const GemmKey& key, const Target&) {
+  const long long nt = ceil_div(key.n, 8);
+  return {{{"KD_MT", 1}, {"KD_NT", nt}, {"KD_WARPS_K", 8}, {"KD_UNROLL", 8}},
+          {{"KD_MT", 2}, {"KD_NT", nt}, {"KD_WARPS_K", 16}, {"KD_UNROLL", 4}}};
+}
+bool mma_valid(const GemmKey& key, const Target&, const Params& p) {
+  const long long mt = get(p, "KD_MT"), wk = get(p, "KD_WARPS_K"), un = get(p, "KD_UNROLL");
+  return (mt == 1 || mt == 2) && wk >= 1 && wk <= 16 && un >= 1 && un <= 8 &&
+         get(p, "KD_NT") == ceil_div(key.n, 8) && mt * un <= 16;
+}
+LaunchPlan mma_plan(const GemmKey& key, const Target&, const Params& p) {
+  LaunchSpec s;
+  s.entry = "kd_skinny_mma";
+  s.grid = {u32(ceil_div(key.m, 16 * get(p, "KD_MT"))), 1, u32(key.batch)};
+  s.block = {u32(32 * get(p, "KD_WARPS_K")), 1, 1};
+  return LaunchPlan{{s}, 0};
+}
+
+// ---- simt_tiled -------------------------------------------------------------------------------
+std::optional<std::string> simt_rejects(const GemmKey&) { return std::nullopt; }
+std::vector<Params> simt_seeds(const GemmKey& key, const Target&) {
+  auto tile = [](long long bm, long long bn, long long bk, long long tm, long long tn) {
+    return Params{{"KD_BM", bm}, {"KD_BN", bn}, {"KD_BK", bk}, {"KD_TM", tm}, {"KD_TN", tn}};
+  };
+  if (key.n <= 32) return {tile(128, 32, 16, 8, 2), tile(64, 16, 32, 4, 1), tile(64, 64, 16, 4, 4)};
+  if (key.m * key.n >= 2048LL * 2048) return {tile(128, 128, 8, 8, 8), tile(128, 64, 16, 8, 4), tile(64, 64, 16, 4, 4)};
+  return {tile(64, 64, 16, 4, 4), tile(128, 64, 16, 8, 4), tile(32, 32, 16, 2, 2)};
+}
+bool simt_valid(const GemmKey&, const Target&, const Params& p) {
+  const long long bm = get(p, "KD_BM"), bn = get(p, "KD_BN"), bk = get(p, "KD_BK");
+  const long long tm = get(p, "KD_TM"), tn = get(p, "KD_TN");
+  if (bm < 8 || bn < 8 || bk < 4 || tm < 1 || tn < 1 || bm % tm || bn % tn) return false;
+  if (bm > 256 || bn > 256 || bk > 64 || tm > 16 || tn > 16 || tm * tn > 128) return false;
+  const long long threads = (bm / tm) * (bn / tn);
+  if (threads < 32 || threads > 1024) return false;
+  return 2 * bk * (bm + 4 + bn + 4) * 4 <= 48 * 1024;
+}
+LaunchPlan simt_plan(const GemmKey& key, const Target&, const Params& p) {
+  LaunchSpec s;
+  s.entry = "kd_simt_tiled";
+  s.grid = {u32(ceil_div(key.m, get(p, "KD_BM"))), u32(ceil_div(key.n, get(p, "KD_BN"))), u32(key.batch)};
+  s.block = {u32((get(p, "KD_BM") / get(p, "KD_TM")) * (get(p, "KD_BN") / get(p, "KD_TN"))), 1, 1};
+  return LaunchPlan{{s}, 0};
+}
+
+Params mma_complete(const GemmKey& key, const Target&, Params p) {
+  p["KD_NT"] = ceil_div(key.n, 8);
+  return p;
+}
+Params simt_complete(const GemmKey&, const Target&, Params p) { return p; }
+
+const Family kFamilies[] = {
+    {"skinny_bulk", "kd_skinny_bulk", {}, bulk_rejects, bulk_seeds, bulk_complete, bulk_valid, bulk_plan},
+    {"skinny_mma", "kd_skinny_mma", {}, mma_rejects, mma_seeds, mma_complete, mma_valid, mma_plan},
+    {"simt_tiled", "kd_simt_tiled", {}, simt_rejects, simt_seeds, simt_complete, simt_valid, simt_plan},
+};
+
+std::vector<Family> with_sources() {
+  std::vector<Family> out(std::begin(kFamilies), std::end(kFamilies));
+  for (Family& f : out) f.source = embedded_kernel(std::string(f.name) + ".cu");
+  return out;
+}
+
+// Type macros every family reads, from the key.
+std::string type_defines(const GemmKey& key) {
+  return fmt::format(
+      "#define KD_IN_T {0}\n#define KD_OUT_T {2}\n#define KD_A_T {0}\n#define KD_B_T {1}\n"
+      "#define KD_C_T {2}\n#define KD_TA {3}\n#define KD_TB {4}\n#define KD_BETA_ZERO {5}\n"
+      "#define KD_BIAS {6}\n",
+      type_name(key.a), type_name(key.b), type_name(key.c), key.ta == Transpose::T ? 1 : 0,
+      key.tb == Transpose::T ? 1 : 0, key.beta_zero ? 1 : 0, key.epilogue == Epilogue::bias ? 1 : 0);
+}
+
+}  // namespace
+
+Target Target::from(const DeviceInfo& d) {
+  Target t;
+  t.arch = d.arch;
+  t.sms = d.sms;
+  t.smem_optin_bytes = d.max_smem_per_block_optin_bytes;
+  t.cc_major = d.cc_major;
+  return t;
+}
+
+std::span<const Family> families() {
+  static const std::vector<Family> table = with_sources();
+  return table;
+}
+
+const Family* find_family(std::string_view name) {
+  for (const Family& f : families())
+    if (f.name == name) return &f;
+  return nullptr;
+}
+
+std::string describe(const Params& params) {
+  std::string out;
+  for (const auto& [name, value] : params) {
+    if (!out.empty()) out += ' ';
+    out += fmt::format("{}={}", name, value);
+  }
+  return out;
+}
+
+std::string render(const Family& family, const GemmKey& key, const Target& target,
+                   const Params& params) {
+  std::ostringstream src;
+  src << "// kdispatch builtin family " << family.name << ": " << describe(params) << "\n";
+  src << "// key: " << key.shape_line() << "\n";
+  src << "// kdispatch:plan " << plan_to_json(family.plan(key, target, params)) << "\n";
+  src << type_defines(key);
+  for (const auto& [name, value] : params) src << "#define " << name << " " << value << "\n";
+  src << family.source;
+  return src.str();
+}
+
+}  // namespace kd::builtin

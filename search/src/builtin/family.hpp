@@ -1,0 +1,60 @@
+// Builtin kernel families: each is a CUDA source with named parameters (macros) and fixed hooks
+// (entry point, epilogue), plus the host-side rules that pick parameters for a key and compute the
+// launch plan. Every family lives in one row of families() (families.cpp); the idea catalogue
+// (ideas.hpp) moves parameters of these families.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cuda/device.hpp"
+#include "key/gemm_key.hpp"
+#include "plan/launch_plan.hpp"
+
+namespace kd::builtin {
+
+// Integer-valued named parameters, e.g. {"KD_ROWS": 16, "KD_KC": 1024}. Types (KD_IN_T, ...)
+// come from the key at render time, never from here.
+using Params = std::map<std::string, long long>;
+
+// What the family needs to know about the GPU beyond the key.
+struct Target {
+  std::string arch = "sm_90";
+  int sms = 132;
+  int smem_optin_bytes = 232448;  // per-block opt-in limit (227 KiB on sm_90)
+  int cc_major = 9;
+  static Target from(const DeviceInfo& d);
+};
+
+struct Family {
+  std::string_view name;
+  std::string_view entry;
+  std::string_view source;  // the embedded .cu text
+  // Why this family cannot compute `key` (layout, dtype, precision class, alignment), or nullopt.
+  std::optional<std::string> (*rejects)(const GemmKey& key);
+  // Round-0 configurations for `key`, best guess first.
+  std::vector<Params> (*seeds)(const GemmKey& key, const Target& target);
+  // Fills the parameters derived from the others (ring depth from the shared-memory budget, tile
+  // counts from n); applied after every idea move, before valid().
+  Params (*complete)(const GemmKey& key, const Target& target, Params params);
+  // Whether `params` is legal for `key` on `target` (divisibility, smem, threads).
+  bool (*valid)(const GemmKey& key, const Target& target, const Params& params);
+  LaunchPlan (*plan)(const GemmKey& key, const Target& target, const Params& params);
+};
+
+std::span<const Family> families();
+const Family* find_family(std::string_view name);
+
+// The complete candidate source: a header naming the family and its parameters, the #defines,
+// the `kdispatch:plan` comment, then the family's source. Deterministic for equal inputs.
+std::string render(const Family& family, const GemmKey& key, const Target& target,
+                   const Params& params);
+
+// "KD_KC=1024 KD_ROWS=16 ..." for logs and the tree.
+std::string describe(const Params& params);
+
+}  // namespace kd::builtin

@@ -1,0 +1,52 @@
+// The proposer interface every idea source implements: builtin templates, cuBLASLt algorithms,
+// an LLM. A proposer writes round-0 seeds, then for a seed node the ideas it would try (in words,
+// conditioned on the tree so far) and implementations of one idea. Proposers never compile or run
+// anything; the search driver does.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "builtin/family.hpp"
+#include "key/gemm_key.hpp"
+#include "tree/search_tree.hpp"
+
+namespace kd::search {
+
+struct ProposalContext {
+  const GemmKey& key;
+  const builtin::Target& target;
+  const SearchTree& tree;
+  double floor_us = 0;     // roofline floor for the key on this GPU (0: unknown)
+  double baseline_us = 0;  // vendor library's median so far (0: unknown)
+};
+
+struct Idea {
+  std::string text;    // what the tree records and kdctl shows
+  std::string handle;  // proposer-private (the builtin catalogue's move id)
+};
+
+struct Proposal {
+  std::string proposer;
+  std::string family;  // builtin family, empty otherwise
+  std::string idea;
+  std::string params;  // builtin parameters in words, empty otherwise
+  std::string source;  // a complete candidate under the kernel contract
+  int parent = -1;
+};
+
+class Proposer {
+public:
+  virtual ~Proposer() = default;
+  virtual std::string_view name() const = 0;
+  virtual std::vector<Proposal> seeds(const ProposalContext& ctx) = 0;
+  // Up to `n` distinct ideas for improving `seed`, none already tried on it. Empty when this
+  // proposer has nothing for this seed (e.g. the builtin proposer on an LLM-written kernel).
+  virtual std::vector<Idea> ideas(const ProposalContext& ctx, const Node& seed, int n) = 0;
+  // Up to `b` implementations of `idea` applied to `seed`.
+  virtual std::vector<Proposal> implement(const ProposalContext& ctx, const Node& seed,
+                                          const Idea& idea, int b) = 0;
+};
+
+}  // namespace kd::search

@@ -1,0 +1,40 @@
+#include "driver/publish.hpp"
+
+#include <chrono>
+
+#include "common/error.hpp"
+
+namespace kd::search {
+
+Record make_record(const SearchOutcome& outcome, int id, const std::string& full_key_line,
+                   const RecordVersions& versions) {
+  const auto build = outcome.builds.find(id);
+  if (build == outcome.builds.end() || !build->second.plan)
+    throw Error(ErrorDomain::data, 0, "search node " + std::to_string(id) + " has no compiled kernel to publish");
+  const Node& node = outcome.tree.node(id);
+  Record r;
+  r.key_line = full_key_line;
+  r.kind = RecordKind::nvrtc_kernel;
+  r.cubin = build->second.cubin;
+  r.ptx = build->second.ptx;
+  r.source = node.source;
+  r.plan = *build->second.plan;
+  r.alignment_bytes = 16;
+  r.candidate_us = node.candidate_us;
+  r.baseline_us = node.baseline_us;
+  if (auto v = outcome.verdicts.find(static_cast<std::size_t>(id)); v != outcome.verdicts.end()) {
+    r.sm_clock_mhz = v->second.sm_clock_mhz;
+    r.validation_report = eval::to_json(v->second).dump();
+  }
+  r.search_id = outcome.tree.search_id();
+  r.proposer = node.proposer;
+  r.idea = node.idea;
+  r.nvrtc_version = versions.nvrtc;
+  r.driver_version = versions.driver_version;
+  r.cublas_version = versions.cublas_version;
+  r.created_unix_s = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  return r;
+}
+
+}  // namespace kd::search

@@ -1,0 +1,202 @@
+#include "driver/search_driver.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace kd::search {
+namespace {
+
+constexpr std::size_t kLogKeepBytes = 4096;
+
+class Run {
+public:
+  Run(const GemmKey& key, const builtin::Target& target, const std::vector<Proposer*>& proposers,
+      CompileService& compiler, EvalBackend* backend, const SearchOptions& options,
+      const SearchObserver& observer)
+      : key_(key), target_(target), proposers_(proposers), compiler_(compiler), backend_(backend),
+        options_(options), observer_(observer), start_(std::chrono::steady_clock::now()) {
+    const std::string id = options.search_id.empty()
+        ? fmt::format("{:016x}-{}", key.hash(), std::chrono::duration_cast<std::chrono::seconds>(
+              std::chrono::system_clock::now().time_since_epoch()).count())
+        : options.search_id;
+    out_.tree = SearchTree(id, key.device ? key.full_line() : key.shape_line());
+    if (backend_ && options.mode == SearchMode::evaluate) floor_us_ = backend_->floor_us(key);
+  }
+
+  SearchOutcome finish(std::string reason) {
+    out_.stop_reason = std::move(reason);
+    out_.elapsed = elapsed();
+    for (const int id : out_.tree.top_k(static_cast<int>(out_.tree.nodes().size()))) {
+      if (out_.tree.node(id).verdict == "passed") {
+        out_.winner = id;
+        break;
+      }
+    }
+    if (auto best = out_.winner ? out_.winner : out_.tree.best()) out_.baseline_us = out_.tree.node(*best).baseline_us;
+    emit({SearchEvent::Kind::finished, round_, nullptr, out_.stop_reason});
+    return std::move(out_);
+  }
+
+  SearchOutcome run(std::vector<Proposal> extra_seeds) {
+    // Round 0.
+    std::vector<Proposal> batch = std::move(extra_seeds);
+    for (Proposer* p : proposers_) {
+      std::vector<Proposal> s = p->seeds(context());
+      batch.insert(batch.end(), std::make_move_iterator(s.begin()), std::make_move_iterator(s.end()));
+    }
+    if (batch.empty()) return finish("no proposer has a candidate for this key");
+    if (auto stop = run_round(std::move(batch))) return finish(*stop);
+
+    if (options_.mode == SearchMode::dry_run) {
+      // One round of ideas on the first compiled seed, compiled only.
+      const auto& nodes = out_.tree.nodes();
+      const auto seed = std::find_if(nodes.begin(), nodes.end(), [](const Node& n) { return n.compile_status == "ok"; });
+      if (seed == nodes.end()) return finish("dry run: no seed compiled");
+      ++round_;
+      if (auto stop = run_round(expand({seed->id}))) return finish(*stop);
+      return finish("dry run: proposals compiled, nothing evaluated");
+    }
+
+    double best_before = best_us();
+    if (best_before == 0) return finish("no correct candidate in round 0");
+    for (round_ = 1; round_ <= options_.budget.rounds; ++round_) {
+      std::vector<Proposal> next = expand(out_.tree.top_k(options_.budget.topk));
+      if (next.empty()) return finish("no proposer has a new idea for the best seeds");
+      if (auto stop = run_round(std::move(next))) return finish(*stop);
+      const double now = best_us();
+      if (now > best_before * (1.0 - options_.budget.min_improvement)) {
+        return finish(fmt::format("round {} did not improve the best time by {:.0f}%", round_,
+                                  options_.budget.min_improvement * 100));
+      }
+      best_before = now;
+    }
+    return finish(fmt::format("round limit ({}) reached", options_.budget.rounds));
+  }
+
+private:
+  ProposalContext context() const {
+    return {key_, target_, out_.tree, floor_us_, baseline_us()};
+  }
+  double best_us() const {
+    const auto b = out_.tree.best();
+    return b ? out_.tree.node(*b).candidate_us : 0;
+  }
+  double baseline_us() const {
+    const auto b = out_.tree.best();
+    return b ? out_.tree.node(*b).baseline_us : 0;
+  }
+  std::chrono::milliseconds elapsed() const {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start_);
+  }
+  void emit(const SearchEvent& e) const {
+    if (observer_) observer_(e);
+  }
+
+  std::vector<Proposal> expand(const std::vector<int>& seeds) {
+    std::vector<Proposal> out;
+    for (const int id : seeds) {
+      const Node seed = out_.tree.node(id);
+      for (Proposer* p : proposers_) {
+        for (const Idea& idea : p->ideas(context(), seed, options_.budget.ideas)) {
+          std::vector<Proposal> impls = p->implement(context(), seed, idea, options_.budget.impls);
+          out.insert(out.end(), std::make_move_iterator(impls.begin()), std::make_move_iterator(impls.end()));
+        }
+      }
+    }
+    return out;
+  }
+
+  // Compiles the batch in parallel, evaluates the compiled ones one at a time; returns a stop
+  // reason when a budget ran out.
+  std::optional<std::string> run_round(std::vector<Proposal> batch) {
+    emit({SearchEvent::Kind::round_started, round_, nullptr, fmt::format("{} proposals", batch.size())});
+    std::vector<Proposal> fresh;
+    for (Proposal& p : batch) {
+      const std::string h = source_hash(p.source);
+      if (out_.tree.has_source(h) ||
+          std::any_of(fresh.begin(), fresh.end(), [&](const Proposal& q) { return source_hash(q.source) == h; }))
+        continue;
+      fresh.push_back(std::move(p));
+    }
+    const int room = options_.budget.max_candidates - static_cast<int>(out_.tree.nodes().size());
+    std::optional<std::string> stop;
+    if (static_cast<int>(fresh.size()) > room) {
+      fresh.resize(static_cast<std::size_t>(std::max(0, room)));
+      stop = fmt::format("candidate budget ({}) reached", options_.budget.max_candidates);
+    }
+    std::vector<CompileRequest> requests;
+    for (const Proposal& p : fresh)
+      requests.push_back({p.source, fmt::format("{}-{}.cu", p.family.empty() ? p.proposer : p.family, requests.size()),
+                          target_.arch, {}});
+    std::vector<CandidateBuild> builds = compiler_.compile_all(requests);
+
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      Proposal& p = fresh[i];
+      CandidateBuild& b = builds[i];
+      Node n;
+      n.parent = p.parent;
+      n.round = round_;
+      n.proposer = p.proposer;
+      n.family = p.family;
+      n.idea = p.idea;
+      n.params = p.params;
+      n.source_hash = source_hash(p.source);
+      n.source = std::move(p.source);
+      n.compile_status = b.ok() ? "ok" : std::string(to_string(b.status));
+      n.compile_log = b.log.substr(0, kLogKeepBytes);
+      n.compile_ms = std::chrono::duration<double, std::milli>(b.compile_time).count();
+      n.verdict = "not_evaluated";
+      if (!b.ok()) {
+        n.verdict = "compile_failed";
+        n.detail = b.message;
+      } else if (options_.mode == SearchMode::evaluate && backend_ != nullptr) {
+        if (options_.cancelled && options_.cancelled()) {
+          stop = "stopped";
+          n.detail = "not evaluated: the search was stopped";
+        } else if (elapsed() > options_.budget.wall) {
+          stop = fmt::format("wall-time budget ({} s) reached", options_.budget.wall.count());
+          n.detail = "not evaluated: wall-time budget reached";
+        } else {
+          eval::EvalRequest req{out_.tree.key_line(), b.cubin, *b.plan, options_.eval};
+          const eval::Verdict v = backend_->evaluate(req);
+          n.verdict = std::string(eval::to_string(v.rule));
+          n.detail = v.detail;
+          if (v.candidate_time) n.candidate_us = v.candidate_time->median_us;
+          if (v.baseline_time) n.baseline_us = v.baseline_time->median_us;
+          out_.verdicts.emplace(out_.tree.nodes().size(), v);
+        }
+      }
+      const int id = out_.tree.add(std::move(n));
+      if (out_.tree.node(id).correct()) out_.builds.emplace(id, std::move(b));
+      emit({SearchEvent::Kind::candidate_done, round_, &out_.tree.node(id), {}});
+    }
+    out_.tree.close_round(round_);
+    emit({SearchEvent::Kind::round_finished, round_, nullptr, {}});
+    return stop;
+  }
+
+  const GemmKey& key_;
+  const builtin::Target& target_;
+  const std::vector<Proposer*>& proposers_;
+  CompileService& compiler_;
+  EvalBackend* backend_;
+  const SearchOptions& options_;
+  const SearchObserver& observer_;
+  std::chrono::steady_clock::time_point start_;
+  SearchOutcome out_;
+  int round_ = 0;
+  double floor_us_ = 0;
+};
+
+}  // namespace
+
+SearchOutcome run_search(const GemmKey& key, const builtin::Target& target,
+                         const std::vector<Proposer*>& proposers, CompileService& compiler,
+                         EvalBackend* backend, const SearchOptions& options,
+                         const SearchObserver& observer, std::vector<Proposal> extra_seeds) {
+  Run run(key, target, proposers, compiler, backend, options, observer);
+  return run.run(std::move(extra_seeds));
+}
+
+}  // namespace kd::search

@@ -1,0 +1,79 @@
+// The branching search of design.md: round 0 evaluates seeds (family defaults, cached winners of
+// nearby shapes); each later round takes the best k correct nodes, asks every proposer for I ideas
+// per seed and B implementations per idea, compiles them in parallel and evaluates them one at a
+// time through the gate. Stops on the round limit, a budget (candidates, wall time) or a round
+// that does not improve the best time.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compile/compile_service.hpp"
+#include "driver/proposer.hpp"
+#include "eval/evaluator.hpp"
+#include "eval/verdict.hpp"
+#include "tree/search_tree.hpp"
+
+namespace kd::search {
+
+struct SearchBudget {
+  int rounds = 3;           // rounds after round 0
+  int ideas = 3;            // I: ideas per seed per proposer
+  int impls = 2;            // B: implementations per idea
+  int topk = 2;             // k: seeds carried into the next round
+  int max_candidates = 64;  // evaluated or compiled candidates in all
+  std::chrono::seconds wall{900};
+  double min_improvement = 0.01;  // a round must beat the best by 1% or the search stops
+};
+
+// Where candidates run: the sandboxed worker (WorkerBackend) in production.
+class EvalBackend {
+public:
+  virtual ~EvalBackend() = default;
+  virtual eval::Verdict evaluate(const eval::EvalRequest& request) = 0;
+  // The floor for this key on the backend's GPU (0 when unknown).
+  virtual double floor_us(const GemmKey& key) = 0;
+};
+
+enum class SearchMode { evaluate, dry_run };
+
+struct SearchOptions {
+  SearchBudget budget;
+  eval::EvalOptions eval;
+  SearchMode mode = SearchMode::evaluate;
+  std::string search_id;  // empty: derived from the key and the time
+  // Polled before each evaluation; true stops the search with stop reason "stopped".
+  std::function<bool()> cancelled;
+};
+
+struct SearchEvent {
+  enum class Kind { round_started, candidate_done, round_finished, finished } kind;
+  int round = 0;
+  const Node* node = nullptr;  // candidate_done
+  std::string message;
+};
+using SearchObserver = std::function<void(const SearchEvent&)>;
+
+struct SearchOutcome {
+  SearchTree tree;
+  std::optional<int> winner;  // fastest node with verdict `passed`
+  std::string stop_reason;
+  double baseline_us = 0;     // vendor median measured alongside the winner (or the best)
+  std::map<int, CandidateBuild> builds;  // compiled output of every correct node
+  std::map<std::size_t, eval::Verdict> verdicts;  // by node id, for every evaluated node
+  std::chrono::milliseconds elapsed{0};
+};
+
+// Runs one search. `extra_seeds` join round 0 (cached winners of nearby shapes). With
+// SearchMode::dry_run `backend` may be null: round 0 and one round of ideas on the first compiled
+// seed are compiled, nothing runs. Never throws for anything a candidate does.
+SearchOutcome run_search(const GemmKey& key, const builtin::Target& target,
+                         const std::vector<Proposer*>& proposers, CompileService& compiler,
+                         EvalBackend* backend, const SearchOptions& options,
+                         const SearchObserver& observer, std::vector<Proposal> extra_seeds = {});
+
+}  // namespace kd::search

@@ -1,0 +1,23 @@
+#include "driver/worker_backend.hpp"
+
+namespace kd::search {
+
+WorkerBackend::WorkerBackend(worker::WorkerSpawn spawn, std::chrono::milliseconds watchdog)
+    : client_(std::move(spawn)), watchdog_(watchdog) {}
+
+const nlohmann::json& WorkerBackend::start() {
+  const nlohmann::json& ready = client_.ensure_started();
+  if (!roofline_ && ready.contains("roofline")) roofline_ = eval::roofline_from_json(ready["roofline"]);
+  return ready;
+}
+
+eval::Verdict WorkerBackend::evaluate(const eval::EvalRequest& request) {
+  return client_.evaluate(request, watchdog_);
+}
+
+double WorkerBackend::floor_us(const GemmKey& key) {
+  start();
+  return roofline_ ? eval::roofline_floor_s(key, *roofline_, 1.0) * 1e6 : 0.0;
+}
+
+}  // namespace kd::search

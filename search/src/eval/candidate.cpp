@@ -1,0 +1,57 @@
+#include "eval/candidate.hpp"
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "cuda/driver.hpp"
+
+namespace kd::eval {
+
+std::variant<LoadedCandidate, CandidateError> LoadedCandidate::load(const std::string& cubin,
+                                                                    const LaunchPlan& plan,
+                                                                    int max_smem_bytes) {
+  using Kind = CandidateError::Kind;
+  if (plan.launches.empty()) return CandidateError{Kind::plan_invalid, "plan has no launches"};
+  LoadedCandidate c;
+  c.plan_ = plan;
+  CUmodule raw = nullptr;
+  const std::string image = cubin;  // NUL-terminated copy, see load_module
+  const CUresult rc = cu().cuModuleLoadData(&raw, image.c_str());
+  if (rc != CUDA_SUCCESS) return CandidateError{Kind::load_failed, cuda_error_name(rc)};
+  c.module_ = Module(raw);
+  for (const LaunchSpec& l : plan.launches) {
+    CUfunction f = nullptr;
+    if (cu().cuModuleGetFunction(&f, raw, l.entry.c_str()) != CUDA_SUCCESS) {
+      return CandidateError{Kind::plan_invalid, fmt::format("entry '{}' is not in the cubin", l.entry)};
+    }
+    if (static_cast<long long>(l.smem_bytes) > max_smem_bytes) {
+      return CandidateError{Kind::plan_invalid,
+                            fmt::format("entry '{}' asks {} bytes of shared memory, the device has {}",
+                                        l.entry, l.smem_bytes, max_smem_bytes)};
+    }
+    if (l.smem_bytes > 48 * 1024) {
+      const CUresult a = cu().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                 static_cast<int>(l.smem_bytes));
+      if (a != CUDA_SUCCESS) {
+        return CandidateError{Kind::plan_invalid, fmt::format("entry '{}': {} bytes of shared memory: {}",
+                                                              l.entry, l.smem_bytes, cuda_error_name(a))};
+      }
+    }
+    c.functions_.push_back(f);
+  }
+  return c;
+}
+
+CUresult LoadedCandidate::launch(const kd_gemm_args& args, CUstream stream) const {
+  for (std::size_t i = 0; i < functions_.size(); ++i) {
+    const LaunchSpec& l = plan_.launches[i];
+    kd_gemm_args a = args;
+    void* params[] = {&a};
+    const CUresult rc = cu().cuLaunchKernel(functions_[i], l.grid[0], l.grid[1], l.grid[2], l.block[0],
+                                            l.block[1], l.block[2], l.smem_bytes, stream, params, nullptr);
+    if (rc != CUDA_SUCCESS) return rc;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace kd::eval

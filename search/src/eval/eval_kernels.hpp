@@ -1,0 +1,86 @@
+// The evaluator's helper kernels (eval_kernels_source.cpp), compiled with NVRTC for the device's
+// arch when an Evaluator starts, and typed launchers for them. All launches are asynchronous on
+// the given stream; results land in device memory that the caller reads back as scalars.
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "key/gemm_key.hpp"
+
+namespace kd::eval {
+
+std::string_view eval_kernels_source();
+
+// A loaded CUmodule, unloaded on destruction.
+struct ModuleDeleter {
+  void operator()(CUmod_st* m) const noexcept;
+};
+using Module = std::unique_ptr<CUmod_st, ModuleDeleter>;
+// Loads a cubin image; throws kd::Error (domain cuda) when the driver refuses it.
+Module load_module(std::string_view cubin, const std::string& what);
+
+// Host mirrors of the device structs; layouts must match the source.
+struct DeviceMatrix {
+  CUdeviceptr p = 0;
+  long long rows = 0, cols = 0, ld = 0, stride = 0;
+  int batch = 1;
+  int dtype = 2;  // kd::DType numbering: 0 f16, 1 bf16, 2 f32
+};
+static_assert(sizeof(DeviceMatrix) == 48);
+
+struct RefArgs {
+  CUdeviceptr a = 0, b = 0, c0 = 0, bias = 0, ref = 0;
+  long long m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+  int ta = 0, tb = 0, dt_a = 2, dt_b = 2, dt_c = 2, has_bias = 0;
+  double alpha = 1.0, beta = 0.0;
+};
+static_assert(sizeof(RefArgs) == 152);
+
+struct RefStats {
+  double sum_sq = 0.0;
+  double max_abs = 0.0;
+};
+struct CompareStats {
+  unsigned long long poisoned = 0;
+  unsigned long long nonfinite = 0;
+  double max_rel = 0.0;
+  double sum_sq_err = 0.0;
+};
+struct GuardStats {
+  unsigned long long before = 0, after = 0, padding = 0;
+  unsigned long long total() const { return before + after + padding; }
+};
+
+enum class Distribution : int { normal = 0, uniform = 1, scaled = 2, offset_mean = 3 };
+
+class EvalKernels {
+public:
+  // Compiles and loads the helpers for `arch` ("sm_90"); requires a current context.
+  explicit EvalKernels(const std::string& arch);
+
+  void generate(CUstream s, const DeviceMatrix& x, std::uint64_t seed, Distribution dist,
+                double scale) const;
+  void poison(CUstream s, const DeviceMatrix& x) const;
+  void reference(CUstream s, const RefArgs& args, long long batch) const;
+  void ref_stats(CUstream s, CUdeviceptr ref, long long count, CUdeviceptr out) const;
+  // `other` == 0: compare with the fp64 reference; else with a second output of the same layout.
+  void compare(CUstream s, const DeviceMatrix& out, CUdeviceptr ref, CUdeviceptr other,
+               double floor, CUdeviceptr stats) const;
+  void check_guards(CUstream s, const DeviceMatrix& body, std::uint64_t guard_bytes,
+                    std::uint64_t body_bytes, CUdeviceptr stats) const;
+  void checksum(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdeviceptr out) const;
+  void clock_probe(CUstream s, CUdeviceptr out) const;
+
+private:
+  Module module_;
+  CUfunction generate_ = nullptr, poison_ = nullptr, reference_ = nullptr, ref_stats_ = nullptr,
+             compare_ = nullptr, check_guards_ = nullptr, checksum_ = nullptr, clock_probe_ = nullptr;
+  int grid_ = 1;  // blocks of grid-stride kernels: a few per SM
+};
+
+}  // namespace kd::eval

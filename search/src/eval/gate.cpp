@@ -1,0 +1,335 @@
+#include "eval/gate.hpp"
+
+#include <array>
+#include <chrono>
+#include <optional>
+#include <string_view>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "cuda/driver.hpp"
+#include "eval/cuda_event.hpp"
+#include "eval/error_criterion.hpp"
+#include "eval/gemm_problem.hpp"
+#include "eval/timing_stats.hpp"
+#include "eval/vendor_baseline.hpp"
+
+namespace kd::eval {
+namespace {
+
+// The trials cycle through these: value distributions (design.md) and scale factors.
+struct TrialShape {
+  Distribution dist;
+  double scale;
+  std::string_view name;
+  double alpha;
+  double beta;  // used when the key's beta is not zero
+};
+constexpr std::array<TrialShape, 5> kTrialShapes{{
+    {Distribution::normal, 1.0, "normal", 1.0, 1.0},
+    {Distribution::uniform, 1.0, "uniform", 0.75, 0.5},
+    {Distribution::scaled, 1e-2, "normal x 1e-2", 1.25, -1.0},
+    {Distribution::scaled, 1e2, "normal x 1e2", 1.0, 0.25},
+    {Distribution::offset_mean, 1.0, "offset mean", -0.5, 2.0},
+}};
+
+struct Failure {
+  Rule rule;
+  std::string detail;
+};
+
+bool is_output_rule(Rule r) {
+  return r == Rule::unwritten_output || r == Rule::nan_or_inf || r == Rule::wrong_result ||
+         r == Rule::precision_below_class;
+}
+
+// Memory rules: writes outside the output, changed inputs.
+std::optional<Failure> judge_memory(const RunFindings& f) {
+  if (f.c_guards.total() != 0) {
+    return Failure{Rule::guard_band_overwritten,
+                   fmt::format("output: {} elements changed before it, {} after it, {} in its padding",
+                               f.c_guards.before, f.c_guards.after, f.c_guards.padding)};
+  }
+  if (f.workspace_guards.total() != 0) {
+    return Failure{Rule::workspace_guard_overwritten,
+                   fmt::format("workspace: {} elements changed before it, {} after it",
+                               f.workspace_guards.before, f.workspace_guards.after)};
+  }
+  if (f.inputs_changed) return Failure{Rule::input_modified, "changed: " + f.changed_inputs};
+  return std::nullopt;
+}
+
+std::optional<Failure> judge_run(const RunFindings& f, const ErrorFigures& cand,
+                                 const Allowance& allowed, long long outputs) {
+  if (auto m = judge_memory(f)) return m;
+  if (f.compare.poisoned != 0) {
+    return Failure{Rule::unwritten_output,
+                   fmt::format("{} of {} outputs never written (still NaN poison)", f.compare.poisoned, outputs)};
+  }
+  if (f.compare.nonfinite != 0) {
+    return Failure{Rule::nan_or_inf,
+                   fmt::format("{} of {} outputs NaN or Inf where the reference is finite",
+                               f.compare.nonfinite, outputs)};
+  }
+  const std::string figures =
+      fmt::format("max_rel {:.3g} (allowed {:.3g}), norm_rel {:.3g} (allowed {:.3g})", cand.max_rel,
+                  allowed.max_rel, cand.norm_rel, allowed.norm_rel);
+  switch (judge_error(cand, allowed)) {
+    case ErrorJudgement::within: return std::nullopt;
+    case ErrorJudgement::precision_below_class:
+      return Failure{Rule::precision_below_class, "error above 2x the vendor's: " + figures};
+    case ErrorJudgement::wrong: return Failure{Rule::wrong_result, figures};
+  }
+  return std::nullopt;
+}
+
+class GateRun {
+public:
+  GateRun(const GateContext& ctx, const LoadedCandidate& candidate)
+      : ctx_(ctx), candidate_(candidate),
+        problem_(ctx.key, ctx.request.plan.workspace_bytes, ctx.kernels, ctx.stream, ctx.l2_bytes),
+        vendor_(ctx.key, ctx.stream), tol_(tolerance_for(ctx.key, ctx.request.options.error_factor)),
+        outputs_(ctx.key.m * ctx.key.n * ctx.key.batch) {}
+
+  Verdict run() {
+    if (auto f = run_trials()) return fail(*f);
+    if (ctx_.request.options.timing == Timing::skip) {
+      verdict_.rule = Rule::not_faster;
+      verdict_.detail = "correct; timing skipped";
+      return verdict_;
+    }
+    if (auto f = run_timing()) return fail(*f);
+    return verdict_;
+  }
+
+private:
+  Verdict fail(const Failure& f) {
+    verdict_.rule = f.rule;
+    verdict_.detail = f.detail;
+    return verdict_;
+  }
+
+  kd_gemm_args args_for(int s) {
+    const OperandSet& o = problem_.set(s);
+    const GemmKey& k = ctx_.key;
+    kd_gemm_args a{};
+    a.a = reinterpret_cast<const void*>(o.a.body());
+    a.b = reinterpret_cast<const void*>(o.b.body());
+    a.c = reinterpret_cast<void*>(o.c.body());
+    a.workspace = reinterpret_cast<void*>(problem_.workspace());
+    a.m = k.m;
+    a.n = k.n;
+    a.k = k.k;
+    a.lda = k.lda;
+    a.ldb = k.ldb;
+    a.ldc = k.ldc;
+    a.stride_a = k.batch > 1 ? k.stride_a : 0;
+    a.stride_b = k.batch > 1 ? k.stride_b : 0;
+    a.stride_c = k.batch > 1 ? k.stride_c : 0;
+    a.batch = static_cast<int>(k.batch);
+    a.alpha = static_cast<float>(o.alpha);
+    a.beta = static_cast<float>(o.beta);
+    a.bias = k.epilogue == Epilogue::bias ? reinterpret_cast<const void*>(o.bias.body()) : nullptr;
+    return a;
+  }
+
+  // Enqueues the candidate on set s; a refused launch is launch_failed. wait() synchronizes: an
+  // error there (trap, illegal address) is crashed.
+  std::optional<Failure> launch(const LoadedCandidate& c, int s) {
+    const CUresult rc = c.launch(args_for(s), ctx_.stream);
+    if (rc != CUDA_SUCCESS) {
+      // A refused launch leaves the context usable; anything sticky surfaced from before is a crash.
+      if (cu().cuCtxSynchronize() != CUDA_SUCCESS) return Failure{Rule::crashed, cuda_error_name(rc)};
+      return Failure{Rule::launch_failed, cuda_error_name(rc)};
+    }
+    return std::nullopt;
+  }
+  std::optional<Failure> wait() {
+    const CUresult rc = cu().cuStreamSynchronize(ctx_.stream);
+    if (rc != CUDA_SUCCESS) return Failure{Rule::crashed, cuda_error_name(rc)};
+    return std::nullopt;
+  }
+  std::optional<Failure> run_once(const LoadedCandidate& c, int s) {
+    problem_.restore_output(s);
+    if (auto f = launch(c, s)) return f;
+    return wait();
+  }
+
+  ErrorFigures vendor_figures(int s) {
+    const OperandSet& o = problem_.set(s);
+    problem_.restore_vendor_output(s);
+    vendor_.run({o.a.body(), o.b.body(), problem_.vendor_output(),
+                 ctx_.key.epilogue == Epilogue::bias ? o.bias.body() : 0},
+                o.alpha, o.beta);
+    return problem_.vendor_error(s);
+  }
+
+  std::optional<Failure> run_trials() {
+    const EvalOptions& opt = ctx_.request.options;
+    for (int t = 0; t < std::max(opt.trials, 1); ++t) {
+      // Trials 0,1 share set 0's buffers (new data at the same address), 2,3 use set 1, ...
+      const int s = (t / 2) % GemmProblem::kSets;
+      const TrialShape& shape = kTrialShapes[static_cast<std::size_t>(t) % kTrialShapes.size()];
+      const double beta = ctx_.key.beta_zero ? 0.0 : shape.beta;
+      problem_.fill(s, opt.seed + 7919ull * static_cast<std::uint64_t>(t), shape.dist, shape.scale,
+                    shape.alpha, beta);
+      problem_.compute_reference(s);
+      const ErrorFigures vendor = vendor_figures(s);
+      const Allowance allowed = allowed_error(vendor, tol_);
+      verdict_.failed_trial = t;
+      if (auto f = run_once(candidate_, s)) return f;
+      RunFindings found = problem_.check_output(s, GemmProblem::CompareWith::reference);
+      if (t == 0) {
+        // Two runs on the same inputs must agree (races). Checked before correctness, so that a
+        // race is named as such rather than as a wrong result.
+        if (auto f = judge_memory(found)) return f;
+        problem_.save_output(s);
+        if (auto f = run_once(candidate_, s)) return f;
+        const RunFindings again = problem_.check_output(s, GemmProblem::CompareWith::saved_output);
+        if (auto f = judge_memory(again)) return f;
+        if (again.compare.nonfinite != 0 || again.compare.max_rel > allowed.max_rel) {
+          return Failure{Rule::nondeterministic,
+                         fmt::format("two runs on the same inputs differ: max_rel {:.3g} (allowed {:.3g}), "
+                                     "{} elements finite in one run only",
+                                     again.compare.max_rel, allowed.max_rel, again.compare.nonfinite)};
+        }
+        found = problem_.check_output(s, GemmProblem::CompareWith::reference);
+      }
+      const ErrorFigures cand = problem_.figures(found.compare);
+      verdict_.trials.push_back({t, std::string(shape.name), shape.alpha, beta, cand, vendor,
+                                 allowed.max_rel, allowed.norm_rel});
+      worst(verdict_.candidate_error, cand);
+      worst(verdict_.vendor_error, vendor);
+      if (auto f = judge_run(found, cand, allowed, outputs_)) {
+        if (t > 0 && is_output_rule(f->rule) && fresh_module_passes(s, allowed)) {
+          return Failure{Rule::state_between_calls,
+                         fmt::format("call {} fails where a freshly loaded module passes the same inputs: {}: {}",
+                                     t + 1, to_string(f->rule), f->detail)};
+        }
+        return f;
+      }
+    }
+    verdict_.failed_trial = -1;
+    return std::nullopt;
+  }
+
+  // The same trial on a freshly loaded module: passing means the failure came from state kept
+  // by earlier calls (a counter, a cache keyed by address).
+  bool fresh_module_passes(int s, const Allowance& allowed) {
+    auto fresh = LoadedCandidate::load(ctx_.request.cubin, ctx_.request.plan, ctx_.max_smem_bytes);
+    if (!std::holds_alternative<LoadedCandidate>(fresh)) return false;
+    if (run_once(std::get<LoadedCandidate>(fresh), s)) return false;
+    const RunFindings f = problem_.check_output(s, GemmProblem::CompareWith::reference);
+    return !judge_run(f, problem_.figures(f.compare), allowed, outputs_).has_value();
+  }
+
+  static void worst(ErrorFigures& into, const ErrorFigures& e) {
+    into.max_rel = std::max(into.max_rel, e.max_rel);
+    into.norm_rel = std::max(into.norm_rel, e.norm_rel);
+  }
+
+  // The output of a timed run, checked like a gate trial (its reference and vendor error are
+  // recomputed for the set it ran on).
+  std::optional<Failure> check_timed(int s) {
+    if (auto f = wait()) return f;
+    problem_.compute_reference(s);
+    const RunFindings found = problem_.check_output(s, GemmProblem::CompareWith::reference);
+    const Allowance allowed = allowed_error(vendor_figures(s), tol_);
+    if (auto f = judge_run(found, problem_.figures(found.compare), allowed, outputs_)) {
+      return Failure{Rule::timed_output_mismatch,
+                     fmt::format("a timed run's output fails: {}: {}", to_string(f->rule), f->detail)};
+    }
+    return std::nullopt;
+  }
+
+  // One interleaved iteration: each side starts with a flushed L2; order alternates.
+  std::optional<Failure> timed_iteration(int i, std::vector<double>& cand_us, std::vector<double>& vend_us) {
+    const int s = i % GemmProblem::kSets;
+    const OperandSet& o = problem_.set(s);
+    const auto time_candidate = [&]() -> std::optional<Failure> {
+      problem_.flush_l2();
+      record(ev_[0], ctx_.stream);
+      if (auto f = launch(candidate_, s)) return f;
+      record(ev_[1], ctx_.stream);
+      return std::nullopt;
+    };
+    const auto time_vendor = [&] {
+      problem_.flush_l2();
+      record(ev_[2], ctx_.stream);
+      vendor_.run({o.a.body(), o.b.body(), problem_.vendor_output(),
+                   ctx_.key.epilogue == Epilogue::bias ? o.bias.body() : 0},
+                  o.alpha, o.beta);
+      record(ev_[3], ctx_.stream);
+    };
+    if (i % 2 == 0) {
+      if (auto f = time_candidate()) return f;
+      time_vendor();
+    } else {
+      time_vendor();
+      if (auto f = time_candidate()) return f;
+    }
+    if (auto f = wait()) return f;
+    cand_us.push_back(elapsed_us(ev_[0], ev_[1]));
+    vend_us.push_back(elapsed_us(ev_[2], ev_[3]));
+    return std::nullopt;
+  }
+
+  std::optional<Failure> run_timing() {
+    const EvalOptions& opt = ctx_.request.options;
+    for (Event& e : ev_) e = make_event();
+    for (int s = 0; s < GemmProblem::kSets; ++s) problem_.restore_output(s);
+    std::vector<double> cand_us, vend_us, discard_c, discard_v;
+    for (int i = 0; i < opt.warmup_runs; ++i)
+      if (auto f = timed_iteration(i, discard_c, discard_v)) return f;
+    const auto start = std::chrono::steady_clock::now();
+    constexpr int kFirstCheck = 2;  // a re-checked run early, and the last run
+    int i = 0;
+    for (;; ++i) {
+      const bool enough = i >= opt.min_timed_runs &&
+                          (i >= opt.max_timed_runs || std::chrono::steady_clock::now() - start >= opt.timing_budget);
+      const bool checked = i == kFirstCheck || enough;
+      const int s = i % GemmProblem::kSets;
+      if (checked) problem_.restore_output(s);
+      if (auto f = timed_iteration(i, cand_us, vend_us)) return f;
+      if (checked)
+        if (auto f = check_timed(s)) return f;
+      if (enough) break;
+    }
+    verdict_.candidate_time = summarize(cand_us);
+    verdict_.baseline_time = summarize(vend_us);
+    verdict_.sm_clock_mhz = problem_.probe_sm_clock_mhz();
+    verdict_.floor_us = roofline_floor_s(ctx_.key, ctx_.roofline) * 1e6;
+    if (verdict_.candidate_time->median_us < verdict_.floor_us) {
+      return Failure{Rule::faster_than_roofline,
+                     fmt::format("median {:.2f} us is under the roofline floor {:.2f} us",
+                                 verdict_.candidate_time->median_us, verdict_.floor_us)};
+    }
+    const bool faster = decide_publish(*verdict_.candidate_time, *verdict_.baseline_time,
+                                       opt.publish_margin) == PublishDecision::faster;
+    verdict_.rule = faster ? Rule::passed : Rule::not_faster;
+    verdict_.detail = fmt::format("median {:.2f} us (IQR {:.2f}) vs vendor {:.2f} us (IQR {:.2f})",
+                                  verdict_.candidate_time->median_us, verdict_.candidate_time->spread_us(),
+                                  verdict_.baseline_time->median_us, verdict_.baseline_time->spread_us());
+    return std::nullopt;
+  }
+
+  const GateContext& ctx_;
+  const LoadedCandidate& candidate_;
+  GemmProblem problem_;
+  VendorBaseline vendor_;
+  Tolerance tol_;
+  long long outputs_;
+  std::array<Event, 4> ev_;
+  Verdict verdict_;
+};
+
+}  // namespace
+
+Verdict run_gate_and_timing(const GateContext& ctx, const LoadedCandidate& candidate) {
+  GateRun run(ctx, candidate);
+  return run.run();
+}
+
+}  // namespace kd::eval

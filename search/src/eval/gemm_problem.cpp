@@ -1,0 +1,238 @@
+#include "eval/gemm_problem.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "common/error.hpp"
+#include "cuda/driver.hpp"
+#include "eval/error_criterion.hpp"
+
+namespace kd::eval {
+namespace {
+
+int dtype_code(DType t) { return static_cast<int>(t); }  // 0 f16, 1 bf16, 2 f32, as in the kernels
+
+std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// Scratch layout for results read back as scalars.
+constexpr std::uint64_t kRefStatsAt = 0, kCompareAt = 64, kGuardAt = 128, kChecksumAt = 192,
+                        kClockAt = 256, kFlushSinkAt = 320,
+                        kScratchBytes = 512;
+
+template <class T>
+T read_back(CUdeviceptr p, CUstream s) {
+  KD_CU_CHECK(cu().cuStreamSynchronize(s), "evaluator stream");
+  T value{};
+  KD_CU_CHECK(cu().cuMemcpyDtoH(&value, p, sizeof(T)), "result scalars");
+  return value;
+}
+
+DeviceMatrix bias_matrix(const GemmKey& key, CUdeviceptr p) {
+  return {p, key.m, 1, key.m, 0, 1, dtype_code(key.c)};
+}
+
+}  // namespace
+
+DeviceMatrix matrix_a(const GemmKey& key, CUdeviceptr p) {
+  const bool n = key.ta == Transpose::N;
+  return {p, n ? key.m : key.k, n ? key.k : key.m, key.lda, key.stride_a,
+          static_cast<int>(key.batch), dtype_code(key.a)};
+}
+DeviceMatrix matrix_b(const GemmKey& key, CUdeviceptr p) {
+  const bool n = key.tb == Transpose::N;
+  return {p, n ? key.k : key.n, n ? key.n : key.k, key.ldb, key.stride_b,
+          static_cast<int>(key.batch), dtype_code(key.b)};
+}
+DeviceMatrix matrix_c(const GemmKey& key, CUdeviceptr p) {
+  return {p, key.m, key.n, key.ldc, key.stride_c, static_cast<int>(key.batch), dtype_code(key.c)};
+}
+
+std::uint64_t span_bytes(const DeviceMatrix& x) {
+  const long long elements = static_cast<long long>(x.batch - 1) * x.stride + (x.cols - 1) * x.ld + x.rows;
+  return static_cast<std::uint64_t>(elements) * (x.dtype == 2 ? 4u : 2u);
+}
+
+GemmProblem::GemmProblem(const GemmKey& key, std::uint64_t workspace_bytes,
+                         const EvalKernels& kernels, CUstream stream, std::uint64_t l2_bytes)
+    : key_(key), k_(kernels), stream_(stream), workspace_bytes_(workspace_bytes) {
+  const std::uint64_t c_bytes = span_bytes(matrix_c(key, 0));
+  for (int s = 0; s < kSets; ++s) {
+    OperandSet& o = set(s);
+    o.a = GuardedBuffer(span_bytes(matrix_a(key, 0)), fmt::format("A[{}]", s));
+    o.b = GuardedBuffer(span_bytes(matrix_b(key, 0)), fmt::format("B[{}]", s));
+    if (key.epilogue == Epilogue::bias)
+      o.bias = GuardedBuffer(span_bytes(bias_matrix(key, 0)), fmt::format("bias[{}]", s));
+    o.c = GuardedBuffer(c_bytes, fmt::format("C[{}]", s));
+    o.c_init = GuardedBuffer(c_bytes, fmt::format("C init[{}]", s));
+  }
+  vendor_c_ = GuardedBuffer(c_bytes, "vendor C");
+  saved_c_ = GuardedBuffer(c_bytes, "saved C");
+  if (workspace_bytes > 0) {
+    workspace_ = GuardedBuffer(workspace_bytes, "workspace");
+    workspace_.fill_sentinel(stream_);
+    // The contract does not zero the workspace: start it as NaN garbage, never reset it.
+    KD_CU_CHECK(cu().cuMemsetD8Async(workspace_.body(), 0xFF, workspace_.body_bytes(), stream_),
+                "workspace");
+  }
+  ref_ = DeviceBuffer(static_cast<std::uint64_t>(key.m * key.n * key.batch) * sizeof(double),
+                      "fp64 reference");
+  scratch_ = DeviceBuffer(kScratchBytes, "result scalars");
+  flush_ = DeviceBuffer(std::max<std::uint64_t>(2 * l2_bytes, 32ull << 20), "L2 flush");
+}
+
+void GemmProblem::fill(int s, std::uint64_t seed, Distribution dist, double scale, double alpha,
+                       double beta) {
+  OperandSet& o = set(s);
+  o.seed = seed;
+  o.dist = dist;
+  o.scale = scale;
+  o.alpha = alpha;
+  o.beta = beta;
+  // Scale only A, so that op(A)op(B) stays in f16's range; C and bias at the product's size.
+  const Distribution b_dist = dist == Distribution::scaled ? Distribution::normal : dist;
+  const double c_scale = scale * std::sqrt(static_cast<double>(key_.k));
+  for (const GuardedBuffer* g : {&o.a, &o.b, &o.c_init}) g->fill_sentinel(stream_);
+  k_.generate(stream_, matrix_a(key_, o.a.body()), splitmix(seed + 1), dist, scale);
+  k_.generate(stream_, matrix_b(key_, o.b.body()), splitmix(seed + 2), b_dist, 1.0);
+  if (key_.epilogue == Epilogue::bias) {
+    o.bias.fill_sentinel(stream_);
+    k_.generate(stream_, bias_matrix(key_, o.bias.body()), splitmix(seed + 3), Distribution::normal,
+                c_scale);
+  }
+  if (beta != 0.0) {
+    k_.generate(stream_, matrix_c(key_, o.c_init.body()), splitmix(seed + 4), Distribution::normal,
+                c_scale);
+  } else {
+    k_.poison(stream_, matrix_c(key_, o.c_init.body()));
+  }
+  o.sum_a = checksum(o.a);
+  o.sum_b = checksum(o.b);
+  o.sum_bias = key_.epilogue == Epilogue::bias ? checksum(o.bias) : 0;
+  o.sum_c_init = checksum(o.c_init);
+}
+
+void GemmProblem::compute_reference(int s) {
+  OperandSet& o = set(s);
+  RefArgs r;
+  r.a = o.a.body();
+  r.b = o.b.body();
+  r.c0 = o.c_init.body();
+  r.bias = key_.epilogue == Epilogue::bias ? o.bias.body() : 0;
+  r.ref = ref_.get();
+  r.m = key_.m;
+  r.n = key_.n;
+  r.k = key_.k;
+  r.lda = key_.lda;
+  r.ldb = key_.ldb;
+  r.ldc = key_.ldc;
+  r.stride_a = key_.stride_a;
+  r.stride_b = key_.stride_b;
+  r.stride_c = key_.stride_c;
+  r.ta = key_.ta == Transpose::N ? 0 : 1;
+  r.tb = key_.tb == Transpose::N ? 0 : 1;
+  r.dt_a = dtype_code(key_.a);
+  r.dt_b = dtype_code(key_.b);
+  r.dt_c = dtype_code(key_.c);
+  r.has_bias = key_.epilogue == Epilogue::bias ? 1 : 0;
+  r.alpha = o.alpha;
+  r.beta = o.beta;
+  k_.reference(stream_, r, key_.batch);
+  const long long count = key_.m * key_.n * key_.batch;
+  k_.ref_stats(stream_, ref_.get(), count, scratch_.get() + kRefStatsAt);
+  const RefStats st = read_back<RefStats>(scratch_.get() + kRefStatsAt, stream_);
+  ref_sum_sq_ = st.sum_sq;
+  o.floor = relative_floor(st.sum_sq, count);
+}
+
+void GemmProblem::restore_output(int s) {
+  const OperandSet& o = set(s);
+  KD_CU_CHECK(cu().cuMemcpyDtoDAsync(o.c.base(), o.c_init.base(), o.c.total_bytes(), stream_),
+              "restore C");
+}
+
+void GemmProblem::restore_vendor_output(int s) {
+  const OperandSet& o = set(s);
+  KD_CU_CHECK(cu().cuMemcpyDtoDAsync(vendor_c_.base(), o.c_init.base(), vendor_c_.total_bytes(), stream_),
+              "restore vendor C");
+}
+
+void GemmProblem::save_output(int s) {
+  const OperandSet& o = set(s);
+  KD_CU_CHECK(cu().cuMemcpyDtoDAsync(saved_c_.base(), o.c.base(), saved_c_.total_bytes(), stream_),
+              "save C");
+}
+
+CUdeviceptr GemmProblem::workspace() const { return workspace_bytes_ > 0 ? workspace_.body() : 0; }
+
+std::uint64_t GemmProblem::checksum(const GuardedBuffer& b) {
+  k_.checksum(stream_, b.base(), b.total_bytes(), scratch_.get() + kChecksumAt);
+  return read_back<std::uint64_t>(scratch_.get() + kChecksumAt, stream_);
+}
+
+CompareStats GemmProblem::compare(const DeviceMatrix& out, CUdeviceptr other, double floor) {
+  k_.compare(stream_, out, ref_.get(), other, floor, scratch_.get() + kCompareAt);
+  return read_back<CompareStats>(scratch_.get() + kCompareAt, stream_);
+}
+
+RunFindings GemmProblem::check_output(int s, CompareWith with) {
+  OperandSet& o = set(s);
+  RunFindings f;
+  k_.check_guards(stream_, matrix_c(key_, o.c.body()), kGuardBytes, o.c.body_bytes(),
+                  scratch_.get() + kGuardAt);
+  f.c_guards = read_back<GuardStats>(scratch_.get() + kGuardAt, stream_);
+  if (workspace_bytes_ > 0) {
+    DeviceMatrix ws{workspace_.body(), 0, 0, 1, 0, 1, 2};
+    k_.check_guards(stream_, ws, kGuardBytes, workspace_.body_bytes(), scratch_.get() + kGuardAt);
+    f.workspace_guards = read_back<GuardStats>(scratch_.get() + kGuardAt, stream_);
+  }
+  const auto note = [&](bool changed, const char* name) {
+    if (!changed) return;
+    f.inputs_changed = true;
+    f.changed_inputs += f.changed_inputs.empty() ? name : fmt::format(", {}", name);
+  };
+  note(checksum(o.a) != o.sum_a, "A");
+  note(checksum(o.b) != o.sum_b, "B");
+  if (key_.epilogue == Epilogue::bias) note(checksum(o.bias) != o.sum_bias, "bias");
+  note(checksum(o.c_init) != o.sum_c_init, "initial C");
+  f.compare = compare(matrix_c(key_, o.c.body()),
+                      with == CompareWith::saved_output ? saved_c_.body() : 0, o.floor);
+  return f;
+}
+
+ErrorFigures GemmProblem::vendor_error(int s) {
+  const CompareStats c = compare(matrix_c(key_, vendor_c_.body()), 0, set(s).floor);
+  if (c.poisoned != 0 || c.nonfinite != 0) {
+    throw Error(ErrorDomain::data, 0,
+                fmt::format("the vendor library left {} unwritten and {} non-finite outputs for {}",
+                            c.poisoned, c.nonfinite, key_.shape_line()));
+  }
+  return figures(c);
+}
+
+ErrorFigures GemmProblem::figures(const CompareStats& c) const {
+  const double norm = ref_sum_sq_ > 0.0 ? std::sqrt(c.sum_sq_err / ref_sum_sq_)
+                                        : (c.sum_sq_err > 0.0 ? INFINITY : 0.0);
+  return {c.max_rel, norm};
+}
+
+// Cold L2 by reading a buffer twice the L2's size. A write-based flush (memset) would leave the L2
+// full of dirty lines whose write-back the next timed kernel pays for (ARCHITECTURE.md).
+void GemmProblem::flush_l2() {
+  k_.checksum(stream_, flush_.get(), flush_.bytes(), scratch_.get() + kFlushSinkAt);
+}
+
+int GemmProblem::probe_sm_clock_mhz() {
+  k_.clock_probe(stream_, scratch_.get() + kClockAt);
+  const auto v = read_back<std::array<unsigned long long, 2>>(scratch_.get() + kClockAt, stream_);
+  if (v[1] == 0) return 0;
+  return static_cast<int>(static_cast<double>(v[0]) * 1000.0 / static_cast<double>(v[1]));
+}
+
+}  // namespace kd::eval

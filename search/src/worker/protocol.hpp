@@ -1,0 +1,46 @@
+// Messages between the daemon (WorkerClient) and kdispatch-worker, as frames (frame.hpp).
+//
+//   worker -> parent, once at start:  {"type":"ready","arch":..,"gpu":..,"roofline":{..}}
+//                                  or {"type":"fatal","error":..} and the worker exits
+//   parent -> worker: {"type":"evaluate","id":N,"key":"<key line>","plan":{..},"options":{..}}
+//                     with the cubin as the blob
+//   worker -> parent: {"type":"verdict","id":N,"verdict":{..},"worker":"continues"|"exits"}
+//                     "exits": the CUDA context is lost (trap, illegal address); the worker
+//                     exits after this frame and the parent starts a fresh one.
+//   parent -> worker: {"type":"shutdown"}
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/evaluator.hpp"
+#include "eval/verdict.hpp"
+#include "worker/frame.hpp"
+
+namespace kd::worker {
+
+enum class WorkerFate { continues, exits };
+
+nlohmann::json to_json(const eval::EvalOptions& o);
+eval::EvalOptions options_from_json(const nlohmann::json& j);  // missing fields keep defaults
+
+Frame evaluate_frame(std::uint64_t id, const eval::EvalRequest& request);
+// Throws kd::Error (data) when the frame is not a well-formed evaluate request.
+eval::EvalRequest request_from_frame(const Frame& frame);
+
+Frame verdict_frame(std::uint64_t id, const eval::Verdict& verdict, WorkerFate fate);
+struct VerdictMessage {
+  std::uint64_t id = 0;
+  eval::Verdict verdict;
+  WorkerFate fate = WorkerFate::continues;
+};
+VerdictMessage verdict_from_frame(const Frame& frame);  // throws kd::Error (data)
+
+Frame shutdown_frame();
+
+// The type field of a frame ("" when absent).
+std::string frame_type(const Frame& frame);
+
+}  // namespace kd::worker

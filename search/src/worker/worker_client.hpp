@@ -1,0 +1,66 @@
+// The parent side of a kdispatch-worker: spawns it, sends evaluations, enforces the watchdog,
+// and turns a worker that hangs or dies into a verdict. One WorkerClient per GPU; not
+// thread-safe (one evaluation at a time, as the GPU runs one candidate at a time).
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "eval/evaluator.hpp"
+#include "eval/verdict.hpp"
+
+namespace kd::worker {
+
+struct WorkerSpawn {
+  // Program and arguments; argv[0] without a '/' is looked up in PATH.
+  std::vector<std::string> argv;
+  std::chrono::milliseconds startup_timeout{180'000};  // includes a first roofline measurement
+};
+
+// argv for the kdispatch-worker next to the running executable (else found in PATH).
+WorkerSpawn default_worker_spawn(int device_ordinal, const std::filesystem::path& roofline_dir);
+
+class ChildProcess;
+
+class WorkerClient {
+public:
+  // Starts nothing yet: the first evaluate() spawns the worker.
+  explicit WorkerClient(WorkerSpawn spawn);
+  ~WorkerClient();  // asks the worker to stop; kills it if it does not within a second
+  WorkerClient(const WorkerClient&) = delete;
+  WorkerClient& operator=(const WorkerClient&) = delete;
+
+  // Runs one evaluation in the worker, waiting at most `watchdog` for its verdict (the gate and
+  // timing of a candidate take seconds; a hung kernel takes forever). Outcomes:
+  //   the worker's verdict;
+  //   hang_timeout: no verdict before the watchdog; the worker was killed;
+  //   crashed: the worker died (signal or exit) or reported a lost CUDA context and exited.
+  // After the last two the next call starts a fresh worker. Throws kd::Error only when a worker
+  // cannot be started (spawn failure, a `fatal` start message, no `ready` in time).
+  eval::Verdict evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog);
+
+  // Spawns the worker now if none runs; returns its ready message.
+  const nlohmann::json& ensure_started();
+
+  int restarts() const noexcept { return restarts_; }  // workers started after the first
+  pid_t pid() const noexcept;                           // 0 when none runs
+
+private:
+  eval::Verdict worker_lost(eval::Rule rule, const std::string& why);
+
+  WorkerSpawn spawn_;
+  std::unique_ptr<ChildProcess> child_;
+  nlohmann::json ready_;
+  std::uint64_t next_id_ = 1;
+  int starts_ = 0;
+  int restarts_ = 0;
+};
+
+}  // namespace kd::worker

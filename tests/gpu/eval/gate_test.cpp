@@ -1,0 +1,227 @@
+// The validation gate on a GPU, end to end through kdispatch-worker processes: each kernel under
+// kernels/ written to break a rule must be rejected with that rule named; correct kernels pass;
+// after a hang, a trap and an illegal address the next evaluation still runs. Prints the
+// rejection table.
+//
+// This binary doubles as the worker: started as `gpu_eval --kd-worker ARGS...` it runs
+// kdispatch-worker's main with ARGS (the same library code) and never reaches GoogleTest.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "compile/nvrtc_compiler.hpp"
+#include "cuda/device.hpp"
+#include "eval/evaluator.hpp"
+#include "support/gpu.hpp"
+#include "support/temp_dir.hpp"
+#include "test_kernels.hpp"
+#include "worker/worker_client.hpp"
+#include "worker/worker_process.hpp"
+
+namespace kd::eval {
+namespace {
+
+using namespace std::chrono_literals;
+
+const bool kServedAsWorker = [] {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  std::string cur;
+  for (char c : all) {
+    if (c != '\0') {
+      cur.push_back(c);
+      continue;
+    }
+    args.push_back(cur);
+    cur.clear();
+  }
+  if (args.size() < 2 || args[1] != "--kd-worker") return false;
+  std::vector<char*> argv;
+  for (std::size_t i = 1; i < args.size(); ++i) argv.push_back(args[i].data());
+  argv.push_back(nullptr);
+  std::_Exit(worker::worker_main(static_cast<int>(argv.size() - 1), argv.data()));
+}();
+
+constexpr const char* kF32 =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=512 ldb=384 ldc=512 "
+    "batch=1 epilogue=none beta0=1";
+constexpr const char* kF32Beta =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=512 ldb=384 ldc=512 "
+    "batch=1 epilogue=none beta0=0";
+constexpr const char* kBf16TnPadded =
+    "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=512 n=256 k=384 lda=400 ldb=392 ldc=520 "
+    "batch=1 epilogue=none beta0=1";
+constexpr const char* kF32BatchBias =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=520 ldb=384 ldc=512 "
+    "batch=3 stride_a=200000 stride_b=98304 stride_c=131072 epilogue=bias beta0=1";
+
+// nullopt: the kernel is correct (verdict passed or not_faster).
+struct Case {
+  const char* kernel;
+  const char* key;
+  std::optional<Rule> expect;
+  std::optional<std::array<std::uint32_t, 3>> grid;  // overrides the source's plan
+  std::chrono::milliseconds watchdog = 60s;
+};
+
+struct Row {
+  std::string kernel, key, expected, verdict, detail;
+  double seconds = 0.0;
+  bool ok = false;
+};
+
+std::string short_key(const char* key) {
+  if (key == kF32) return "f32 NN beta=0";
+  if (key == kF32Beta) return "f32 NN beta!=0";
+  if (key == kBf16TnPadded) return "bf16 TN padded ld";
+  if (key == kF32BatchBias) return "f32 NN batch=3 bias";
+  return key;
+}
+
+EvalOptions test_options() {
+  EvalOptions o;
+  o.timing_budget = 200ms;
+  o.min_timed_runs = 10;
+  o.max_timed_runs = 60;
+  return o;
+}
+
+EvalRequest build_request(const Case& c, const std::string& arch) {
+  const std::string source(test::test_kernel(c.kernel));
+  const search::CompileOutput out = search::compile_cuda({.source = source, .name = std::string(c.kernel) + ".cu", .arch = arch});
+  EXPECT_EQ(out.status, search::CompileStatus::ok) << c.kernel << ": " << out.log;
+  auto plan = parse_plan_from_source(source);
+  EXPECT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << c.kernel;
+  EvalRequest r;
+  r.key_line = c.key;
+  r.cubin = out.cubin;
+  if (auto* p = std::get_if<LaunchPlan>(&plan)) r.plan = *p;
+  if (c.grid && !r.plan.launches.empty()) r.plan.launches[0].grid = *c.grid;
+  r.options = test_options();
+  return r;
+}
+
+Row make_row(const char* kernel, const char* key, const std::optional<Rule>& expect, const Verdict& v,
+             double seconds) {
+  Row row{kernel, short_key(key), expect ? std::string(to_string(*expect)) : "pass (correct)",
+          std::string(to_string(v.rule)), v.detail.substr(0, 110), seconds, false};
+  row.ok = expect ? v.rule == *expect : v.correct();
+  return row;
+}
+
+void print_table(const std::vector<Row>& rows) {
+  std::printf("\nkdispatch validation gate: rejection table\n");
+  std::printf("%-24s %-20s %-28s %-28s %6s  %s\n", "kernel", "key", "expected", "verdict", "sec", "detail");
+  for (const Row& r : rows) {
+    std::printf("%-24s %-20s %-28s %-28s %6.2f  %s%s\n", r.kernel.c_str(), r.key.c_str(), r.expected.c_str(),
+                r.verdict.c_str(), r.seconds, r.ok ? "" : "MISMATCH: ", r.detail.c_str());
+  }
+  std::fflush(stdout);
+}
+
+TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  test::TempDir dir;
+  worker::WorkerSpawn spawn;
+  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
+                "--roofline-dir", (dir.path() / "roofline").string()};
+  worker::WorkerClient client(spawn);
+  const nlohmann::json& ready = client.ensure_started();
+  std::printf("worker ready: %s\n", ready.dump().c_str());
+
+  const std::vector<Case> cases = {
+      {"naive_f32_nn", kF32, std::nullopt, std::nullopt},
+      {"naive_f32_nn", kF32Beta, std::nullopt, std::nullopt},
+      {"naive_bf16_tn", kBf16TnPadded, std::nullopt, std::nullopt},
+      {"naive_f32_nn", kF32BatchBias, std::nullopt, std::array<std::uint32_t, 3>{16, 32, 3}},
+      {"unwritten", kF32, Rule::unwritten_output, std::nullopt},
+      {"half_written", kF32, Rule::unwritten_output, std::nullopt},
+      {"modifies_input", kF32, Rule::input_modified, std::nullopt},
+      {"out_of_bounds", kF32, Rule::guard_band_overwritten, std::nullopt},
+      {"workspace_overrun", kF32, Rule::workspace_guard_overwritten, std::nullopt},
+      {"reads_c_when_beta_zero", kF32, Rule::nan_or_inf, std::nullopt},
+      {"wrong_transpose", kF32, Rule::wrong_result, std::nullopt},
+      {"tf32_on_strict_f32", kF32, Rule::precision_below_class, std::nullopt},
+      {"state_counter", kF32, Rule::state_between_calls, std::nullopt},
+      {"cache_by_address", kF32, Rule::state_between_calls, std::nullopt},
+      {"race", kF32, Rule::nondeterministic, std::nullopt},
+      {"skips_when_timed", kF32, Rule::timed_output_mismatch, std::nullopt},
+      {"hang", kF32, Rule::hang_timeout, std::nullopt, 10s},
+      {"naive_f32_nn", kF32, std::nullopt, std::nullopt},
+      {"trap", kF32, Rule::crashed, std::nullopt},
+      {"naive_f32_nn", kF32, std::nullopt, std::nullopt},
+      {"illegal_address", kF32, Rule::crashed, std::nullopt},
+      {"naive_f32_nn", kF32, std::nullopt, std::nullopt},
+  };
+  std::vector<Row> rows;
+  for (const Case& c : cases) {
+    const EvalRequest request = build_request(c, dev.arch);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Verdict v = client.evaluate(request, c.watchdog);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    rows.push_back(make_row(c.kernel, c.key, c.expect, v, s));
+    if (v.correct()) {
+      std::printf("%s on %s: cand %.3g/%.3g vendor %.3g/%.3g (max_rel/norm_rel); %s\n", c.kernel,
+                  short_key(c.key).c_str(), v.candidate_error.max_rel, v.candidate_error.norm_rel,
+                  v.vendor_error.max_rel, v.vendor_error.norm_rel, v.detail.c_str());
+    }
+  }
+
+  // In-process (the library entry kdctl validate uses): a roofline that makes any time impossible,
+  // a source that does not compile, a plan naming a missing entry.
+  Roofline absurd;
+  absurd.gpu = "test";
+  absurd.bandwidth_bytes_per_s = 1e3;
+  Evaluator evaluator({0, {}, absurd});
+  {
+    const auto t0 = std::chrono::steady_clock::now();
+    const Verdict v = evaluator.evaluate_source(kF32, std::string(test::test_kernel("naive_f32_nn")), test_options());
+    rows.push_back(make_row("naive_f32_nn+roofline", kF32, Rule::faster_than_roofline, v,
+                            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()));
+  }
+  {
+    const Verdict v = evaluator.evaluate_source(kF32, "extern \"C\" __global__ void kd_main( {", test_options());
+    rows.push_back(make_row("syntax_error", kF32, Rule::compile_failed, v, 0.0));
+  }
+  {
+    std::string source(test::test_kernel("naive_f32_nn"));
+    source.replace(source.find("\"entry\":\"kd_main\""), 17, "\"entry\":\"kd_gone\"");
+    const Verdict v = evaluator.evaluate_source(kF32, source, test_options());
+    rows.push_back(make_row("missing_entry", kF32, Rule::plan_invalid, v, 0.0));
+  }
+
+  print_table(rows);
+  for (const Row& r : rows) EXPECT_TRUE(r.ok) << r.kernel << " on " << r.key << ": expected " << r.expected
+                                              << ", got " << r.verdict << " (" << r.detail << ")";
+  EXPECT_EQ(client.restarts(), 3) << "a fresh worker after the hang, the trap and the illegal address";
+}
+
+}  // namespace
+}  // namespace kd::eval
+
+namespace kd::eval {
+namespace {
+
+// Needs no GPU: every rule-breaking kernel compiles and carries a plan.
+TEST(GpuEvalKernels, EveryTestKernelCompilesWithAPlan) {
+  ASSERT_GE(test::test_kernels().size(), 17u);
+  for (const test::TestKernel& k : test::test_kernels()) {
+    const search::CompileOutput out =
+        search::compile_cuda({.source = std::string(k.source), .name = std::string(k.name) + ".cu", .arch = "sm_90"});
+    EXPECT_EQ(out.status, search::CompileStatus::ok) << k.name << ": " << out.log;
+    EXPECT_TRUE(std::holds_alternative<LaunchPlan>(parse_plan_from_source(k.source))) << k.name;
+  }
+}
+
+}  // namespace
+}  // namespace kd::eval

@@ -1,0 +1,88 @@
+// Post-compile contract checks on real NVRTC output: one module with well- and ill-formed kernels.
+#include <gtest/gtest.h>
+
+#include "compile/nvrtc_compiler.hpp"
+#include "contract/candidate_checks.hpp"
+#include "contract/cubin_resources.hpp"
+
+namespace kd::search {
+namespace {
+
+constexpr const char* kModule = R"(
+#include <kdispatch/gemm.cuh>
+extern "C" __global__ void good(kd_gemm_args a) { static_cast<float*>(a.c)[threadIdx.x] = a.alpha; }
+extern "C" __global__ void two_params(kd_gemm_args a, int x) { static_cast<int*>(a.c)[0] = x; }
+extern "C" __global__ void int_param(int x) {}
+__global__ void not_extern_c(kd_gemm_args a) {}
+extern "C" __global__ void __launch_bounds__(128) bounded(kd_gemm_args a) {}
+extern "C" __global__ void shared_40k(kd_gemm_args a) {
+  __shared__ float tile[10240];
+  tile[threadIdx.x] = a.alpha;
+  __syncthreads();
+  static_cast<float*>(a.c)[threadIdx.x] = tile[(threadIdx.x + 1) % 10240];
+}
+)";
+
+class CompiledChecks : public ::testing::Test {
+protected:
+  static void SetUpTestSuite() {
+    out_ = new CompileOutput(compile_cuda({.source = kModule, .name = "module.cu", .arch = "sm_90"}));
+  }
+  static void TearDownTestSuite() { delete out_; }
+
+  static std::optional<Rejection> check(const std::string& entry, unsigned block = 256, unsigned smem = 0) {
+    LaunchPlan plan;
+    plan.launches.push_back({.entry = entry, .grid = {1, 1, 1}, .block = {block, 1, 1}, .smem_bytes = smem});
+    EXPECT_EQ(out_->status, CompileStatus::ok) << out_->log;
+    return check_compiled(plan, out_->ptx, out_->cubin, "sm_90");
+  }
+  static CandidateStatus status(const std::string& entry, unsigned block = 256, unsigned smem = 0) {
+    const auto rejection = check(entry, block, smem);
+    return rejection ? rejection->status : CandidateStatus::ok;
+  }
+
+  static inline CompileOutput* out_ = nullptr;
+};
+
+TEST_F(CompiledChecks, ContractEntryPasses) { EXPECT_EQ(status("good"), CandidateStatus::ok); }
+
+TEST_F(CompiledChecks, EntryNotInPtxIsMissing) {
+  EXPECT_EQ(status("absent"), CandidateStatus::missing_entry);
+}
+
+TEST_F(CompiledChecks, WrongParametersAreABadSignature) {
+  EXPECT_EQ(status("two_params"), CandidateStatus::bad_entry_signature);
+  EXPECT_EQ(status("int_param"), CandidateStatus::bad_entry_signature);
+  EXPECT_NE(check("int_param")->message.find(".u32"), std::string::npos) << check("int_param")->message;
+}
+
+TEST_F(CompiledChecks, MangledEntryIsNotExternC) {
+  const auto rejection = check("not_extern_c");
+  ASSERT_TRUE(rejection);
+  EXPECT_EQ(rejection->status, CandidateStatus::bad_entry_signature);
+  EXPECT_NE(rejection->message.find("extern"), std::string::npos);
+}
+
+TEST_F(CompiledChecks, BlockOverLaunchBoundsIsRejected) {
+  EXPECT_EQ(status("bounded", 128), CandidateStatus::ok);
+  EXPECT_EQ(status("bounded", 256), CandidateStatus::plan_exceeds_launch_bounds);
+}
+
+TEST_F(CompiledChecks, StaticPlusDynamicSharedMemoryIsBounded) {
+  const auto shared = cubin_static_shared_bytes(out_->cubin);
+  ASSERT_TRUE(shared);
+  ASSERT_TRUE(shared->contains("shared_40k"));
+  EXPECT_GE(shared->at("shared_40k"), 40960u);
+  EXPECT_FALSE(shared->contains("good"));
+  EXPECT_EQ(status("shared_40k", 256, 180 * 1024), CandidateStatus::ok);   // 220 KiB of 227
+  EXPECT_EQ(status("shared_40k", 256, 200 * 1024), CandidateStatus::shared_memory_over_limit);
+  EXPECT_EQ(status("good", 256, 227 * 1024), CandidateStatus::ok);
+}
+
+TEST(CubinResources, NotAnElfIsNullopt) {
+  EXPECT_FALSE(cubin_static_shared_bytes("not an elf image"));
+  EXPECT_FALSE(cubin_static_shared_bytes(""));
+}
+
+}  // namespace
+}  // namespace kd::search

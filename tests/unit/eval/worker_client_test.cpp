@@ -1,0 +1,101 @@
+// The WorkerClient against real processes in the worker's self-test modes: no GPU needed.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <fstream>
+
+#include "common/error.hpp"
+#include "fake_worker.hpp"
+#include "support/temp_dir.hpp"
+#include "worker/worker_client.hpp"
+
+namespace kd::worker {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct FakeWorkers {
+  test::TempDir dir;
+  std::filesystem::path mode_file = dir.path() / "mode";
+  void set(const char* mode) { std::ofstream(mode_file) << mode; }
+};
+
+eval::EvalRequest any_request() {
+  eval::EvalRequest r;
+  r.key_line = "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=8 n=8 k=8 lda=8 ldb=8 ldc=8 batch=1 "
+               "epilogue=none beta0=1";
+  r.cubin = "not a cubin";
+  r.plan.launches.push_back({"kd_main", {1, 1, 1}, {32, 1, 1}, 0});
+  return r;
+}
+
+TEST(WorkerClient, EvaluatesInOneWorkerAcrossCalls) {
+  FakeWorkers w;
+  w.set("echo");
+  WorkerClient client(test::fake_worker_spawn(w.mode_file));
+  const eval::Verdict a = client.evaluate(any_request(), 10s);
+  EXPECT_EQ(a.rule, eval::Rule::not_faster) << a.detail;
+  const pid_t pid = client.pid();
+  EXPECT_GT(pid, 0);
+  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(client.pid(), pid);
+  EXPECT_EQ(client.restarts(), 0);
+}
+
+TEST(WorkerClient, WatchdogKillsAHungWorkerAndTheNextCallGetsAFreshOne) {
+  FakeWorkers w;
+  w.set("hang");
+  WorkerClient client(test::fake_worker_spawn(w.mode_file));
+  client.ensure_started();
+  const pid_t hung = client.pid();
+  const auto t0 = std::chrono::steady_clock::now();
+  const eval::Verdict v = client.evaluate(any_request(), 300ms);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  EXPECT_EQ(v.rule, eval::Rule::hang_timeout) << v.detail;
+  EXPECT_GE(took, 300ms);
+  EXPECT_LT(took, 10s);
+  EXPECT_NE(v.detail.find("signal 9"), std::string::npos) << v.detail;
+  EXPECT_EQ(client.pid(), 0);
+  EXPECT_EQ(::kill(hung, 0), -1) << "the hung worker must be gone (killed and reaped)";
+
+  w.set("echo");
+  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(client.restarts(), 1);
+}
+
+TEST(WorkerClient, AWorkerThatDiesIsACrashAndIsReplaced) {
+  FakeWorkers w;
+  w.set("crash");
+  WorkerClient client(test::fake_worker_spawn(w.mode_file));
+  const eval::Verdict v = client.evaluate(any_request(), 10s);
+  EXPECT_EQ(v.rule, eval::Rule::crashed);
+  EXPECT_NE(v.detail.find("signal 11"), std::string::npos) << v.detail;
+  w.set("echo");
+  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(client.restarts(), 1);
+}
+
+TEST(WorkerClient, ALostContextIsReportedThenTheWorkerIsReplaced) {
+  FakeWorkers w;
+  w.set("sticky");
+  WorkerClient client(test::fake_worker_spawn(w.mode_file));
+  const eval::Verdict v = client.evaluate(any_request(), 10s);
+  EXPECT_EQ(v.rule, eval::Rule::crashed);
+  EXPECT_NE(v.detail.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << v.detail;
+  EXPECT_NE(v.detail.find("exit status 70"), std::string::npos) << v.detail;
+  EXPECT_EQ(client.pid(), 0);
+  w.set("echo");
+  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(client.restarts(), 1);
+}
+
+TEST(WorkerClient, AWorkerThatCannotStartThrows) {
+  WorkerSpawn s;
+  s.argv = {"/nonexistent/kdispatch-worker"};
+  WorkerClient client(s);
+  EXPECT_THROW(client.evaluate(any_request(), 1s), Error);
+}
+
+}  // namespace
+}  // namespace kd::worker

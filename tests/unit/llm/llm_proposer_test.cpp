@@ -1,0 +1,187 @@
+#include "llm/llm_proposer.hpp"
+
+#include <gtest/gtest.h>
+
+#include "llm_test_fixture.hpp"
+#include "test_kernels.hpp"
+
+namespace kd::llm {
+namespace {
+
+using namespace std::chrono_literals;
+using test::fenced;
+using test::good_kernel;
+using test::kTestKey;
+
+class LlmProposerTest : public test::LlmTest {
+protected:
+  static ProposerContext context() {
+    ProposerContext c;
+    c.semantics = "cuBLAS GEMM, column-major";
+    c.key_line = "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 "
+                 "ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1";
+    c.gpu = GpuDescription{"sm_90", 132, 3350.0, 989.0};
+    c.contract = "struct kd_gemm_args { ... };";
+    c.roofline_floor_us = 9.75;
+    return c;
+  }
+  // The user message of the index-th request.
+  std::string user_message(std::size_t index) const {
+    const auto body = server_.requests().at(index).json();
+    return GetParam() == ApiKind::openai_chat ? body["messages"][1]["content"].get<std::string>()
+                                              : body["messages"][0]["content"].get<std::string>();
+  }
+};
+
+TEST_P(LlmProposerTest, IdeasFromAJsonArray) {
+  server_.push({200, reply("```json\n[\"split-K by 4\", \"Split-K by 4.\", \"64x16 tiles\"]\n```")});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.propose_ideas(context(), 3);
+  ASSERT_TRUE(std::holds_alternative<IdeasReply>(result)) << std::get<LlmFailure>(result).message;
+  const auto& ideas = std::get<IdeasReply>(result);
+  EXPECT_EQ(ideas.ideas, (std::vector<std::string>{"split-K by 4", "64x16 tiles"}));
+  EXPECT_EQ(ideas.record.prompt, "ideas.v1");
+  EXPECT_EQ(ideas.record.usage.total(), 150);
+  const std::string user = user_message(0);
+  for (const char* expected : {"m=4096 n=16 k=4096", "sm_90", "132", "3350 GB/s", "989.0 TFLOP/s",
+                               "9.75 us", "struct kd_gemm_args", "first round", "Propose 3"}) {
+    EXPECT_NE(user.find(expected), std::string::npos) << expected;
+  }
+}
+
+TEST_P(LlmProposerTest, ProseIdeasReplyIsNoIdeas) {
+  server_.push({200, reply("The kernel looks optimal to me.")});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.propose_ideas(context(), 3);
+  ASSERT_TRUE(std::holds_alternative<LlmFailure>(result));
+  EXPECT_EQ(std::get<LlmFailure>(result).fate, ReplyFate::no_ideas);
+  EXPECT_EQ(std::get<LlmFailure>(result).charged.total(), 150);
+}
+
+TEST_P(LlmProposerTest, GoodKernelsBecomeCheckedCandidates) {
+  server_.push({200, reply("Two variants:\n" + fenced(good_kernel("kd_a", 1)) + "and\n" +
+                           fenced(good_kernel("kd_b", 2)) + fenced(good_kernel("kd_c", 3)))});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.implement("use 4 warps", good_kernel("kd_seed"), context(), 2);
+  ASSERT_TRUE(std::holds_alternative<Implementation>(result)) << std::get<LlmFailure>(result).message;
+  const auto& impl = std::get<Implementation>(result);
+  EXPECT_EQ(impl.record.prompt, "implement.v1");
+  ASSERT_EQ(impl.candidates.size(), 2u);  // b = 2: the third is dropped
+  for (const auto& candidate : impl.candidates) {
+    EXPECT_EQ(candidate.fate, ReplyFate::ok) << candidate.message;
+    ASSERT_TRUE(candidate.plan);
+    EXPECT_EQ(candidate.plan->launches.at(0).block[0], 256u);
+  }
+  const std::string user = user_message(0);
+  EXPECT_NE(user.find("use 4 warps"), std::string::npos);
+  EXPECT_NE(user.find("kd_seed"), std::string::npos);
+  EXPECT_NE(user.find("Write 2 different"), std::string::npos);
+}
+
+TEST_P(LlmProposerTest, BrokenKernelsGetTheirStaticVerdicts) {
+  server_.push({200, reply(fenced(test::host_code_kernel()) + fenced(test::planless_kernel()) +
+                           fenced(good_kernel()))});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.implement("idea", good_kernel(), context(), 4);
+  ASSERT_TRUE(std::holds_alternative<Implementation>(result));
+  const auto& c = std::get<Implementation>(result).candidates;
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].fate, ReplyFate::static_check_failed);
+  EXPECT_EQ(c[0].status, search::CandidateStatus::host_code);
+  EXPECT_FALSE(c[0].message.empty());
+  EXPECT_EQ(c[1].fate, ReplyFate::no_plan);
+  EXPECT_EQ(c[1].status, search::CandidateStatus::no_plan);
+  EXPECT_EQ(c[2].fate, ReplyFate::ok);
+}
+
+TEST_P(LlmProposerTest, ProseWithoutCodeIsNoCode) {
+  server_.push({200, reply("I would use tensor cores with a 128x16 tile.")});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.implement("idea", good_kernel(), context(), 2);
+  ASSERT_TRUE(std::holds_alternative<LlmFailure>(result));
+  EXPECT_EQ(std::get<LlmFailure>(result).fate, ReplyFate::no_code);
+}
+
+TEST_P(LlmProposerTest, ReplyCutAtMaxTokensMarksTheCutKernel) {
+  const std::string kernel = good_kernel("kd_b");
+  server_.push({200, reply(fenced(good_kernel("kd_a")) + "```cuda\n" + kernel.substr(0, 150), true)});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.implement("idea", good_kernel(), context(), 2);
+  ASSERT_TRUE(std::holds_alternative<Implementation>(result));
+  const auto& c = std::get<Implementation>(result).candidates;
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].fate, ReplyFate::ok);
+  EXPECT_EQ(c[1].fate, ReplyFate::truncated);
+}
+
+TEST_P(LlmProposerTest, RepairFeedsTheCompileLogBack) {
+  server_.push({200, reply("Fixed:\n" + fenced(good_kernel("kd_fixed")))});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.repair("idea X", "BROKEN-SOURCE", "line 3: error: identifier \"foo\" is undefined",
+                                context());
+  ASSERT_TRUE(std::holds_alternative<Repaired>(result)) << std::get<LlmFailure>(result).message;
+  const auto& repaired = std::get<Repaired>(result);
+  EXPECT_EQ(repaired.record.prompt, "repair.v1");
+  EXPECT_EQ(repaired.candidate.fate, ReplyFate::ok);
+  EXPECT_NE(repaired.candidate.source.find("kd_fixed"), std::string::npos);
+  const std::string user = user_message(0);
+  EXPECT_NE(user.find("BROKEN-SOURCE"), std::string::npos);
+  EXPECT_NE(user.find("identifier \"foo\" is undefined"), std::string::npos);
+  EXPECT_NE(user.find("idea X"), std::string::npos);
+}
+
+TEST_P(LlmProposerTest, TreeRecordsEachReplysFateAndTheNextPromptShowsThem) {
+  server_.push({200, reply(fenced(good_kernel()) + fenced(test::host_code_kernel()))});
+  server_.push({200, reply("Only prose here.")});
+  server_.push({429, "slow down", {{"Retry-After", "0"}}});
+  server_.push({200, reply(fenced(test::planless_kernel()))});
+  server_.push({200, reply("never seen"), {}, 1500ms});
+  const std::string cut_json = reply("[\"a\"]");
+  server_.push({200, cut_json.substr(0, cut_json.size() - 5)});
+  server_.push({200, reply("[\"next idea\"]")});
+
+  LlmConfig c = config();
+  c.request_timeout = 400ms;
+  auto budget = std::make_shared<TokenBudget>(1'000'000);
+  LlmProposer proposer(c, budget);
+  ProposerContext ctx = context();
+  const auto record = [&ctx](std::string_view idea, const auto& result) {
+    if (const auto* failure = std::get_if<LlmFailure>(&result)) {
+      ctx.tree.push_back(tree_entry(idea, *failure));
+      return;
+    }
+    for (const auto& candidate : std::get<Implementation>(result).candidates) {
+      ctx.tree.push_back(tree_entry(idea, candidate));
+    }
+  };
+  record("idea one", proposer.implement("idea one", good_kernel(), ctx, 2));
+  record("idea two", proposer.implement("idea two", good_kernel(), ctx, 2));
+  record("idea three", proposer.implement("idea three", good_kernel(), ctx, 2));  // 429 then ok
+  record("idea four", proposer.implement("idea four", good_kernel(), ctx, 2));    // timeout
+  record("idea five", proposer.implement("idea five", good_kernel(), ctx, 2));    // bad JSON
+
+  std::vector<std::string> verdicts;
+  for (const auto& entry : ctx.tree) verdicts.push_back(entry.verdict);
+  EXPECT_EQ(verdicts, (std::vector<std::string>{"ok", "host_code", "no_code", "no_plan", "timeout",
+                                                "bad_response"}));
+  for (const auto& entry : ctx.tree) {
+    EXPECT_EQ(entry.compile_error_excerpt.find(kTestKey), std::string::npos);
+  }
+
+  auto next = proposer.propose_ideas(ctx, 2);
+  ASSERT_TRUE(std::holds_alternative<IdeasReply>(next));
+  const std::string user = user_message(server_.requests().size() - 1);
+  for (const char* expected : {"1. [ok] idea one", "2. [host_code] idea one", "3. [no_code] idea two",
+                               "4. [no_plan] idea three", "5. [timeout] idea four",
+                               "6. [bad_response] idea five"}) {
+    EXPECT_NE(user.find(expected), std::string::npos) << expected << "\n" << user;
+  }
+  EXPECT_LE(budget->tokens_used(), budget->limit_tokens());
+}
+
+INSTANTIATE_TEST_SUITE_P(Apis, LlmProposerTest,
+                         ::testing::Values(ApiKind::openai_chat, ApiKind::anthropic_messages),
+                         test::api_name);
+
+}  // namespace
+}  // namespace kd::llm

@@ -1,0 +1,141 @@
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <set>
+
+#include "builtin/builtin_proposer.hpp"
+#include "builtin/family.hpp"
+#include "builtin/ideas.hpp"
+#include "plan/launch_plan.hpp"
+
+namespace kd::builtin {
+namespace {
+
+std::vector<GemmKey> llama_keys() {
+  const char* root = std::getenv("KD_SOURCE_DIR");
+  std::ifstream in(std::string(root ? root : ".") + "/tools/shapes/llama3-8b.txt");
+  std::vector<GemmKey> keys;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("gemm", 0) != 0) continue;
+    keys.push_back(std::get<GemmKey>(parse_key(line)));
+  }
+  return keys;
+}
+
+TEST(BuiltinFamilies, EveryFamilyHasItsEmbeddedSource) {
+  for (const Family& f : families()) {
+    EXPECT_NE(f.source.find(f.entry), std::string_view::npos) << f.name;
+  }
+}
+
+TEST(BuiltinFamilies, EveryLlamaShapeGetsSeedsWhosePlanMatchesTheSource) {
+  const auto keys = llama_keys();
+  ASSERT_GE(keys.size(), 40u);
+  const Target t;
+  search::SearchTree tree("t", "k");
+  BuiltinProposer proposer;
+  for (const GemmKey& key : keys) {
+    const search::ProposalContext ctx{key, t, tree};
+    const auto seeds = proposer.seeds(ctx);
+    ASSERT_FALSE(seeds.empty()) << key.shape_line();
+    for (const auto& s : seeds) {
+      const auto plan = parse_plan_from_source(s.source);
+      ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << s.source.substr(0, 300);
+      const Family* f = find_family(s.family);
+      ASSERT_NE(f, nullptr);
+      EXPECT_EQ(std::get<LaunchPlan>(plan), f->plan(key, t, *parse_params(s.params))) << s.params;
+    }
+  }
+}
+
+TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {
+  const Family* bulk = find_family("skinny_bulk");
+  const GemmKey nn = std::get<GemmKey>(parse_key(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1"));
+  const auto why = bulk->rejects(nn);
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("ta=T tb=N"), std::string::npos);
+  EXPECT_FALSE(find_family("simt_tiled")->rejects(nn).has_value());
+}
+
+TEST(IdeaCatalogue, MovesStayValidAndChangeTheParameters) {
+  const Target t;
+  int applied = 0;
+  for (const GemmKey& key : llama_keys()) {
+    for (const Family& f : families()) {
+      if (f.rejects(key)) continue;
+      for (const Params& raw : f.seeds(key, t)) {
+        const Params p = f.complete(key, t, raw);
+        if (!f.valid(key, t, p)) continue;
+        for (const IdeaMove& m : idea_catalogue()) {
+          const auto moved = apply_idea(m, f, key, t, p);
+          if (!moved) continue;
+          ++applied;
+          EXPECT_NE(*moved, p) << m.id;
+          EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
+          EXPECT_FALSE(m.text(key, t, p).empty());
+        }
+      }
+    }
+  }
+  EXPECT_GT(applied, 200);
+}
+
+TEST(IdeaCatalogue, TextCarriesTheNumbersThatMotivateTheMove) {
+  const Target t;  // 132 SMs
+  const GemmKey key = std::get<GemmKey>(parse_key(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=777 n=333 k=555 lda=777 ldb=555 ldc=777 batch=1 epilogue=none beta0=1"));
+  const Family* f = find_family("simt_tiled");
+  const Params p{{"KD_BM", 128}, {"KD_BN", 128}, {"KD_BK", 8}, {"KD_TM", 8}, {"KD_TN", 8}};
+  for (const IdeaMove& m : idea_catalogue()) {
+    if (m.id == std::string_view("simt.tile_half")) {
+      EXPECT_EQ(m.text(key, t, p), "halve the block tile to 64x64: 21 tiles cannot fill 132 SMs");
+    }
+  }
+  ASSERT_NE(f, nullptr);
+}
+
+TEST(BuiltinProposer, IdeasPreferMovesThatFillIdleSmsAndSkipTriedOnes) {
+  const Target t;
+  const GemmKey key = std::get<GemmKey>(parse_key(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=777 n=333 k=555 lda=777 ldb=555 ldc=777 batch=1 epilogue=none beta0=1"));
+  search::SearchTree tree("t", "k");
+  search::Node seed;
+  seed.proposer = "builtin";
+  seed.family = "simt_tiled";
+  seed.params = "KD_BK=8 KD_BM=128 KD_BN=128 KD_TM=8 KD_TN=8";
+  seed.verdict = "passed";
+  seed.candidate_us = 10;
+  seed.id = tree.add(seed);
+  BuiltinProposer proposer;
+  const search::ProposalContext ctx{key, t, tree};
+  const auto ideas = proposer.ideas(ctx, seed, 3);
+  ASSERT_FALSE(ideas.empty());
+  EXPECT_EQ(ideas.front().handle, "simt.tile_half");
+  const auto impls = proposer.implement(ctx, seed, ideas.front(), 2);
+  ASSERT_EQ(impls.size(), 2u);
+  EXPECT_NE(impls[0].source, impls[1].source);
+  search::Node child;
+  child.parent = seed.id;
+  child.idea = ideas.front().text;
+  child.source_hash = search::source_hash(impls[0].source);
+  tree.add(child);
+  for (const auto& idea : proposer.ideas(ctx, seed, 10)) EXPECT_NE(idea.text, ideas.front().text);
+}
+
+TEST(BuiltinProposer, ReseedsFromACachedWinnerOfANearbyShape) {
+  const Target t;
+  const GemmKey a = std::get<GemmKey>(parse_key("linear dtype=bf16 tokens=16 in=4096 out=4096"));
+  const GemmKey b = std::get<GemmKey>(parse_key("linear dtype=bf16 tokens=8 in=4096 out=6144"));
+  const Family* f = find_family("skinny_bulk");
+  const Params p = f->complete(a, t, {{"KD_ROWS", 32}, {"KD_KC", 512}, {"KD_WARPS", 4}, {"KD_CTAS_PER_SM", 2}});
+  const auto seed = BuiltinProposer::reseed(b, t, render(*f, a, t, p));
+  ASSERT_TRUE(seed.has_value());
+  EXPECT_EQ(seed->family, "skinny_bulk");
+  EXPECT_NE(seed->source.find("m=6144"), std::string::npos);
+  EXPECT_FALSE(BuiltinProposer::reseed(b, t, "extern \"C\" __global__ void k() {}").has_value());
+}
+
+}  // namespace
+}  // namespace kd::builtin
