@@ -165,6 +165,12 @@ std::optional<std::string> parse_proposer(Config& c, const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<std::string> parse_llm_api(Config& c, const std::string& text) {
+  if (text != "openai" && text != "anthropic") return "expected openai or anthropic";
+  c.llm_api = text;
+  return std::nullopt;
+}
+
 // The table. Order matters only where a parser reads an earlier key (socket reads cache_dir).
 constexpr ConfigKey kConfigKeys[] = {
     {"cache_dir", "KD_CACHE_DIR", "",
@@ -197,6 +203,17 @@ constexpr ConfigKey kConfigKeys[] = {
      budget_into<&Budgets::llm_tokens>},
     {"proposer", "KD_PROPOSER", "builtin", "default proposer: builtin, llm or cublaslt",
      parse_proposer},
+    {"llm_api", "KD_LLM_API", "openai",
+     "LLM wire API: openai (chat completions: vLLM, llama.cpp, Ollama, SGLang) or anthropic", parse_llm_api},
+    {"llm_url", "KD_LLM_URL", "http://127.0.0.1:8000", "LLM base URL, without /v1/...",
+     text_into<&Config::llm_url>},
+    {"llm_model", "KD_LLM_MODEL", "", "LLM model name (needed for proposer llm)",
+     text_into<&Config::llm_model>},
+    {"llm_key_env", "KD_LLM_KEY_ENV", "", "environment variable holding the LLM API key",
+     text_into<&Config::llm_key_env>},
+    {"llm_key_file", "KD_LLM_KEY_FILE", "",
+     "file holding the LLM API key (mode 0600 or 0400, owned by the daemon's user)",
+     text_into<&Config::llm_key_file>},
     {"frame_timeout_ms", "KD_FRAME_TIMEOUT_MS", "5000",
      "a client that leaves a frame incomplete this long is dropped",
      millis_into<&Config::frame_timeout>},

@@ -39,6 +39,12 @@ struct Config {
   unsigned compile_threads = 0;
   Budgets budgets;
   std::string proposer;
+  // The llm proposer (proposer = llm, or a job asking for it).
+  std::string llm_api;       // openai | anthropic
+  std::string llm_url;       // base URL without /v1/...
+  std::string llm_model;
+  std::string llm_key_env;   // environment variable holding the key
+  std::string llm_key_file;  // or a file (mode 0600/0400, owned by the daemon's user)
   std::chrono::milliseconds frame_timeout{0};
   std::size_t max_clients = 0;
   std::size_t max_client_backlog_bytes = 0;

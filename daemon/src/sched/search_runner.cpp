@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "builtin/builtin_proposer.hpp"
+#include "llm/search_adapter.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/driver.hpp"
@@ -26,7 +27,7 @@ search::CompileServiceOptions compile_options(const Config& config) {
 }  // namespace
 
 SearchJobRunner::SearchJobRunner(const DeviceInfo& device, const Config& config)
-    : device_(device), cache_dir_(config.cache_dir), default_proposer_(config.proposer),
+    : device_(device), cache_dir_(config.cache_dir), default_proposer_(config.proposer), config_(config),
       compiler_(compile_options(config)),
       backend_(std::make_unique<search::WorkerBackend>(
           worker::default_worker_spawn(device.ordinal, config.cache_dir), kWatchdog)) {}
@@ -40,9 +41,29 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   GemmKey key = std::get<GemmKey>(parsed);
   if (!key.device) key = key.with_device(device());
   const std::string proposer = job.proposer.empty() ? default_proposer_ : job.proposer;
-  if (!proposer.empty() && proposer != "builtin")
+  builtin::BuiltinProposer builtin;
+  std::vector<search::Proposer*> proposers{&builtin};
+  std::unique_ptr<llm::LlmSearchProposer> llm_proposer;
+  if (proposer == "llm") {
+    if (config_.llm_model.empty())
+      return {JobOutcome::Kind::failed, std::nullopt, "proposer llm: llm_model is not configured"};
+    llm::LlmConfig c;
+    c.api = *llm::api_kind_from_string(config_.llm_api);
+    c.base_url = config_.llm_url;
+    c.model = config_.llm_model;
+    if (!config_.llm_key_file.empty()) c.key = llm::KeyFromFile{config_.llm_key_file};
+    else if (!config_.llm_key_env.empty()) c.key = llm::KeyFromEnv{config_.llm_key_env};
+    try {
+      const auto tokens = budgets.llm_tokens ? static_cast<std::int64_t>(budgets.llm_tokens) : llm::TokenBudget::kUnlimited;
+      llm_proposer = std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(tokens));
+    } catch (const std::exception& e) {
+      return {JobOutcome::Kind::failed, std::nullopt, std::string("proposer llm: ") + e.what()};
+    }
+    proposers.push_back(llm_proposer.get());
+  } else if (!proposer.empty() && proposer != "builtin") {
     return {JobOutcome::Kind::failed, std::nullopt,
-            "proposer '" + proposer + "' is not available in this build (builtin is)"};
+            "proposer '" + proposer + "' is not available in this build (builtin and llm are)"};
+  }
 
   search::SearchOptions opts;
   if (budgets.rounds) opts.budget.rounds = static_cast<int>(budgets.rounds);
@@ -56,8 +77,6 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   } catch (const std::exception& e) {
     return {JobOutcome::Kind::worker_lost, std::nullopt, std::string("worker did not start: ") + e.what()};
   }
-  builtin::BuiltinProposer builtin;
-  std::vector<search::Proposer*> proposers{&builtin};
   const builtin::Target target = builtin::Target::from(device_);
   int candidates = 0;
   double best_us = 0, baseline_us = 0;

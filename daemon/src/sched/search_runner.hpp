@@ -1,5 +1,5 @@
 // The JobRunner over the branching search: one per GPU, each with its own kdispatch-worker and
-// compile service. Builtin proposer only in this build.
+// compile service. Proposers: builtin always; llm on top when the job or the config asks for it.
 #pragma once
 
 #include <memory>
@@ -22,6 +22,7 @@ private:
   DeviceInfo device_;
   std::filesystem::path cache_dir_;
   std::string default_proposer_;
+  Config config_;
   search::CompileService compiler_;
   std::unique_ptr<search::WorkerBackend> backend_;
 };

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "builtin/embedded_kernels.hpp"
+#include "builtin/family_tc_tiled.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -157,6 +158,7 @@ const Family kFamilies[] = {
 std::vector<Family> with_sources() {
   std::vector<Family> out(std::begin(kFamilies), std::end(kFamilies));
   for (Family& f : out) f.source = embedded_kernel(std::string(f.name) + ".cu");
+  out.push_back(tc_tiled_family());  // its row carries its source already
   return out;
 }
 

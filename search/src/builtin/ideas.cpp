@@ -1,8 +1,11 @@
 #include "builtin/ideas.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include <fmt/format.h>
+
+#include "builtin/family_tc_tiled.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -147,7 +150,14 @@ const IdeaMove kIdeas[] = {
 
 }  // namespace
 
-std::span<const IdeaMove> idea_catalogue() { return kIdeas; }
+std::span<const IdeaMove> idea_catalogue() {
+  static const std::vector<IdeaMove> all = [] {
+    std::vector<IdeaMove> v(std::begin(kIdeas), std::end(kIdeas));
+    for (const IdeaMove& m : tc_tiled_ideas()) v.push_back(m);
+    return v;
+  }();
+  return all;
+}
 
 std::optional<Params> apply_idea(const IdeaMove& move, const Family& family, const GemmKey& key,
                                  const Target& target, const Params& params) {

@@ -26,7 +26,10 @@ std::size_t quoted_end(std::string_view s, std::size_t open) {
 std::size_t raw_string_end(std::string_view s, std::size_t quote) {
   const std::size_t paren = s.find('(', quote);
   if (paren == std::string_view::npos) return s.size();
-  const std::string close = ")" + std::string(s.substr(quote + 1, paren - quote - 1)) + "\"";
+  // Built by append: GCC 12 at -O3 misreports operator+ on strings here (-Wrestrict, PR105329).
+  std::string close(1, ')');
+  close.append(s.substr(quote + 1, paren - quote - 1));
+  close.push_back('"');
   const std::size_t end = s.find(close, paren);
   return end == std::string_view::npos ? s.size() : end + close.size();
 }

@@ -4,6 +4,7 @@
 // anything; the search driver does.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +21,8 @@ struct ProposalContext {
   const SearchTree& tree;
   double floor_us = 0;     // roofline floor for the key on this GPU (0: unknown)
   double baseline_us = 0;  // vendor library's median so far (0: unknown)
+  double bandwidth_gb_per_s = 0;  // measured on this GPU (0: unknown)
+  double peak_tflop_per_s = 0;    // for the key's arithmetic (0: unknown)
 };
 
 struct Idea {
@@ -34,6 +37,10 @@ struct Proposal {
   std::string params;  // builtin parameters in words, empty otherwise
   std::string source;  // a complete candidate under the kernel contract
   int parent = -1;
+  // Non-empty when the proposer's reply produced no usable source (an LLM reply with no code, a
+  // truncated or timed-out request): the tree records the fate, nothing is compiled.
+  std::string fate;
+  std::string fate_detail;
 };
 
 class Proposer {
@@ -47,6 +54,12 @@ public:
   // Up to `b` implementations of `idea` applied to `seed`.
   virtual std::vector<Proposal> implement(const ProposalContext& ctx, const Node& seed,
                                           const Idea& idea, int b) = 0;
+  // One repair of `failed`, whose compile log is `log`; nullopt when this proposer does not
+  // repair (the builtin templates always compile).
+  virtual std::optional<Proposal> repair(const ProposalContext&, const Proposal& /*failed*/,
+                                         const std::string& /*log*/) {
+    return std::nullopt;
+  }
 };
 
 }  // namespace kd::search

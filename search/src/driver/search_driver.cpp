@@ -21,7 +21,14 @@ public:
               std::chrono::system_clock::now().time_since_epoch()).count())
         : options.search_id;
     out_.tree = SearchTree(id, key.device ? key.full_line() : key.shape_line());
-    if (backend_ && options.mode == SearchMode::evaluate) floor_us_ = backend_->floor_us(key);
+    if (backend_ && options.mode == SearchMode::evaluate) {
+      floor_us_ = backend_->floor_us(key);
+      if (const auto r = backend_->roofline()) {
+        bandwidth_gb_per_s_ = r->bandwidth_bytes_per_s / 1e9;
+        if (const auto p = r->peak_flops_per_s.find(eval::peak_class(key)); p != r->peak_flops_per_s.end())
+          peak_tflop_per_s_ = p->second / 1e12;
+      }
+    }
   }
 
   SearchOutcome finish(std::string reason) {
@@ -76,7 +83,7 @@ public:
 
 private:
   ProposalContext context() const {
-    return {key_, target_, out_.tree, floor_us_, baseline_us()};
+    return {key_, target_, out_.tree, floor_us_, baseline_us(), bandwidth_gb_per_s_, peak_tflop_per_s_};
   }
   double best_us() const {
     const auto b = out_.tree.best();
@@ -125,11 +132,8 @@ private:
       fresh.resize(static_cast<std::size_t>(std::max(0, room)));
       stop = fmt::format("candidate budget ({}) reached", options_.budget.max_candidates);
     }
-    std::vector<CompileRequest> requests;
-    for (const Proposal& p : fresh)
-      requests.push_back({p.source, fmt::format("{}-{}.cu", p.family.empty() ? p.proposer : p.family, requests.size()),
-                          target_.arch, {}});
-    std::vector<CandidateBuild> builds = compiler_.compile_all(requests);
+    std::vector<CandidateBuild> builds = compile(fresh);
+    repair_failed(fresh, builds);
 
     for (std::size_t i = 0; i < fresh.size(); ++i) {
       Proposal& p = fresh[i];
@@ -143,10 +147,18 @@ private:
       n.params = p.params;
       n.source_hash = source_hash(p.source);
       n.source = std::move(p.source);
+      n.verdict = "not_evaluated";
+      if (!p.fate.empty()) {
+        n.compile_status = "not_compiled";
+        n.verdict = p.fate;
+        n.detail = p.fate_detail;
+        out_.tree.add(std::move(n));
+        emit({SearchEvent::Kind::candidate_done, round_, &out_.tree.nodes().back(), {}});
+        continue;
+      }
       n.compile_status = b.ok() ? "ok" : std::string(to_string(b.status));
       n.compile_log = b.log.substr(0, kLogKeepBytes);
       n.compile_ms = std::chrono::duration<double, std::milli>(b.compile_time).count();
-      n.verdict = "not_evaluated";
       if (!b.ok()) {
         n.verdict = "compile_failed";
         n.detail = b.message;
@@ -176,6 +188,45 @@ private:
     return stop;
   }
 
+  std::vector<CandidateBuild> compile(const std::vector<Proposal>& batch) {
+    std::vector<CompileRequest> requests;
+    std::vector<std::size_t> index;  // batch position of each request
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].fate.empty()) continue;
+      const Proposal& p = batch[i];
+      requests.push_back({p.source, fmt::format("{}-{}.cu", p.family.empty() ? p.proposer : p.family, i),
+                          target_.arch, {}});
+      index.push_back(i);
+    }
+    std::vector<CandidateBuild> compiled = compiler_.compile_all(requests);
+    std::vector<CandidateBuild> out(batch.size());
+    for (std::size_t j = 0; j < index.size(); ++j) out[index[j]] = std::move(compiled[j]);
+    return out;
+  }
+
+  // One repair round: a candidate that did not compile goes back to its proposer with the log;
+  // the repaired source replaces it when it compiles (the failed one is kept in the tree).
+  void repair_failed(std::vector<Proposal>& batch, std::vector<CandidateBuild>& builds) {
+    std::vector<Proposal> repaired;
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      if (!batch[i].fate.empty() || builds[i].ok()) continue;
+      for (Proposer* p : proposers_) {
+        if (p->name() != batch[i].proposer) continue;
+        const std::string log = builds[i].log.empty() ? builds[i].message : builds[i].log;
+        if (auto fixed = p->repair(context(), batch[i], log)) {
+          fixed->idea = "repair: " + batch[i].idea;
+          repaired.push_back(std::move(*fixed));
+        }
+      }
+    }
+    if (repaired.empty()) return;
+    std::vector<CandidateBuild> more = compile(repaired);
+    for (std::size_t i = 0; i < repaired.size(); ++i) {
+      batch.push_back(std::move(repaired[i]));
+      builds.push_back(std::move(more[i]));
+    }
+  }
+
   const GemmKey& key_;
   const builtin::Target& target_;
   const std::vector<Proposer*>& proposers_;
@@ -187,6 +238,8 @@ private:
   SearchOutcome out_;
   int round_ = 0;
   double floor_us_ = 0;
+  double bandwidth_gb_per_s_ = 0;
+  double peak_tflop_per_s_ = 0;
 };
 
 }  // namespace

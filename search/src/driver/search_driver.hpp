@@ -15,6 +15,7 @@
 #include "compile/compile_service.hpp"
 #include "driver/proposer.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/roofline.hpp"
 #include "eval/verdict.hpp"
 #include "tree/search_tree.hpp"
 
@@ -37,6 +38,8 @@ public:
   virtual eval::Verdict evaluate(const eval::EvalRequest& request) = 0;
   // The floor for this key on the backend's GPU (0 when unknown).
   virtual double floor_us(const GemmKey& key) = 0;
+  // The measured roofline of the backend's GPU, when known.
+  virtual std::optional<eval::Roofline> roofline() { return std::nullopt; }
 };
 
 enum class SearchMode { evaluate, dry_run };

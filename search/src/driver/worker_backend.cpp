@@ -20,4 +20,9 @@ double WorkerBackend::floor_us(const GemmKey& key) {
   return roofline_ ? eval::roofline_floor_s(key, *roofline_, 1.0) * 1e6 : 0.0;
 }
 
+std::optional<eval::Roofline> WorkerBackend::roofline() {
+  start();
+  return roofline_;
+}
+
 }  // namespace kd::search

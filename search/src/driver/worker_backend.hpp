@@ -16,6 +16,7 @@ public:
   WorkerBackend(worker::WorkerSpawn spawn, std::chrono::milliseconds watchdog);
   eval::Verdict evaluate(const eval::EvalRequest& request) override;
   double floor_us(const GemmKey& key) override;
+  std::optional<eval::Roofline> roofline() override;
   // Starts the worker now; returns its ready message ({"arch","gpu","roofline",...}). Throws
   // kd::Error when no worker can start (no GPU, no worker binary).
   const nlohmann::json& start();

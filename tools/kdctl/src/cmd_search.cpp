@@ -5,7 +5,11 @@
 
 #include <fmt/format.h>
 
+#include <sstream>
+#include <variant>
+
 #include "builtin/builtin_proposer.hpp"
+#include "llm/search_adapter.hpp"
 #include "commands.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
@@ -29,7 +33,42 @@ struct SearchArgs {
   std::string cache_dir;  // empty: print only
   int device = 0;
   int watchdog_s = 60;
+  // --proposer llm
+  std::string llm_api = "openai";
+  std::string llm_url = "http://127.0.0.1:8000";
+  std::string llm_model;
+  std::string llm_key_env;
+  std::string llm_key_file;
+  long long llm_tokens = 200000;
 };
+
+// The proposers named by --proposer, in order; an unknown or unavailable one is a usage error.
+std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_proposers(const SearchArgs& a) {
+  std::vector<std::unique_ptr<search::Proposer>> out;
+  std::istringstream in(a.proposers);
+  for (std::string name; std::getline(in, name, ',');) {
+    if (name == "builtin") {
+      out.push_back(std::make_unique<builtin::BuiltinProposer>());
+    } else if (name == "llm") {
+      llm::LlmConfig c;
+      const auto api = llm::api_kind_from_string(a.llm_api);
+      if (!api) return "unknown --llm-api '" + a.llm_api + "' (openai or anthropic)";
+      if (a.llm_model.empty()) return "--proposer llm needs --llm-model";
+      c.api = *api;
+      c.base_url = a.llm_url;
+      c.model = a.llm_model;
+      if (!a.llm_key_file.empty()) c.key = llm::KeyFromFile{a.llm_key_file};
+      else if (!a.llm_key_env.empty()) c.key = llm::KeyFromEnv{a.llm_key_env};
+      out.push_back(std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(a.llm_tokens)));
+    } else if (name == "cublaslt") {
+      return "proposer 'cublaslt' is not available in this build (builtin and llm are)";
+    } else {
+      return "unknown proposer '" + name + "' (builtin, llm)";
+    }
+  }
+  if (out.empty()) return "no proposer given";
+  return out;
+}
 
 std::string fmt_us(double us) { return us > 0 ? fmt::format("{:.1f}", us) : "-"; }
 
@@ -38,7 +77,7 @@ void print_node(const search::Node& n) {
                                                fmt_us(n.baseline_us),
                                                n.candidate_us > 0 ? n.baseline_us / n.candidate_us : 0.0)
                                  : n.detail.substr(0, 80);
-  std::printf("  r%d #%-3d %-11s %-14s %s\n      idea: %s\n", n.round, n.id, n.family.c_str(),
+  std::printf("  r%d #%-3d %-11s %-14s %s\n      idea: %s\n", n.round, n.id, (n.family.empty() ? n.proposer : n.family).c_str(),
               n.verdict.c_str(), time.c_str(), n.idea.c_str());
   std::fflush(stdout);
 }
@@ -68,12 +107,12 @@ int run_search_command(const SearchArgs& a) {
     return kUsage;
   }
   GemmKey key = std::get<GemmKey>(parsed);
-  for (const std::string& p : {std::string("llm"), std::string("cublaslt")}) {
-    if (a.proposers.find(p) != std::string::npos) {
-      std::fprintf(stderr, "kdctl search: proposer '%s' is not available in this build (builtin is)\n", p.c_str());
-      return kUsage;
-    }
+  auto made = make_proposers(a);
+  if (auto* err = std::get_if<std::string>(&made)) {
+    std::fprintf(stderr, "kdctl search: %s\n", err->c_str());
+    return kUsage;
   }
+  const auto owned = std::move(std::get<0>(made));
 
   builtin::Target target;  // sm_90 / 132 SMs unless a GPU says otherwise
   const bool have_gpu = cu_device_count() > a.device;
@@ -96,8 +135,8 @@ int run_search_command(const SearchArgs& a) {
   opts.budget.max_candidates = a.max_candidates;
   opts.budget.wall = std::chrono::seconds(a.wall_s);
 
-  builtin::BuiltinProposer builtin_proposer;
-  std::vector<search::Proposer*> proposers{&builtin_proposer};
+  std::vector<search::Proposer*> proposers;
+  for (const auto& p : owned) proposers.push_back(p.get());
   search::CompileService compiler;
   std::unique_ptr<search::WorkerBackend> backend;
   if (!a.dry_run) {
@@ -141,7 +180,13 @@ int run_search_command(const SearchArgs& a) {
 void setup_search(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<SearchArgs>();
   sub.add_option("--key", a->key, "Canonical key line or `linear dtype= tokens= in= out=` shorthand")->required();
-  sub.add_option("--proposer", a->proposers, "Proposers, comma-separated (builtin)")->capture_default_str();
+  sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm")->capture_default_str();
+  sub.add_option("--llm-api", a->llm_api, "LLM wire API: openai (chat completions; vLLM, llama.cpp, Ollama, SGLang) or anthropic")->capture_default_str();
+  sub.add_option("--llm-url", a->llm_url, "LLM base URL, without /v1/...")->capture_default_str();
+  sub.add_option("--llm-model", a->llm_model, "LLM model name");
+  sub.add_option("--llm-key-env", a->llm_key_env, "Environment variable holding the API key");
+  sub.add_option("--llm-key-file", a->llm_key_file, "File holding the API key (mode 0600 or 0400, owned by you)");
+  sub.add_option("--llm-tokens", a->llm_tokens, "LLM token budget for this search")->capture_default_str();
   sub.add_option("--rounds", a->rounds, "Rounds after round 0")->capture_default_str()->check(CLI::Range(0, 50));
   sub.add_option("--ideas", a->ideas, "Ideas per seed per proposer")->capture_default_str()->check(CLI::Range(1, 32));
   sub.add_option("--impls", a->impls, "Implementations per idea")->capture_default_str()->check(CLI::Range(1, 16));

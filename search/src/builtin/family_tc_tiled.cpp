@@ -1,0 +1,253 @@
+#include "builtin/family_tc_tiled.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "builtin/embedded_kernels.hpp"
+
+namespace kd::builtin {
+namespace {
+
+long long get(const Params& p, const char* name) {
+  const auto it = p.find(name);
+  return it == p.end() ? 0 : it->second;
+}
+long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+std::uint32_t u32(long long v) { return static_cast<std::uint32_t>(v); }
+long long elem_bytes(const GemmKey& key) { return static_cast<long long>(dtype_bytes(key.a)); }
+
+constexpr char kBm[] = "KD_BM";
+constexpr char kBn[] = "KD_BN";
+constexpr char kBk[] = "KD_BK";
+constexpr char kWm[] = "KD_WM";
+constexpr char kWn[] = "KD_WN";
+constexpr char kStages[] = "KD_STAGES";
+constexpr char kSplit[] = "KD_SPLITK";
+constexpr char kMinCtas[] = "KD_MIN_CTAS";
+constexpr char k3x[] = "KD_3XTF32";
+constexpr long long kReduceThreads = 256;
+constexpr long long kMaxSplit = 16;
+
+long long warps_of(const Params& p) { return (get(p, kBm) / get(p, kWm)) * (get(p, kBn) / get(p, kWn)); }
+long long tiles_of(const GemmKey& key, const Params& p) {
+  return ceil_div(key.m, get(p, kBm)) * ceil_div(key.n, get(p, kBn)) * key.batch;
+}
+// Bytes of one ring stage; mirrors kALd/kATile/kBTile in tc_tiled.cu (rows padded by 16 bytes when
+// k-contiguous, by 8 elements when m-contiguous).
+long long stage_bytes(const GemmKey& key, const Params& p) {
+  const long long e = elem_bytes(key), pad_k = 16 / e, bk = get(p, kBk);
+  const long long a = key.ta == Transpose::T ? get(p, kBm) * (bk + pad_k) : bk * (get(p, kBm) + 8);
+  return (a + get(p, kBn) * (bk + pad_k)) * e;
+}
+long long workspace_bytes(const GemmKey& key, const Params& p) {
+  const long long split = get(p, kSplit);
+  return split > 1 ? split * key.batch * key.m * key.n * 4 : 0;
+}
+
+// The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at
+// least one CTA per SM.
+long long split_to_fill(const GemmKey& key, const Target& t, const Params& p) {
+  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, get(p, kBk));
+  long long s = 1;
+  while (tiles * s < t.sms && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
+  return s;
+}
+
+std::optional<std::string> tc_rejects(const GemmKey& key) {
+  if (key.tb != Transpose::N) return "needs tb=N (k-contiguous B)";
+  if (key.a != key.b) return "needs equal A and B types";
+  const long long vec = 16 / elem_bytes(key);
+  if (key.lda % vec || key.ldb % vec)
+    return fmt::format("lda and ldb must be multiples of {} for 16-byte copies", vec);
+  if (key.batch > 1 && (key.stride_a % vec || key.stride_b % vec))
+    return "batch strides must keep 16-byte alignment";
+  return std::nullopt;
+}
+
+Params tile(long long bm, long long bn, long long bk, long long wm, long long wn, long long stages) {
+  return {{kBm, bm}, {kBn, bn}, {kBk, bk}, {kWm, wm}, {kWn, wn}, {kStages, stages}, {kSplit, 1}, {kMinCtas, 1}};
+}
+
+std::vector<Params> tc_seeds(const GemmKey& key, const Target& t) {
+  std::vector<Params> out;
+  const bool f32 = key.a == DType::f32;
+  const bool big = key.n >= 512 && key.m >= 512;
+  if (f32) {
+    // 3xTF32 holds 2 x 4 more fragment registers per k8 step: BK 16 with a 64x32 warp tile.
+    if (big) {
+      out = {tile(128, 128, 16, 64, 32, 4), tile(128, 64, 32, 32, 32, 3), tile(64, 64, 32, 32, 32, 3)};
+    } else {
+      const long long bn = key.n <= 64 ? 64 : 128;
+      out = {tile(128, bn, 16, 64, 32, 4), tile(64, bn, 32, 32, 32, 3), tile(64, 64, 32, 32, 32, 4)};
+    }
+  } else if (big) {
+    out = {tile(128, 128, 32, 64, 32, 4), tile(128, 256, 32, 64, 64, 3), tile(128, 128, 64, 64, 32, 3)};
+  } else {
+    const long long bn = key.n <= 64 ? 64 : 128;
+    out = {tile(128, bn, 64, 64, 32, 4), tile(64, bn, 64, 32, 32, 4), tile(128, bn, 32, 32, 32, 6)};
+  }
+  for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
+  return out;
+}
+
+Params tc_complete(const GemmKey& key, const Target&, Params p) {
+  // f32 inputs on a strict-fp32 call need the error-compensated path; a TF32 call may skip it.
+  if (key.a != DType::f32) p[k3x] = 0;
+  else if (key.precision == PrecisionClass::f32) p[k3x] = 1;
+  else if (!p.contains(k3x)) p[k3x] = 0;
+  if (get(p, kSplit) < 1) p[kSplit] = 1;
+  if (get(p, kMinCtas) < 1) p[kMinCtas] = 1;
+  return p;
+}
+
+bool tc_valid(const GemmKey& key, const Target& t, const Params& p) {
+  const long long bm = get(p, kBm), bn = get(p, kBn), bk = get(p, kBk), wm = get(p, kWm), wn = get(p, kWn);
+  const long long stages = get(p, kStages), split = get(p, kSplit), ctas = get(p, kMinCtas);
+  const bool f32 = key.a == DType::f32;
+  const long long vec = 16 / elem_bytes(key);
+  if (bm < 16 || bn < 8 || bm > 256 || bn > 256 || bk < 8 || bk > 128) return false;
+  if (wm < 16 || wn < 8 || wm % 16 || wn % (f32 ? 8 : 16) || bm % wm || bn % wn) return false;
+  if (bk % (f32 ? 8 : 16) || bk % vec || bm % vec) return false;
+  const long long warps = warps_of(p);
+  if (warps < 1 || warps > 16 || stages < 2 || stages > 6 || ctas < 1 || ctas > 4) return false;
+  // Registers: the accumulators are wm*wn/32 per thread; 64x64 is the most that fits beside the
+  // fragments; 3xTF32 also holds hi/lo fragments for every k8 step of a k tile (spills beyond).
+  const long long acc = wm * wn / 32;
+  // 16-bit: 64x64 warp tiles spill with BK 64 (NVRTC, -lineinfo), so acc * BK/16 <= 256.
+  if (acc > 128 || (f32 && acc * (bk / 8) > 128) || (!f32 && acc * (bk / 16) > 256)) return false;
+  // Register file: 64 K per SM; the estimate follows ptxas -v on sm_90 (16-bit: 64x32 141,
+  // 64x64 250; 3xTF32 up to 242 at the bound above).
+  const long long regs = f32 ? 255 : std::min(255LL, 72 + 3 * acc / 2);
+  if (warps * 32 * ctas * regs > 65536) return false;
+  if (f32 && get(p, k3x) == 0 && key.precision == PrecisionClass::f32) return false;
+  if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, bk)) return false;
+  if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm) > 0x7fffffffLL) return false;
+  if (workspace_bytes(key, p) > (4LL << 30)) return false;
+  return stages * stage_bytes(key, p) + 1024 <= t.smem_optin_bytes / ctas;
+}
+
+LaunchPlan tc_plan(const GemmKey& key, const Target& t, const Params& p) {
+  LaunchPlan plan;
+  LaunchSpec main;
+  main.entry = "kd_tc_tiled";
+  main.grid = {u32(ceil_div(key.m, get(p, kBm))), u32(ceil_div(key.n, get(p, kBn))),
+               u32(key.batch * get(p, kSplit))};
+  main.block = {u32(32 * warps_of(p)), 1, 1};
+  main.smem_bytes = u32(get(p, kStages) * stage_bytes(key, p));
+  plan.launches.push_back(main);
+  if (get(p, kSplit) > 1) {
+    LaunchSpec reduce;
+    reduce.entry = "kd_tc_tiled_reduce";
+    const long long outputs = key.batch * key.m * key.n;
+    reduce.grid = {u32(std::clamp(ceil_div(outputs, kReduceThreads), 1LL, 8LL * t.sms)), 1, 1};
+    reduce.block = {u32(kReduceThreads), 1, 1};
+    plan.launches.push_back(reduce);
+    plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
+  }
+  return plan;
+}
+
+// ---- ideas ------------------------------------------------------------------------------------
+template <const char* Name, long long Num, long long Den, long long Lo, long long Hi>
+std::optional<Params> scale(const GemmKey&, const Target&, const Params& p) {
+  const long long v = get(p, Name) * Num / Den;
+  if (v < Lo || v > Hi || v == get(p, Name)) return std::nullopt;
+  Params out = p;
+  out[Name] = v;
+  return out;
+}
+template <const char* Name, long long Delta, long long Lo, long long Hi>
+std::optional<Params> step(const GemmKey&, const Target&, const Params& p) {
+  const long long v = get(p, Name) + Delta;
+  if (v < Lo || v > Hi) return std::nullopt;
+  Params out = p;
+  out[Name] = v;
+  return out;
+}
+
+std::string split_double(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("split K across {} CTAs: {} tiles of {}x{} cannot fill {} SMs", 2 * get(p, kSplit),
+                     tiles_of(key, p), get(p, kBm), get(p, kBn), t.sms);
+}
+std::string split_half(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("halve the K split to {}: the reduction pass moves {} MB of f32 partials", get(p, kSplit) / 2,
+                     2 * workspace_bytes(key, p) / 1000000);
+}
+std::string bk_double(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("double BK to {} to halve the barriers and pipeline waits per output tile", 2 * get(p, kBk));
+}
+std::string bk_half(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("halve BK to {}: {}-byte stages leave room for a deeper ring and fewer fragment registers",
+                     get(p, kBk) / 2, stage_bytes(key, p) / 2);
+}
+std::string stages_up(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("deepen the cp.async ring to {} stages: more bytes in flight per SM to cover DRAM latency",
+                     get(p, kStages) + 1);
+}
+std::string stages_down(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("shorten the ring to {} stages: less shared memory, room for a second CTA per SM",
+                     get(p, kStages) - 1);
+}
+std::optional<Params> bm_half(const GemmKey&, const Target&, const Params& p) {
+  if (get(p, kBm) < 32) return std::nullopt;
+  Params out = p;
+  out[kBm] = get(p, kBm) / 2;
+  out[kWm] = std::min(get(p, kWm), out[kBm]);
+  return out;
+}
+std::string bm_half_text(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("halve BM to {}: {} tiles instead of {} for {} SMs, at the price of re-reading B more often",
+                     get(p, kBm) / 2, 2 * tiles_of(key, p), tiles_of(key, p), t.sms);
+}
+std::optional<Params> bn_double(const GemmKey& key, const Target&, const Params& p) {
+  if (get(p, kBn) >= key.n) return std::nullopt;
+  Params out = p;
+  out[kBn] = get(p, kBn) * 2;
+  return out;
+}
+std::string bn_double_text(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("double BN to {}: A ({} MB) is streamed {} times instead of {}", 2 * get(p, kBn),
+                     key.m * key.k * elem_bytes(key) / 1000000, ceil_div(key.n, 2 * get(p, kBn)),
+                     ceil_div(key.n, get(p, kBn)));
+}
+std::string wn_double(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("grow the warp tile to {}x{}: more mma per ldmatrix, fewer warps", get(p, kWm), 2 * get(p, kWn));
+}
+std::string wm_half(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("shrink the warp tile to {}x{}: twice the warps to hide mma and load latency",
+                     get(p, kWm) / 2, get(p, kWn));
+}
+std::string two_ctas(const GemmKey&, const Target&, const Params&) {
+  return "two CTAs per SM: one CTA's epilogue and pipeline fill overlap the other's main loop";
+}
+
+const IdeaMove kIdeas[] = {
+    {"tc_tiled", "tc.split_double", split_double, scale<kSplit, 2, 1, 1, kMaxSplit>},
+    {"tc_tiled", "tc.split_half", split_half, scale<kSplit, 1, 2, 1, kMaxSplit>},
+    {"tc_tiled", "tc.bk_double", bk_double, scale<kBk, 2, 1, 8, 128>},
+    {"tc_tiled", "tc.bk_half", bk_half, scale<kBk, 1, 2, 8, 128>},
+    {"tc_tiled", "tc.stages_up", stages_up, step<kStages, 1, 2, 6>},
+    {"tc_tiled", "tc.stages_down", stages_down, step<kStages, -1, 2, 6>},
+    {"tc_tiled", "tc.bm_half", bm_half_text, bm_half},
+    {"tc_tiled", "tc.bn_double", bn_double_text, bn_double},
+    {"tc_tiled", "tc.wn_double", wn_double, scale<kWn, 2, 1, 8, 128>},
+    {"tc_tiled", "tc.wm_half", wm_half, scale<kWm, 1, 2, 16, 128>},
+    {"tc_tiled", "tc.two_ctas", two_ctas, scale<kMinCtas, 2, 1, 1, 2>},
+};
+
+Family make_family() {
+  return {"tc_tiled", "kd_tc_tiled", embedded_kernel("tc_tiled.cu"), tc_rejects, tc_seeds,
+          tc_complete, tc_valid, tc_plan};
+}
+
+}  // namespace
+
+const Family& tc_tiled_family() {
+  static const Family family = make_family();
+  return family;
+}
+
+std::span<const IdeaMove> tc_tiled_ideas() { return kIdeas; }
+
+}  // namespace kd::builtin

@@ -1,0 +1,102 @@
+#include "llm/search_adapter.hpp"
+
+#include <fmt/format.h>
+
+#include "compile/embedded_headers.hpp"
+
+namespace kd::llm {
+namespace {
+
+constexpr std::string_view kGemmSemantics =
+    "GEMM with cuBLAS semantics, column-major: for each batch z, C_z = alpha * op(A_z) * op(B_z) + "
+    "beta * C_z (+ bias[row] broadcast over columns when epilogue=bias). op(X) is X or its "
+    "transpose by ta/tb; element (i,j) of a matrix X sits at X[i + j*ldX]; op(A) is m x k, op(B) "
+    "is k x n, C is m x n; beta0=1 means beta is 0 and C must not be read (it may hold NaN). The "
+    "result must be as accurate as the key's precision class allows: f32 forbids reduced-precision "
+    "products (TF32, bf16) unless error-compensated to fp32 accuracy.";
+
+std::string contract_text() {
+  for (const auto& h : search::embedded_headers())
+    if (h.include_name == "kdispatch/gemm.cuh") return std::string(h.contents);
+  return {};
+}
+
+}  // namespace
+
+LlmSearchProposer::LlmSearchProposer(LlmConfig config, std::shared_ptr<TokenBudget> budget)
+    : budget_(budget ? std::move(budget) : std::make_shared<TokenBudget>()),
+      proposer_(std::move(config), budget_) {}
+
+ProposerContext LlmSearchProposer::context_for(const search::ProposalContext& ctx) {
+  ProposerContext c;
+  c.semantics = std::string(kGemmSemantics);
+  c.key_line = ctx.key.device ? ctx.key.full_line() : ctx.key.shape_line();
+  c.gpu = {ctx.target.arch, ctx.target.sms, ctx.bandwidth_gb_per_s, ctx.peak_tflop_per_s};
+  c.contract = contract_text();
+  c.roofline_floor_us = ctx.floor_us;
+  if (ctx.baseline_us > 0) c.baseline_time_us = ctx.baseline_us;
+  for (const search::Node& n : ctx.tree.nodes()) {
+    TreeEntry e{n.idea, n.verdict, std::nullopt, {}};
+    if (n.candidate_us > 0) e.time_us = n.candidate_us;
+    if (n.verdict == "compile_failed") e.compile_error_excerpt = n.compile_log.empty() ? n.detail : n.compile_log;
+    c.tree.push_back(std::move(e));
+  }
+  return c;
+}
+
+std::vector<search::Idea> LlmSearchProposer::ideas(const search::ProposalContext& ctx,
+                                                   const search::Node& seed, int n) {
+  if (seed.source.empty() || n <= 0) return {};
+  auto reply = proposer_.propose_ideas(context_for(ctx), static_cast<std::size_t>(n));
+  if (auto* f = std::get_if<LlmFailure>(&reply)) {
+    failures_.push_back(fmt::format("{}: {}", to_string(f->fate), f->message));
+    return {};
+  }
+  std::vector<search::Idea> out;
+  for (std::string& text : std::get<IdeasReply>(reply).ideas) {
+    if (!ctx.tree.tried(seed.id, text)) out.push_back({std::move(text), {}});
+  }
+  return out;
+}
+
+std::vector<search::Proposal> LlmSearchProposer::implement(const search::ProposalContext& ctx,
+                                                           const search::Node& seed,
+                                                           const search::Idea& idea, int b) {
+  if (b <= 0) return {};
+  auto reply = proposer_.implement(idea.text, seed.source, context_for(ctx), static_cast<std::size_t>(b));
+  std::vector<search::Proposal> out;
+  if (auto* f = std::get_if<LlmFailure>(&reply)) {
+    search::Proposal p{"llm", {}, idea.text, {}, {}, seed.id, std::string(to_string(f->fate)), f->message};
+    out.push_back(std::move(p));
+    return out;
+  }
+  for (CandidateDraft& d : std::get<Implementation>(reply).candidates) {
+    search::Proposal p{"llm", {}, idea.text, {}, std::move(d.source), seed.id, {}, {}};
+    if (d.fate != ReplyFate::ok) {
+      p.fate = std::string(to_string(d.fate));
+      p.fate_detail = d.message;
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+std::optional<search::Proposal> LlmSearchProposer::repair(const search::ProposalContext& ctx,
+                                                          const search::Proposal& failed,
+                                                          const std::string& log) {
+  if (failed.source.empty()) return std::nullopt;
+  auto reply = proposer_.repair(failed.idea, failed.source, log, context_for(ctx));
+  if (auto* f = std::get_if<LlmFailure>(&reply)) {
+    failures_.push_back(fmt::format("repair {}: {}", to_string(f->fate), f->message));
+    return std::nullopt;
+  }
+  CandidateDraft& d = std::get<Repaired>(reply).candidate;
+  search::Proposal p{"llm", {}, failed.idea, {}, std::move(d.source), failed.parent, {}, {}};
+  if (d.fate != ReplyFate::ok) {
+    p.fate = std::string(to_string(d.fate));
+    p.fate_detail = d.message;
+  }
+  return p;
+}
+
+}  // namespace kd::llm
