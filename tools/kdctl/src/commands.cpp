@@ -7,6 +7,15 @@ constexpr Command kCommands[] = {
     {"devices", "List the CUDA devices this machine has, with the key's device part for each",
      setup_devices},
     {"search", "Run one branching search for a key in the foreground and print the tree", setup_search},
+    {"prewarm", "Queue a shape list on kdispatchd, follow the searches and print the per-shape table", setup_prewarm},
+    {"status", "Show kdispatchd's status: search backend, jobs, clients", setup_status},
+    {"record", "Merge KD_RECORD files into one deduplicated shape list with call counts", setup_record},
+    {"ls", "List the cache's records (filter by op, dtype, GPU)", setup_ls},
+    {"show", "Show one record, its provenance and the search tree that found it", setup_show},
+    {"stats", "Summarize the cache: records per GPU, sizes, trees, jobs", setup_stats},
+    {"export", "Write the records of one GPU model to a portable, checksummed archive", setup_export},
+    {"import", "Validate an archive from kdctl export and publish its records", setup_import},
+    {"evict", "Remove records by age, size cap, GPU or key pattern", setup_evict},
 };
 }  // namespace
 

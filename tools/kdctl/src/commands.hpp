@@ -21,5 +21,14 @@ std::span<const Command> commands();
 // One setup function per subcommand, each in its own file (cmd_<name>.cpp).
 void setup_devices(CLI::App& sub, std::function<int()>& action);
 void setup_search(CLI::App& sub, std::function<int()>& action);
+void setup_prewarm(CLI::App& sub, std::function<int()>& action);
+void setup_status(CLI::App& sub, std::function<int()>& action);
+void setup_record(CLI::App& sub, std::function<int()>& action);
+void setup_ls(CLI::App& sub, std::function<int()>& action);
+void setup_show(CLI::App& sub, std::function<int()>& action);
+void setup_stats(CLI::App& sub, std::function<int()>& action);
+void setup_export(CLI::App& sub, std::function<int()>& action);
+void setup_import(CLI::App& sub, std::function<int()>& action);
+void setup_evict(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace kd::kdctl

@@ -1,0 +1,24 @@
+// Runs the real kdctl executable (built next to the tests) and captures its output.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace kd::test {
+
+struct KdctlRun {
+  int rc = -1;  // exit code; 128 + signal when killed
+  std::string out;
+  std::string err;
+};
+
+// Runs kdctl with `args`, stdout and stderr captured through files in `scratch`. `env` entries
+// ("NAME=value") are added to (and override) this process's environment.
+KdctlRun run_kdctl(const std::filesystem::path& scratch, const std::vector<std::string>& args,
+                   const std::vector<std::string>& env = {});
+
+std::string read_text(const std::filesystem::path& file);
+void write_text(const std::filesystem::path& file, const std::string& text);
+
+}  // namespace kd::test

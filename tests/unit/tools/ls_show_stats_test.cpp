@@ -1,0 +1,135 @@
+// kdctl ls, show and stats against a temporary cache.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "kdctl_runner.hpp"
+#include "support/temp_dir.hpp"
+#include "test_cache.hpp"
+
+namespace kd::test {
+namespace {
+
+class KdctlCache : public ::testing::Test {
+protected:
+  void SetUp() override { make_test_cache(cache()); }
+  std::filesystem::path cache() const { return tmp_.path() / "cache"; }
+  KdctlRun kdctl(std::vector<std::string> args) {
+    args.push_back("--cache-dir");
+    args.push_back(cache().string());
+    return run_kdctl(tmp_.path(), args);
+  }
+  TempDir tmp_;
+};
+
+std::size_t count_of(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+TEST_F(KdctlCache, MissingCacheIsAnErrorNamingTheDirectory) {
+  const auto nowhere = (tmp_.path() / "nowhere").string();
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"ls"}, {"stats"}, {"show", bf16_shape(4096)}, {"export", "-o", "x.kda"},
+        {"evict", "--gpu", "H100"}}) {
+    auto full_args = args;
+    full_args.insert(full_args.end(), {"--cache-dir", nowhere});
+    const auto r = run_kdctl(tmp_.path(), full_args);
+    EXPECT_EQ(r.rc, 1) << args[0];
+    EXPECT_NE(r.err.find("no kdispatch cache at " + nowhere), std::string::npos) << args[0] << ": " << r.err;
+  }
+}
+
+TEST_F(KdctlCache, DefaultCacheDirComesFromTheEnvironment) {
+  const auto r = run_kdctl(tmp_.path(), {"ls"}, {"KD_CACHE_DIR=" + cache().string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("4 record(s)"), std::string::npos) << r.out;
+}
+
+TEST_F(KdctlCache, LsListsEveryRecordAndFilters) {
+  const auto all = kdctl({"ls"});
+  ASSERT_EQ(all.rc, 0) << all.err;
+  EXPECT_NE(all.out.find("4 record(s)"), std::string::npos) << all.out;
+  EXPECT_EQ(count_of(all.out, "NVIDIA H100 80GB HBM3"), 3u) << all.out;
+  EXPECT_NE(all.out.find("x1.25"), std::string::npos) << all.out;  // 12.5 / 10.0
+  EXPECT_NE(all.out.find(bf16_shape(8192)), std::string::npos);
+  EXPECT_NE(all.out.find("  1d\n"), std::string::npos) << all.out;  // the 8192 record is 30 hours old
+
+  const auto h200 = kdctl({"ls", "--gpu", "H200"});
+  EXPECT_NE(h200.out.find("1 record(s)"), std::string::npos) << h200.out;
+  EXPECT_EQ(count_of(h200.out, "H100"), 0u);
+
+  const auto f32 = kdctl({"ls", "--dtype", "f32", "--json"});
+  ASSERT_EQ(f32.rc, 0);
+  const auto j = nlohmann::json::parse(f32.out);
+  ASSERT_EQ(j.size(), 1u);
+  EXPECT_EQ(j[0]["shape"], f32_shape());
+  EXPECT_EQ(j[0]["gpu"], "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(nlohmann::json::parse(kdctl({"ls", "--op", "conv", "--json"}).out).size(), 0u);
+}
+
+TEST_F(KdctlCache, ShowPrintsRecordProvenanceAndTree) {
+  const auto r = kdctl({"show", full(bf16_shape(4096), kH100)});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("search:     search-a"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("proposer:   builtin"), std::string::npos);
+  EXPECT_NE(r.out.find("SM clock 1980 MHz"), std::string::npos);
+  EXPECT_NE(r.out.find("\"entry\":\"kd_main\""), std::string::npos);  // the plan
+  EXPECT_NE(r.out.find("search tree search-a: 3 node(s)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(kLoserIdea), std::string::npos);
+  EXPECT_NE(r.out.find("wrong_result"), std::string::npos);
+  EXPECT_NE(r.out.find("*1"), std::string::npos) << r.out;  // node 1 made the stored kernel
+  EXPECT_EQ(r.out.find("extern \"C\""), std::string::npos);  // no source without --source
+  EXPECT_NE(kdctl({"show", full(bf16_shape(4096), kH100), "--source"}).out.find("extern \"C\""),
+            std::string::npos);
+}
+
+TEST_F(KdctlCache, ShowByShapeLinePicksTheGpu) {
+  const auto ambiguous = kdctl({"show", bf16_shape(4096)});
+  EXPECT_EQ(ambiguous.rc, 2);
+  EXPECT_NE(ambiguous.err.find("2 records match"), std::string::npos) << ambiguous.err;
+  EXPECT_NE(ambiguous.err.find("NVIDIA H200"), std::string::npos);
+
+  const auto h200 = kdctl({"show", bf16_shape(4096), "--gpu", "H200", "--json"});
+  ASSERT_EQ(h200.rc, 0) << h200.err;
+  const auto j = nlohmann::json::parse(h200.out);
+  EXPECT_EQ(j["key"], full(bf16_shape(4096), kH200));
+  EXPECT_EQ(j["tree"]["nodes"].size(), 3u);
+  EXPECT_FALSE(j["tree"]["nodes"][1].contains("source"));
+  EXPECT_EQ(j["validation"]["trials"], 5);
+
+  const auto unique = kdctl({"show", bf16_shape(8192)});
+  EXPECT_EQ(unique.rc, 0) << unique.err;
+}
+
+TEST_F(KdctlCache, ShowMissingOrBadKey) {
+  const auto missing = kdctl({"show", bf16_shape(1234)});
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_NE(missing.err.find("no record for"), std::string::npos) << missing.err;
+  const auto bad = kdctl({"show", "gemm a=bf16 nonsense"});
+  EXPECT_EQ(bad.rc, 2);
+  EXPECT_NE(bad.err.find("bad KEY: column"), std::string::npos) << bad.err;
+}
+
+TEST_F(KdctlCache, StatsCountsRecordsPerGpuTreesAndJobs) {
+  const auto r = kdctl({"stats", "--json"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto c = nlohmann::json::parse(r.out)["cache"];
+  EXPECT_EQ(c["records"], 4);
+  EXPECT_EQ(c["damaged_records"], 0);
+  EXPECT_EQ(c["trees"], 1);
+  EXPECT_EQ(c["jobs"], 1);
+  EXPECT_EQ(c["jobs_by_state"]["queued"], 1);
+  EXPECT_EQ(c["per_gpu"]["NVIDIA H100 80GB HBM3 (sm_90, 132 SMs)"]["records"], 3);
+  EXPECT_EQ(c["per_gpu"]["NVIDIA H200 (sm_90, 132 SMs)"]["records"], 1);
+  EXPECT_GT(c["data_file_bytes"].get<std::uint64_t>(), c["record_bytes"].get<std::uint64_t>());
+  EXPECT_EQ(c["generation"], 4);  // four publishes
+
+  const auto text = kdctl({"stats"});
+  EXPECT_EQ(text.rc, 0);
+  EXPECT_NE(text.out.find("4 record(s)"), std::string::npos) << text.out;
+}
+
+}  // namespace
+}  // namespace kd::test

@@ -1,0 +1,99 @@
+// kdctl record: merging KD_RECORD files.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <variant>
+
+#include "key/gemm_key.hpp"
+#include "kdctl_runner.hpp"
+#include "support/temp_dir.hpp"
+#include "test_cache.hpp"
+
+namespace kd::test {
+namespace {
+
+// The (calls, shape) pairs of a merged list, in order; fails the test on a line parse_key rejects.
+std::vector<std::pair<int, std::string>> entries(const std::string& list) {
+  std::vector<std::pair<int, std::string>> out;
+  std::istringstream in(list);
+  int pending = -1;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("# calls=", 0) == 0) {
+      pending = std::stoi(line.substr(8));
+      continue;
+    }
+    if (line.empty() || line[0] == '#') continue;
+    EXPECT_TRUE(std::holds_alternative<GemmKey>(parse_key(line))) << line;
+    out.emplace_back(pending, line);
+    pending = -1;
+  }
+  return out;
+}
+
+TEST(KdctlRecord, MergesRunsCountingEachRunOnce) {
+  TempDir tmp;
+  // Run 1 and run 2 both missed 4096; run 2 also 8192 twice (a shared file): counts add up.
+  write_text(tmp.path() / "run1.txt", bf16_shape(4096) + "\n" + f32_shape() + "\n");
+  write_text(tmp.path() / "run2.txt", "\n# a comment\n" + bf16_shape(4096) + "\n" + bf16_shape(8192) + "\n" +
+                                          bf16_shape(8192) + "  # count=5\n");
+  // The device part and extra blanks are dropped: the same shape as run1's first line.
+  write_text(tmp.path() / "run3.txt", "  " + full(bf16_shape(4096), kH100) + "\n");
+  const auto r = run_kdctl(tmp.path(), {"record", (tmp.path() / "run1.txt").string(),
+                                        (tmp.path() / "run2.txt").string(),
+                                        (tmp.path() / "run3.txt").string()});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto merged = entries(r.out);
+  ASSERT_EQ(merged.size(), 3u) << r.out;
+  EXPECT_EQ(merged[0], std::make_pair(6, bf16_shape(8192)));
+  EXPECT_EQ(merged[1], std::make_pair(3, bf16_shape(4096)));
+  EXPECT_EQ(merged[2], std::make_pair(1, f32_shape()));
+  EXPECT_NE(r.out.find("3 shape(s), 10 call(s)"), std::string::npos) << r.out;
+}
+
+TEST(KdctlRecord, MergedOutputMergesAgainWithItsCounts) {
+  TempDir tmp;
+  write_text(tmp.path() / "a.txt", bf16_shape(4096) + " # calls=4\n" + f32_shape() + "\n");
+  const auto out = tmp.path() / "merged.txt";
+  ASSERT_EQ(run_kdctl(tmp.path(), {"record", (tmp.path() / "a.txt").string(), "-o", out.string()}).rc, 0);
+  const auto again = run_kdctl(tmp.path(), {"record", out.string(), out.string()});
+  ASSERT_EQ(again.rc, 0) << again.err;
+  const auto merged = entries(again.out);
+  ASSERT_EQ(merged.size(), 2u);
+  EXPECT_EQ(merged[0], std::make_pair(8, bf16_shape(4096)));
+  EXPECT_EQ(merged[1], std::make_pair(2, f32_shape()));
+}
+
+TEST(KdctlRecord, BadLinesAreReportedWithFileAndLine) {
+  TempDir tmp;
+  const auto file = tmp.path() / "bad.txt";
+  write_text(file, bf16_shape(4096) + "\ngemm a=bf16 ta=X\n" + f32_shape() + " # calls=zero\n");
+  const auto strict = run_kdctl(tmp.path(), {"record", file.string()});
+  EXPECT_EQ(strict.rc, 1);
+  EXPECT_NE(strict.err.find(file.string() + ":2: column"), std::string::npos) << strict.err;
+  EXPECT_NE(strict.err.find(file.string() + ":3: bad count"), std::string::npos) << strict.err;
+  EXPECT_EQ(entries(strict.out).size(), 1u);  // the good line is still written
+
+  const auto lenient = run_kdctl(tmp.path(), {"record", "--keep-going", file.string()});
+  EXPECT_EQ(lenient.rc, 0);
+  EXPECT_NE(lenient.err.find(":2:"), std::string::npos);
+}
+
+TEST(KdctlRecord, MissingInputAndNoInputAreErrors) {
+  TempDir tmp;
+  const auto missing = run_kdctl(tmp.path(), {"record", (tmp.path() / "none.txt").string()});
+  EXPECT_EQ(missing.rc, 1);
+  EXPECT_NE(missing.err.find("none.txt"), std::string::npos);
+  EXPECT_EQ(run_kdctl(tmp.path(), {"record"}).rc, 2);
+}
+
+TEST(KdctlHelp, EverySubcommandHasHelpWithExitCodes) {
+  TempDir tmp;
+  for (const char* cmd : {"record", "ls", "show", "stats", "export", "import", "evict"}) {
+    const auto r = run_kdctl(tmp.path(), {cmd, "--help"});
+    EXPECT_EQ(r.rc, 0) << cmd;
+    EXPECT_NE(r.out.find("Exit codes"), std::string::npos) << cmd << ":\n" << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace kd::test

@@ -1,0 +1,34 @@
+// A small cache for the kdctl tests: records for two GPU models, one search tree, one job.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "store/record.hpp"
+
+namespace kd::test {
+
+inline const std::string kH100 = R"(arch=sm_90 gpu="NVIDIA H100 80GB HBM3" sms=132)";
+inline const std::string kH200 = R"(arch=sm_90 gpu="NVIDIA H200" sms=132)";
+
+// A canonical bf16 shape line with m = `m`, and an f32 one.
+std::string bf16_shape(int m);
+std::string f32_shape();
+inline std::string full(const std::string& shape, const std::string& device) { return shape + " " + device; }
+
+// A record with every field set; `age` back from now; `payload_bytes` of cubin.
+Record test_record(const std::string& key_line, std::chrono::seconds age, std::size_t payload_bytes = 256);
+
+// The standard test cache in `dir`:
+//   H100: bf16_shape(4096) (search "search-a", with a tree of 3 nodes, idea "wider tiles along n"),
+//         bf16_shape(8192), f32_shape()
+//   H200: bf16_shape(4096)
+// plus one job {"state":"queued"} in the jobs database. The writer is closed on return.
+void make_test_cache(const std::filesystem::path& dir);
+
+inline constexpr const char* kWinnerIdea = "wider tiles along n";
+inline constexpr const char* kLoserIdea = "split k across two blocks";
+
+}  // namespace kd::test

@@ -1,0 +1,90 @@
+// kdctl import FILE: validates an archive from kdctl export and publishes its records.
+// A damaged archive imports nothing; damaged or foreign records are rejected one by one.
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "archive.hpp"
+#include "cache_snapshot.hpp"
+#include "commands.hpp"
+#include "kdctl.hpp"
+#include "store/cache_store.hpp"
+#include "table.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+struct ImportArgs {
+  std::string cache_dir;
+  std::string file;
+  bool dry_run = false;
+};
+
+std::optional<std::string> read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+int run_import(const ImportArgs& a) {
+  const auto bytes = read_file(a.file);
+  if (!bytes) {
+    std::fprintf(stderr, "kdctl import: cannot read %s\n", a.file.c_str());
+    return kFailure;
+  }
+  auto read = read_archive(*bytes);
+  if (const auto* error = std::get_if<ArchiveError>(&read)) {
+    std::fprintf(stderr, "kdctl import: %s rejected, nothing imported: %s\n", a.file.c_str(),
+                 error->reason.c_str());
+    return kFailure;
+  }
+  const Archive& archive = std::get<Archive>(read);
+  const DevicePart& device = archive.header.device;
+  std::printf("archive %s: %zu record(s) for \"%s\" (%s, %d SMs)\n", a.file.c_str(),
+              archive.records.size(), device.gpu.c_str(), device.arch.c_str(), device.sms);
+
+  std::optional<CacheWriter> writer;
+  if (!a.dry_run) writer.emplace(resolve_cache_dir(a.cache_dir));
+  Table table({{"#", Align::right}, {"RESULT"}, {"KEY"}, {"REASON"}});
+  std::size_t imported = 0, rejected = 0;
+  for (std::size_t i = 0; i < archive.records.size(); ++i) {
+    auto checked = check_archived_record(archive.records[i], device);
+    if (const auto* no = std::get_if<Rejected>(&checked)) {
+      ++rejected;
+      table.add({std::to_string(i), fmt::format("rejected ({})", to_string(no->reason)),
+                 no->key_line.empty() ? "?" : no->key_line, no->detail});
+      continue;
+    }
+    const Record& record = std::get<Record>(checked);
+    const bool replaces = writer && writer->get_raw("records", record.key_line).has_value();
+    if (writer) writer->publish(record);
+    ++imported;
+    table.add({std::to_string(i), a.dry_run ? "would import" : replaces ? "replaced" : "imported",
+               record.key_line, ""});
+  }
+  std::fputs(table.render().c_str(), stdout);
+  std::printf("%zu %s, %zu rejected\n", imported, a.dry_run ? "would be imported" : "imported", rejected);
+  return rejected > 0 ? kFailure : kOk;
+}
+
+}  // namespace
+
+void setup_import(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<ImportArgs>();
+  sub.add_option("file", a->file, "Archive written by kdctl export")->required();
+  sub.add_option("--cache-dir", a->cache_dir,
+                 "Cache directory, created when missing (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  sub.add_flag("--dry-run", a->dry_run, "Validate and list only; write nothing");
+  sub.footer("The archive's checksum is verified first (a damaged archive imports nothing); then each\n"
+             "record must decode, parse and name the archive's GPU, or it is rejected with the reason.\n"
+             "Records replace ones stored under the same key; each write bumps the cache generation, so\n"
+             "running clients pick them up (LMDB serializes this writer with the daemon's).\n"
+             "Exit codes: 0 all imported, 1 unreadable or damaged archive, or any record rejected, 2 usage.\n");
+  sub.callback([a, &action] { action = [a] { return run_import(*a); }; });
+}
+
+}  // namespace kd::kdctl

@@ -1,0 +1,87 @@
+// kdctl ls: the cache's records, one per line, filtered by op, dtype and GPU.
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cache_snapshot.hpp"
+#include "commands.hpp"
+#include "kdctl.hpp"
+#include "table.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+struct LsArgs {
+  std::string cache_dir;
+  std::string op;
+  std::string dtype;
+  std::string gpu;  // substring of the device part's gpu name
+  bool json = false;
+};
+
+bool matches(const LsArgs& a, const KeyParts& k) {
+  if (!a.op.empty() && k.op != a.op) return false;
+  if (!a.dtype.empty() && to_string(k.key.a) != a.dtype) return false;
+  if (!a.gpu.empty() && k.key.device->gpu.find(a.gpu) == std::string::npos) return false;
+  return true;
+}
+
+int run_ls(const LsArgs& a) {
+  const CacheSnapshot cache(resolve_cache_dir(a.cache_dir));
+  Table table({{"KEY"}, {"GPU"}, {"PROPOSER"}, {"SPEEDUP", Align::right}, {"BASELINE_US", Align::right},
+               {"KERNEL_US", Align::right}, {"AGE", Align::right}});
+  nlohmann::json listed = nlohmann::json::array();
+  std::size_t damaged = 0;
+  for (const StoredRecord& s : cache.records()) {
+    const auto* record = std::get_if<Record>(&s.record);
+    const auto parts = split_key(s.key_line);
+    if (record == nullptr || !parts) {
+      ++damaged;
+      std::fprintf(stderr, "kdctl ls: skipping damaged record %s: %s\n", s.key_line.c_str(),
+                   record == nullptr ? std::string(to_string(std::get<RecordError>(s.record))).c_str()
+                                     : "key line does not parse or has no device part");
+      continue;
+    }
+    if (!matches(a, *parts)) continue;
+    const auto age = age_of(record->created_unix_s);
+    if (a.json) {
+      listed.push_back({{"key", s.key_line}, {"shape", parts->key.shape_line()},
+                        {"gpu", parts->key.device->gpu}, {"arch", parts->key.device->arch},
+                        {"sms", parts->key.device->sms}, {"proposer", record->proposer},
+                        {"baseline_us", record->baseline_us}, {"candidate_us", record->candidate_us},
+                        {"created_unix_s", record->created_unix_s}, {"age_s", age.count()},
+                        {"bytes", s.stored_bytes}});
+    } else {
+      table.add({parts->key.shape_line(), parts->key.device->gpu, record->proposer,
+                 format_speedup(record->baseline_us, record->candidate_us),
+                 fmt::format("{:.1f}", record->baseline_us), fmt::format("{:.1f}", record->candidate_us),
+                 format_age(age)});
+    }
+  }
+  if (a.json) {
+    std::printf("%s\n", listed.dump(2).c_str());
+  } else {
+    std::fputs(table.render().c_str(), stdout);
+    std::printf("%zu record(s)%s\n", table.size(),
+                damaged > 0 ? fmt::format(", {} damaged skipped", damaged).c_str() : "");
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void setup_ls(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<LsArgs>();
+  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  sub.add_option("--op", a->op, "Only this operator (gemm)");
+  sub.add_option("--dtype", a->dtype, "Only this input dtype (f16, bf16, f32)");
+  sub.add_option("--gpu", a->gpu, "Only GPUs whose name contains this text");
+  sub.add_flag("--json", a->json, "Print a JSON array instead of a table");
+  sub.footer("Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage.\n");
+  sub.callback([a, &action] { action = [a] { return run_ls(*a); }; });
+}
+
+}  // namespace kd::kdctl

@@ -1,0 +1,229 @@
+// kdctl prewarm FILE: queue a shape list on the daemon, follow the searches, print the table.
+// kdctl status: the daemon's status.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "client/client.hpp"
+#include "commands.hpp"
+#include "cuda/device.hpp"
+#include "cuda/driver.hpp"
+#include "kdctl.hpp"
+#include "key/gemm_key.hpp"
+#include "protocol/messages.hpp"
+#include "shape_list.hpp"
+#include "store/cache_store.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+using nlohmann::json;
+
+struct DaemonArgs {
+  std::string socket;     // empty: the default socket path
+  std::string cache_dir;  // empty: default_cache_dir()
+};
+
+std::filesystem::path socket_of(const DaemonArgs& a) {
+  if (!a.socket.empty()) return a.socket;
+  return protocol::daemon_socket_path(a.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(a.cache_dir));
+}
+
+struct PrewarmArgs : DaemonArgs {
+  std::string file;
+  std::string proposer;
+  int rounds = 0, candidates = 0, wall_s = 0;
+  int timeout_s = 0;  // 0: wait until every shape is settled
+  bool no_wait = false;
+};
+
+struct ShapeState {
+  std::string state = "queued";
+  std::string detail;
+};
+
+// The final table's numbers come from the cache: the record under the key with this GPU's
+// device part (the daemon's winner), or the job's reason when it kept cuBLAS.
+void print_table(const std::vector<std::string>& shapes, const std::map<std::string, ShapeState>& st,
+                 const std::filesystem::path& cache_dir) {
+  std::optional<DevicePart> device;
+  if (const auto devs = list_devices(); !devs.empty()) device = DevicePart{devs[0].arch, devs[0].name, devs[0].sms};
+  CacheReader reader(cache_dir);
+  reader.refresh();
+  std::printf("\n%-8s %-5s %7s %5s %6s  %10s %9s %8s  %s\n", "op", "dtype", "m", "n", "k", "cuBLAS_us",
+              "tuned_us", "speedup", "outcome");
+  for (const std::string& line : shapes) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    const ShapeState s = st.count(line) ? st.at(line) : ShapeState{};
+    std::string cublas = "-", tuned = "-", speedup = "-", outcome = s.state;
+    if (device) {
+      const auto hit = reader.lookup(key.with_device(*device).full_line());
+      if (const Record* r = std::get_if<Record>(&hit)) {
+        cublas = fmt::format("{:.1f}", r->baseline_us);
+        tuned = fmt::format("{:.1f}", r->candidate_us);
+        speedup = fmt::format("{:.2f}x", r->baseline_us / r->candidate_us);
+        outcome = "published (" + r->proposer + ")";
+      }
+    }
+    if (outcome != s.state) {
+    } else if (s.state == "done") {
+      outcome = "kept cuBLAS: " + s.detail;
+    } else if (!s.detail.empty()) {
+      outcome += ": " + s.detail;
+    }
+    std::printf("%-8s %-5s %7lld %5lld %6lld  %10s %9s %8s  %s\n", "gemm", std::string(to_string(key.a)).c_str(),
+                static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
+                cublas.c_str(), tuned.c_str(), speedup.c_str(), outcome.c_str());
+  }
+}
+
+int run_prewarm(const PrewarmArgs& a) {
+  std::ifstream in(a.file);
+  if (!in) {
+    std::fprintf(stderr, "kdctl prewarm: cannot read %s\n", a.file.c_str());
+    return kFailure;
+  }
+  ShapeTally tally;
+  tally.add(in, a.file);
+  for (const ShapeListError& e : tally.errors())
+    std::fprintf(stderr, "kdctl prewarm: %s:%zu: %s\n", e.file.c_str(), e.line, e.message.c_str());
+  if (!tally.errors().empty()) return kUsage;
+  std::vector<std::string> shapes;
+  for (const ShapeCount& s : tally.sorted()) shapes.push_back(s.shape_line);
+  if (shapes.empty()) {
+    std::fprintf(stderr, "kdctl prewarm: %s holds no shapes\n", a.file.c_str());
+    return kUsage;
+  }
+
+  const std::filesystem::path socket = socket_of(a);
+  json request{{"v", protocol::kProtocolVersion}, {"type", "prewarm"}, {"keys", shapes}};
+  if (!a.proposer.empty()) request["proposer"] = a.proposer;
+  json budgets = json::object();
+  if (a.rounds) budgets["rounds"] = a.rounds;
+  if (a.candidates) budgets["candidates"] = a.candidates;
+  if (a.wall_s) budgets["wall_seconds"] = a.wall_s;
+  if (!budgets.empty()) request["budgets"] = budgets;
+  json reply;
+  try {
+    daemon::Client client(socket);
+    reply = client.request(request);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kdctl prewarm: daemon at %s not reachable: %s\n", socket.c_str(), e.what());
+    return kFailure;
+  }
+  if (reply.value("type", "") == "error") {
+    std::fprintf(stderr, "kdctl prewarm: daemon refused: %s\n", reply.value("message", "").c_str());
+    return kFailure;
+  }
+  std::printf("queued %zu shapes on %s\n", shapes.size(), socket.c_str());
+  if (a.no_wait) return kOk;
+
+  // Follow: poll status with the job list and print each change of a shape's state.
+  std::map<std::string, ShapeState> states;
+  const auto start = std::chrono::steady_clock::now();
+  std::string cache_dir = a.cache_dir;
+  for (;;) {
+    json status;
+    try {
+      status = daemon::Client::status(socket, 100000);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kdctl prewarm: lost the daemon: %s\n", e.what());
+      return kFailure;
+    }
+    if (cache_dir.empty()) cache_dir = status.value("cache_dir", "");
+    if (!status["search_backend"].value("available", false)) {
+      std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n",
+                   status["search_backend"].value("message", "").c_str());
+      return kNoGpu;
+    }
+    int settled = 0;
+    for (const json& j : status.value("top_jobs", json::array())) {
+      const std::string key = j.value("key", "");
+      if (std::find(shapes.begin(), shapes.end(), key) == shapes.end()) continue;
+      ShapeState now{j.value("state", ""), j.value("state", "") == "running" ? j.value("progress", "") : j.value("reason", "")};
+      ShapeState& before = states[key];
+      if (now.state != before.state || now.detail != before.detail) {
+        const GemmKey k = std::get<GemmKey>(parse_key(key));
+        std::printf("[%5.0fs] %s %lldx%lldx%lld: %s%s%s\n",
+                    std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+                    std::string(to_string(k.a)).c_str(), static_cast<long long>(k.m), static_cast<long long>(k.n),
+                    static_cast<long long>(k.k), now.state.c_str(), now.detail.empty() ? "" : ": ", now.detail.c_str());
+        std::fflush(stdout);
+        before = now;
+      }
+      if (now.state == "done" || now.state == "failed" || now.state == "cancelled") ++settled;
+    }
+    if (settled == static_cast<int>(shapes.size())) break;
+    if (a.timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::seconds(a.timeout_s)) {
+      std::fprintf(stderr, "kdctl prewarm: timeout after %d s; the daemon keeps working on the rest\n", a.timeout_s);
+      print_table(shapes, states, cache_dir);
+      return kFailure;
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  print_table(shapes, states, cache_dir);
+  return kOk;
+}
+
+int run_status(const DaemonArgs& a, bool as_json) {
+  const std::filesystem::path socket = socket_of(a);
+  json status;
+  try {
+    status = daemon::Client::status(socket, 20);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kdctl status: daemon at %s not reachable: %s\n", socket.c_str(), e.what());
+    return kFailure;
+  }
+  if (as_json) {
+    std::printf("%s\n", status.dump(2).c_str());
+    return kOk;
+  }
+  const json& jobs = status["jobs"];
+  std::printf("kdispatchd %s, pid %d, up %lld s, cache %s, generation %llu\n", status.value("daemon", "").c_str(),
+              status.value("pid", 0), status.value("uptime_s", 0LL), status.value("cache_dir", "").c_str(),
+              status.value("generation", 0ULL));
+  std::printf("search: %s\n", status["search_backend"].value("message", "").c_str());
+  std::printf("jobs: %d queued, %d running, %d done, %d failed, %d cancelled; %d clients, %d subscribers\n",
+              jobs.value("queued", 0), jobs.value("running", 0), jobs.value("done", 0), jobs.value("failed", 0),
+              jobs.value("cancelled", 0), status.value("clients", 0), status.value("subscribers", 0));
+  for (const json& j : status.value("top_jobs", json::array()))
+    std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
+                j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
+  return kOk;
+}
+
+void add_daemon_flags(CLI::App& sub, DaemonArgs& a) {
+  sub.add_option("--socket", a.socket, "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
+  sub.add_option("--cache-dir", a.cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
+}
+
+}  // namespace
+
+void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<PrewarmArgs>();
+  sub.add_option("file", a->file, "Shape list: canonical key lines or `linear` shorthand, # comments")->required();
+  add_daemon_flags(sub, *a);
+  sub.add_option("--proposer", a->proposer, "Proposer for these jobs (default: the daemon's)");
+  sub.add_option("--rounds", a->rounds, "Search rounds per shape (default: the daemon's)");
+  sub.add_option("--max-candidates", a->candidates, "Candidates per shape (default: the daemon's)");
+  sub.add_option("--wall-seconds", a->wall_s, "Search wall time per shape (default: the daemon's)");
+  sub.add_option("--timeout", a->timeout_s, "Stop following after this many seconds (0: until all settle)");
+  sub.add_flag("--no-wait", a->no_wait, "Queue and return without following");
+  sub.callback([a, &action] { action = [a] { return run_prewarm(*a); }; });
+}
+
+void setup_status(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<DaemonArgs>();
+  auto as_json = std::make_shared<bool>(false);
+  add_daemon_flags(sub, *a);
+  sub.add_flag("--json", *as_json, "Print the daemon's status object as JSON");
+  sub.callback([a, as_json, &action] { action = [a, as_json] { return run_status(*a, *as_json); }; });
+}
+
+}  // namespace kd::kdctl

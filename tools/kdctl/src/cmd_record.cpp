@@ -1,0 +1,75 @@
+// kdctl record FILE...: merges KD_RECORD files into one deduplicated shape list with call counts
+// (formats in shape_list.hpp).
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "commands.hpp"
+#include "kdctl.hpp"
+#include "shape_list.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+enum class OnBadLine { fail, keep_going };
+
+struct RecordArgs {
+  std::vector<std::string> files;
+  std::string output;  // empty: stdout
+  bool keep_going = false;
+};
+
+int run_record(const RecordArgs& a) {
+  const OnBadLine on_bad = a.keep_going ? OnBadLine::keep_going : OnBadLine::fail;
+  ShapeTally tally;
+  for (const std::string& file : a.files) {
+    std::ifstream in(file);
+    if (!in) {
+      std::fprintf(stderr, "kdctl record: cannot read %s\n", file.c_str());
+      return kFailure;
+    }
+    tally.add(in, file);
+  }
+  for (const ShapeListError& e : tally.errors()) {
+    std::fprintf(stderr, "kdctl record: %s:%zu: %s (line skipped)\n", e.file.c_str(), e.line,
+                 e.message.c_str());
+  }
+  const std::string text = format_shape_list(tally.sorted(), a.files);
+  if (a.output.empty()) {
+    std::fputs(text.c_str(), stdout);
+  } else {
+    std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "kdctl record: cannot write %s\n", a.output.c_str());
+      return kFailure;
+    }
+  }
+  if (!tally.errors().empty() && on_bad == OnBadLine::fail) {
+    std::fprintf(stderr, "kdctl record: %zu bad line(s); pass --keep-going to accept the rest\n",
+                 tally.errors().size());
+    return kFailure;
+  }
+  return kOk;
+}
+
+}  // namespace
+
+void setup_record(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<RecordArgs>();
+  sub.add_option("files", a->files, "KD_RECORD files (or shape lists) to merge")->required();
+  sub.add_option("-o,--output", a->output, "Write the merged list here instead of stdout");
+  sub.add_flag("--keep-going", a->keep_going,
+               "Exit 0 although some lines did not parse (they are still reported and skipped)");
+  sub.footer(
+      "Input: one key per line (shape line, full key or linear shorthand); '#' comments; an optional\n"
+      "count as a trailing '# calls=N' / '# count=N' or a '# calls=N' line before the key. Output:\n"
+      "a prewarm list sorted by calls, each shape after its '# calls=N' line.\n"
+      "Exit codes: 0 ok, 1 unreadable input or bad lines (without --keep-going), 2 usage.\n");
+  sub.callback([a, &action] { action = [a] { return run_record(*a); }; });
+}
+
+}  // namespace kd::kdctl

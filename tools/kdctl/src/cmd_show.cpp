@@ -1,0 +1,201 @@
+// kdctl show KEY: one record, its provenance and the search tree that found it.
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cache_snapshot.hpp"
+#include "commands.hpp"
+#include "kdctl.hpp"
+#include "table.hpp"
+#include "tree/search_tree.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+constexpr const char* kTreesDb = "trees";
+
+struct ShowArgs {
+  std::string cache_dir;
+  std::string key;
+  std::string gpu;  // substring, to pick among records of one shape line
+  bool source = false;
+  bool json = false;
+};
+
+std::string_view kind_name(RecordKind k) {
+  return k == RecordKind::nvrtc_kernel ? "nvrtc_kernel" : "cublaslt_algo";
+}
+
+// The records KEY names: the exact full line, or every record of a shape line on a GPU whose name
+// contains `gpu_filter`.
+std::vector<StoredRecord> find_records(const CacheSnapshot& cache, const GemmKey& key,
+                                       const std::string& gpu_filter) {
+  std::vector<StoredRecord> found;
+  for (StoredRecord& s : cache.records()) {
+    const auto parts = split_key(s.key_line);
+    if (!parts) continue;
+    const bool hit = key.device ? parts->key == key
+                                : parts->key.shape_line() == key.shape_line() &&
+                                      parts->key.device->gpu.find(gpu_filter) != std::string::npos;
+    if (hit) found.push_back(std::move(s));
+  }
+  return found;
+}
+
+std::variant<search::SearchTree, std::string> load_tree(const CacheSnapshot& cache,
+                                                        const std::string& search_id) {
+  if (search_id.empty()) return std::string("the record names no search");
+  const auto text = cache.get_raw(kTreesDb, search_id);
+  if (!text) return fmt::format("tree {} is not stored in this cache", search_id);
+  try {
+    return search::SearchTree::from_json(nlohmann::json::parse(*text));
+  } catch (const nlohmann::json::exception& e) {
+    return fmt::format("tree {} is unreadable: {}", search_id, e.what());
+  }
+}
+
+nlohmann::json json_or_text(const std::string& text) {
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  return j.is_discarded() ? nlohmann::json(text) : j;
+}
+
+void print_record(const Record& r, std::uint64_t stored_bytes) {
+  const auto line = [](std::string_view label, const std::string& value) {
+    std::printf("%-12s%s\n", fmt::format("{}:", label).c_str(), value.c_str());
+  };
+  line("key", r.key_line);
+  line("kind", std::string(kind_name(r.kind)));
+  line("size", fmt::format("{} stored; cubin {}, ptx {}, source {}, cublaslt algo {}",
+                           format_bytes(stored_bytes), format_bytes(r.cubin.size()),
+                           format_bytes(r.ptx.size()), format_bytes(r.source.size()),
+                           format_bytes(r.cublaslt_algo.size())));
+  if (r.kind == RecordKind::nvrtc_kernel) line("plan", plan_to_json(r.plan));
+  line("alignment", fmt::format("{} bytes", r.alignment_bytes));
+  line("times", fmt::format("kernel {:.2f} us, cuBLAS {:.2f} us, {} at SM clock {} MHz",
+                            r.candidate_us, r.baseline_us, format_speedup(r.baseline_us, r.candidate_us),
+                            r.sm_clock_mhz));
+  line("validation", r.validation_report.empty() ? "-" : r.validation_report);
+  line("search", r.search_id.empty() ? "-" : r.search_id);
+  line("proposer", r.proposer);
+  line("idea", r.idea);
+  line("versions", fmt::format("record schema {}, NVRTC {}, driver {}, cuBLAS {}", r.schema_version,
+                               r.nvrtc_version, r.driver_version, r.cublas_version));
+  line("created", fmt::format("{:%Y-%m-%d %H:%M:%S} UTC ({} ago)",
+                              fmt::gmtime(static_cast<std::time_t>(r.created_unix_s)),
+                              format_age(age_of(r.created_unix_s))));
+}
+
+void print_tree(const search::SearchTree& tree, const std::string& winner_hash) {
+  std::printf("\nsearch tree %s: %zu node(s)\n", tree.search_id().c_str(), tree.nodes().size());
+  Table rounds({{"ROUND", Align::right}, {"CANDIDATES", Align::right}, {"CORRECT", Align::right},
+                {"BEST_US", Align::right}});
+  for (const auto& r : tree.rounds()) {
+    rounds.add({std::to_string(r.round), std::to_string(r.candidates), std::to_string(r.correct),
+                r.best_us > 0 ? fmt::format("{:.2f}", r.best_us) : "-"});
+  }
+  std::fputs(rounds.render().c_str(), stdout);
+  std::printf("\n");
+  Table nodes({{"ID", Align::right}, {"PARENT", Align::right}, {"ROUND", Align::right}, {"FAMILY"},
+               {"VERDICT"}, {"KERNEL_US", Align::right}, {"BASELINE_US", Align::right}, {"IDEA"}});
+  for (const auto& n : tree.nodes()) {
+    const bool winner = !winner_hash.empty() && n.source_hash == winner_hash;
+    nodes.add({fmt::format("{}{}", winner ? "*" : "", n.id), n.parent < 0 ? "-" : std::to_string(n.parent),
+               std::to_string(n.round), n.family.empty() ? n.proposer : n.family, n.verdict,
+               n.candidate_us > 0 ? fmt::format("{:.2f}", n.candidate_us) : "-",
+               n.baseline_us > 0 ? fmt::format("{:.2f}", n.baseline_us) : "-", n.idea});
+  }
+  std::fputs(nodes.render().c_str(), stdout);
+  if (!winner_hash.empty()) std::printf("(* = the stored kernel)\n");
+}
+
+nlohmann::json record_json(const Record& r, std::uint64_t stored_bytes, bool with_source) {
+  nlohmann::json j = {
+      {"key", r.key_line}, {"kind", kind_name(r.kind)}, {"stored_bytes", stored_bytes},
+      {"cubin_bytes", r.cubin.size()}, {"ptx_bytes", r.ptx.size()}, {"source_bytes", r.source.size()},
+      {"cublaslt_algo_bytes", r.cublaslt_algo.size()}, {"alignment_bytes", r.alignment_bytes},
+      {"candidate_us", r.candidate_us}, {"baseline_us", r.baseline_us}, {"sm_clock_mhz", r.sm_clock_mhz},
+      {"validation", json_or_text(r.validation_report)}, {"search_id", r.search_id},
+      {"proposer", r.proposer}, {"idea", r.idea}, {"schema_version", r.schema_version},
+      {"nvrtc_version", r.nvrtc_version}, {"driver_version", r.driver_version},
+      {"cublas_version", r.cublas_version}, {"created_unix_s", r.created_unix_s}};
+  if (r.kind == RecordKind::nvrtc_kernel) j["plan"] = nlohmann::json::parse(plan_to_json(r.plan));
+  if (with_source) j["source"] = r.source;
+  return j;
+}
+
+int run_show(const ShowArgs& a) {
+  auto parsed = parse_key(a.key);
+  if (const auto* bad = std::get_if<KeyError>(&parsed)) {
+    std::fprintf(stderr, "kdctl show: bad KEY: %s\n", bad->message.c_str());
+    return kUsage;
+  }
+  const GemmKey& key = std::get<GemmKey>(parsed);
+  const CacheSnapshot cache(resolve_cache_dir(a.cache_dir));
+  const auto found = find_records(cache, key, a.gpu);
+  if (found.size() > 1) {
+    std::fprintf(stderr, "kdctl show: %zu records match this shape line; pick one with --gpu or a full key:\n",
+                 found.size());
+    for (const auto& s : found) std::fprintf(stderr, "  %s\n", s.key_line.c_str());
+    return kUsage;
+  }
+  if (found.empty()) {
+    std::fprintf(stderr, "kdctl show: no record for %s%s in %s\n",
+                 key.device ? key.full_line().c_str() : key.shape_line().c_str(),
+                 a.gpu.empty() ? "" : fmt::format(" on a GPU matching \"{}\"", a.gpu).c_str(),
+                 cache.dir().c_str());
+    return kFailure;
+  }
+  const StoredRecord* stored = &found.front();
+  if (const auto* error = std::get_if<RecordError>(&stored->record)) {
+    std::fprintf(stderr, "kdctl show: the record for %s is damaged: %s\n", stored->key_line.c_str(),
+                 std::string(to_string(*error)).c_str());
+    return kFailure;
+  }
+  const Record& r = std::get<Record>(stored->record);
+  const auto tree = load_tree(cache, r.search_id);
+  const std::string winner_hash = r.source.empty() ? "" : search::source_hash(r.source);
+  if (a.json) {
+    nlohmann::json j = record_json(r, stored->stored_bytes, a.source);
+    if (const auto* t = std::get_if<search::SearchTree>(&tree)) {
+      nlohmann::json tj = t->to_json();
+      if (!a.source) {
+        for (auto& n : tj["nodes"]) n.erase("source");
+      }
+      j["tree"] = std::move(tj);
+    } else {
+      j["tree_unavailable"] = std::get<std::string>(tree);
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return kOk;
+  }
+  print_record(r, stored->stored_bytes);
+  if (const auto* t = std::get_if<search::SearchTree>(&tree)) {
+    print_tree(*t, winner_hash);
+  } else {
+    std::printf("\nsearch tree: %s\n", std::get<std::string>(tree).c_str());
+  }
+  if (a.source) std::printf("\n--- source ---\n%s\n", r.source.c_str());
+  return kOk;
+}
+
+}  // namespace
+
+void setup_show(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<ShowArgs>();
+  sub.add_option("key", a->key, "A full key line, or a shape line (with --gpu when several GPUs have it)")
+      ->required();
+  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  sub.add_option("--gpu", a->gpu, "With a shape line: the GPU whose name contains this text");
+  sub.add_flag("--source", a->source, "Print the kernel's CUDA source");
+  sub.add_flag("--json", a->json, "Print JSON");
+  sub.footer("Exit codes: 0 ok, 1 no cache, no such record or a damaged one, 2 usage (bad key, ambiguous shape).\n");
+  sub.callback([a, &action] { action = [a] { return run_show(*a); }; });
+}
+
+}  // namespace kd::kdctl
