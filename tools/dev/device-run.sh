@@ -16,6 +16,42 @@ for stage in "$@"; do
       tools/dev/run-gpu-tests.sh "$bundle" gpu >"$logs/gpu-tests.log" 2>&1; rm -f "$logs"/ctest-gpu.xml
       summary+=("gpu-tests rc=$?: $(grep -E 'tests passed|tests failed' "$logs/gpu-tests.log" | tail -1)")
       ;;
+    gate-table)
+      # The gate test prints its rejection table; ctest hides a passing test's output.
+      (cd /tmp && gpu_eval --gtest_filter='GpuEvalGate.*') >"$logs/gate-table.log" 2>&1
+      summary+=("gate-table rc=$?")
+      ;;
+    quickstart)
+      KD_QUICKSTART_BIN="$bundle/bin" tools/dev/quickstart.sh /tmp/kd-quickstart >"$logs/quickstart.log" 2>&1
+      summary+=("quickstart rc=$?")
+      ;;
+    search-tc)
+      : >"$logs/search-tc.log"
+      while read -r key; do
+        echo "=== $key" >>"$logs/search-tc.log"
+        kdctl search --key "$key" --rounds 3 --ideas 3 --impls 1 --topk 2 --cache-dir /tmp/kd-search-cache \
+          >>"$logs/search-tc.log" 2>&1
+        echo "rc=$?" >>"$logs/search-tc.log"
+      done <tools/dev/search-tc.txt
+      summary+=("search-tc done")
+      ;;
+    e2e)
+      # PyTorch under LD_PRELOAD: empty cache, then prewarmed through a real kdispatchd; then the
+      # decode loop (eager and CUDA graphs) with and without the shim.
+      c=/tmp/kd-e2e; rm -rf "$c"; mkdir -p "$c"
+      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/e2e-daemon.log" 2>&1 &
+      dpid=$!
+      for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+      pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds 1 --max-candidates 10 --wall-seconds 60"
+      python3 tests/e2e/shim_ops_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-ops \
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-ops.log" 2>&1
+      summary+=("e2e-ops rc=$?")
+      python3 tests/e2e/shim_llama_decode_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-llama \
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock --layers 2 --batches 1,16 --steps 16 \
+        >"$logs/e2e-llama.log" 2>&1
+      summary+=("e2e-llama rc=$?")
+      kill "$dpid"; wait "$dpid" 2>/dev/null
+      ;;
     bench-registry)
       bench_registry_launch --benchmark_min_time=0.2 >"$logs/bench-registry.log" 2>&1
       summary+=("bench-registry rc=$?")
@@ -40,6 +76,9 @@ for stage in "$@"; do
 done
 for f in "$logs"/gpu-tests.log; do [[ -f $f ]] && grep -E "Rejection|^\| |^[a-z_0-9]+ +\| " "$f" | head -40; done
 [[ -f $logs/bench-registry.log ]] && grep -E "^BM_|^Bench|ns " "$logs/bench-registry.log" | head -20
-[[ -f $logs/search6.log ]] && grep -E "^=== |^winner|^kept|^stopped|^rc=" "$logs/search6.log"
+[[ -f $logs/gate-table.log ]] && grep -vE "^\[|^Note|^$" "$logs/gate-table.log" | head -45
+for f in "$logs"/search6.log "$logs"/search-tc.log; do [[ -f $f ]] && grep -E "^=== |^winner|^kept|^stopped|^rc=" "$f"; done
+[[ -f $logs/quickstart.log ]] && tail -12 "$logs/quickstart.log"
+for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|Error|error" "$f" | tail -25; done
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 printf '%s\n' "${summary[@]}"

@@ -34,6 +34,7 @@ public:
   SearchOutcome finish(std::string reason) {
     out_.stop_reason = std::move(reason);
     out_.elapsed = elapsed();
+    out_.floor_us = floor_us_;
     for (const int id : out_.tree.top_k(static_cast<int>(out_.tree.nodes().size()))) {
       if (out_.tree.node(id).verdict == "passed") {
         out_.winner = id;

@@ -66,6 +66,7 @@ struct SearchOutcome {
   std::optional<int> winner;  // fastest node with verdict `passed`
   std::string stop_reason;
   double baseline_us = 0;     // vendor median measured alongside the winner (or the best)
+  double floor_us = 0;        // the key's roofline floor on the backend's GPU (0: unknown)
   std::map<int, CandidateBuild> builds;  // compiled output of every correct node
   std::map<std::size_t, eval::Verdict> verdicts;  // by node id, for every evaluated node
   std::chrono::milliseconds elapsed{0};

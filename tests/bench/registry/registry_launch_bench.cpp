@@ -147,6 +147,25 @@ void BM_KdLookupRelease(benchmark::State& state) {
 }
 BENCHMARK(BM_KdLookupRelease);
 
+// The driver calls a hit path could be built on, for scale.
+void BM_CuStreamGetCtx(benchmark::State& state) {
+  for (auto _ : state) {
+    CUcontext ctx = nullptr;
+    cu().cuStreamGetCtx(g->stream, &ctx);
+    benchmark::DoNotOptimize(ctx);
+  }
+}
+BENCHMARK(BM_CuStreamGetCtx);
+
+void BM_CuCtxGetCurrent(benchmark::State& state) {
+  for (auto _ : state) {
+    CUcontext ctx = nullptr;
+    cu().cuCtxGetCurrent(&ctx);
+    benchmark::DoNotOptimize(ctx);
+  }
+}
+BENCHMARK(BM_CuCtxGetCurrent);
+
 // A miss: lookup + (first time) report; later calls find the negative entry.
 void BM_KdMissLookup(benchmark::State& state) {
   for (auto _ : state) {

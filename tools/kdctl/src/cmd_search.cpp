@@ -86,15 +86,21 @@ void print_summary(const search::SearchOutcome& out) {
   std::printf("\nround  candidates  correct  best_us\n");
   for (const search::RoundSummary& r : out.tree.rounds())
     std::printf("%5d  %10d  %7d  %7s\n", r.round, r.candidates, r.correct, fmt_us(r.best_us).c_str());
-  std::printf("stopped: %s (%.1f s)\n", out.stop_reason.c_str(), out.elapsed.count() / 1000.0);
+  std::printf("stopped: %s (%zu candidates, %.1f s)\n", out.stop_reason.c_str(), out.tree.nodes().size(),
+              out.elapsed.count() / 1000.0);
+  const auto roof = [&](double us) {
+    return out.floor_us > 0 && us > 0 ? fmt::format(", {:.0f}% of the roofline floor {:.1f} us", 100 * out.floor_us / us, out.floor_us)
+                                      : std::string();
+  };
   if (out.winner) {
     const search::Node& w = out.tree.node(*out.winner);
-    std::printf("winner: #%d %s %s: %.1f us vs cuBLAS %.1f us, x%.2f\n", w.id, w.family.c_str(),
-                w.params.c_str(), w.candidate_us, w.baseline_us, w.baseline_us / w.candidate_us);
+    std::printf("winner: #%d %s %s: %.1f us vs cuBLAS %.1f us, x%.2f%s\n", w.id, w.family.c_str(),
+                w.params.c_str(), w.candidate_us, w.baseline_us, w.baseline_us / w.candidate_us,
+                roof(w.candidate_us).c_str());
   } else if (auto best = out.tree.best()) {
     const search::Node& b = out.tree.node(*best);
-    std::printf("kept cuBLAS: best correct candidate #%d %.1f us vs cuBLAS %.1f us (not faster by the margin)\n",
-                b.id, b.candidate_us, b.baseline_us);
+    std::printf("kept cuBLAS: best correct candidate #%d %.1f us vs cuBLAS %.1f us (not faster by the margin)%s\n",
+                b.id, b.candidate_us, b.baseline_us, roof(b.baseline_us).c_str());
   } else {
     std::printf("kept cuBLAS: no correct candidate\n");
   }
