@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -185,9 +186,20 @@ extern "C" KD_API const char* kd_fallback_reason_name(int reason) {
   return kFallbackReasons[static_cast<std::size_t>(reason)].name.data();
 }
 
+namespace {
+void stop_background_at_exit() {
+  if (Dispatcher* d = g_dispatcher.load(std::memory_order_acquire)) d->stop_background();
+}
+}  // namespace
+
 extern "C" KD_API int kd_init(const kd_options* options) {
   try {
-    std::call_once(g_atfork_once, [] { pthread_atfork(nullptr, nullptr, after_fork_in_child); });
+    std::call_once(g_atfork_once, [] {
+      pthread_atfork(nullptr, nullptr, after_fork_in_child);
+      // Registered after the application initialised CUDA (kd_init comes with its first GEMM), so
+      // it runs before the application's exit handlers destroy contexts the thread may be using.
+      std::atexit(stop_background_at_exit);
+    });
     std::lock_guard lock(g_init_mutex);
     if (g_refs > 0) {
       ++g_refs;

@@ -21,7 +21,8 @@ STATS_RE = re.compile(r"kdispatch_cublas: hits=(\d+) misses=(\d+) fallbacks=(\d+
 def driver_arguments(description):
     """The arguments every e2e driver takes."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--shim", required=True, help="path to libkdispatch_cublas.so")
+    # Required for the driver; the worker processes it starts run without it.
+    p.add_argument("--shim", required="--worker" not in sys.argv, help="path to libkdispatch_cublas.so")
     p.add_argument("--workdir", default=None,
                    help="directory for records, outputs and logs (default: a new temp dir)")
     p.add_argument("--prewarm-cmd", default=None,

@@ -70,13 +70,21 @@ Dispatcher::Dispatcher(DispatcherOptions options, std::unique_ptr<EntryLoader> l
   thread_ = std::thread([this] { run(); });
 }
 
-Dispatcher::~Dispatcher() {
+void Dispatcher::stop_background() noexcept {
   stop_.store(true, std::memory_order_release);
   if (wake_fd_ >= 0) {
     const std::uint64_t one = 1;
     [[maybe_unused]] const ssize_t n = ::write(wake_fd_, &one, sizeof(one));
   }
-  if (thread_.joinable()) thread_.join();
+  try {
+    const std::lock_guard lock(stop_mutex_);
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  } catch (...) {
+  }
+}
+
+Dispatcher::~Dispatcher() {
+  stop_background();
   if (wake_fd_ >= 0) ::close(wake_fd_);
   // registry_ frees entries; resources_ (modules, workspaces) are released by their destructors,
   // which synchronize their context first.

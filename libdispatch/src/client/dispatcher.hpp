@@ -19,6 +19,7 @@
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -55,6 +56,10 @@ public:
   // Stops and joins the background thread, then frees entries and CUDA resources. Requires that
   // no thread is inside lookup().
   ~Dispatcher();
+  // Stops and joins the background thread; idempotent; makes no CUDA call. Lookups keep working
+  // (misses are no longer reported or loaded). Called at process exit, before the application's
+  // own exit handlers tear CUDA down under a thread that may be loading a module.
+  void stop_background() noexcept;
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
@@ -110,6 +115,7 @@ private:
   std::atomic<bool> stop_{false};
   int wake_fd_ = -1;  // eventfd: stop() wakes the thread at once
   std::thread thread_;
+  std::mutex stop_mutex_;  // serializes joins (kd_shutdown racing the exit handler)
 };
 
 }  // namespace kd

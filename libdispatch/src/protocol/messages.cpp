@@ -28,6 +28,7 @@ json to_object(const Message& m) {
             return json{{"type", "published"}, {"key", p.key}, {"generation", p.generation}};
           },
           [](const ErrorMessage& e) { return json{{"type", "error"}, {"message", e.message}}; },
+          [](const Acknowledged& a) { return json{{"type", a.type}}; },
       },
       m);
   j["v"] = kProtocolVersion;
@@ -74,6 +75,8 @@ constexpr TypeEntry kTypes[] = {
        return Published{string_field(j, "key"), unsigned_field(j, "generation")};
      }},
     {"error", [](const json& j) -> Message { return ErrorMessage{string_field(j, "message")}; }},
+    {"hello_ok", [](const json&) -> Message { return Acknowledged{"hello_ok"}; }},
+    {"ok", [](const json&) -> Message { return Acknowledged{"ok"}; }},
 };
 
 }  // namespace

@@ -43,7 +43,14 @@ struct ErrorMessage {
   bool operator==(const ErrorMessage&) const = default;
 };
 
-using Message = std::variant<Hello, Miss, Subscribe, Published, ErrorMessage>;
+// A daemon reply the client needs no fields of (`hello_ok` to hello, `ok` to subscribe):
+// acknowledged and otherwise ignored.
+struct Acknowledged {
+  std::string type;  // "hello_ok" or "ok"
+  bool operator==(const Acknowledged&) const = default;
+};
+
+using Message = std::variant<Hello, Miss, Subscribe, Published, ErrorMessage, Acknowledged>;
 
 struct ProtocolError {
   std::string message;  // "protocol: bad JSON: ...", "protocol: version 2, expected 1", ...
