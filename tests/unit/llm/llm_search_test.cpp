@@ -85,7 +85,7 @@ TEST_P(LlmSearch, ExhaustedBudgetSendsNothingAndTheSearchGoesOn) {
 
 INSTANTIATE_TEST_SUITE_P(BothApis, LlmSearch,
                          ::testing::Values(ApiKind::openai_chat, ApiKind::anthropic_messages),
-                         [](const auto& info) { return std::string(to_string(info.param)); });
+                         [](const auto& api) { return std::string(to_string(api.param)); });
 
 }  // namespace
 }  // namespace kd::llm::test
