@@ -13,7 +13,7 @@ summary=()
 for stage in "$@"; do
   case "$stage" in
     gpu-tests)
-      tools/dev/run-gpu-tests.sh "$bundle" gpu >"$logs/gpu-tests.log" 2>&1; rm -f "$logs"/ctest-gpu.xml
+      KD_CTEST_VERBOSE=1 tools/dev/run-gpu-tests.sh "$bundle" gpu >"$logs/gpu-tests.log" 2>&1; rm -f "$logs"/ctest-gpu.xml "$logs"/ctest-gpu.log
       summary+=("gpu-tests rc=$?: $(grep -E 'tests passed|tests failed' "$logs/gpu-tests.log" | tail -1)")
       ;;
     gate-table)
@@ -52,6 +52,16 @@ for stage in "$@"; do
       summary+=("e2e-llama rc=$?")
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
+    validate)
+      k="gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=512 ldb=384 ldc=512 batch=1 epilogue=none beta0=1"
+      : >"$logs/validate.log"
+      for kernel in naive_f32_nn tf32_on_strict_f32 race; do
+        echo "=== kdctl validate $kernel" >>"$logs/validate.log"
+        kdctl validate --key "$k" --kernel tests/gpu/eval/kernels/$kernel.cu >>"$logs/validate.log" 2>&1
+        echo "exit=$?" >>"$logs/validate.log"
+      done
+      summary+=("validate done")
+      ;;
     bench-registry)
       bench_registry_launch --benchmark_min_time=0.2 >"$logs/bench-registry.log" 2>&1
       summary+=("bench-registry rc=$?")
@@ -74,11 +84,12 @@ for stage in "$@"; do
     *) echo "device-run: unknown stage $stage" >&2; exit 2 ;;
   esac
 done
-for f in "$logs"/gpu-tests.log; do [[ -f $f ]] && grep -E "Rejection|^\| |^[a-z_0-9]+ +\| " "$f" | head -40; done
+[[ -f $logs/gpu-tests.log ]] && grep -E "Test +#|published kernel|published the llm|^[0-9]+: node|tests passed|tests failed" "$logs/gpu-tests.log" | head -40
 [[ -f $logs/bench-registry.log ]] && grep -E "^BM_|^Bench|ns " "$logs/bench-registry.log" | head -20
 [[ -f $logs/gate-table.log ]] && grep -vE "^\[|^Note|^$" "$logs/gate-table.log" | head -45
 for f in "$logs"/search6.log "$logs"/search-tc.log; do [[ -f $f ]] && grep -E "^=== |^winner|^kept|^stopped|^rc=" "$f"; done
 [[ -f $logs/quickstart.log ]] && tail -12 "$logs/quickstart.log"
+[[ -f $logs/validate.log ]] && grep -E "^===|^verdict|^  |^exit" "$logs/validate.log"
 for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|Error|error" "$f" | tail -25; done
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 printf '%s\n' "${summary[@]}"

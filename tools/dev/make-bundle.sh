@@ -26,7 +26,8 @@ fi
 rm -rf "$bundle"
 mkdir -p "$bundle"/{bin,lib,tests,share/kdispatch}
 for exe in kdispatchd kdctl kdispatch-worker bench_registry_host bench_registry_launch bench_daemon_load bench_key; do
-  f=$(find "$build" -type f -name "$exe" -perm -u+x | head -n 1)
+  f="$build/bin/$exe"  # where the build puts the programs; benchmarks live with their tests
+  [[ -x $f ]] || f=$(find "$build" -type f -name "$exe" -perm -u+x | head -n 1)
   [[ -n "$f" ]] && cp "$f" "$bundle/bin/"
 done
 find "$build" -name 'libkdispatch*.so*' \( -type f -o -type l \) -exec cp -P {} "$bundle/lib/" \;

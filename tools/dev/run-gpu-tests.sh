@@ -19,7 +19,8 @@ sed -e "s|@KD_BUNDLE@|$bundle|g" -e "s|@KD_SOURCE@|$(pwd)|g" "$bundle/tests/CTes
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | tee "$logs/gpu.txt"
 "$bundle/bin/kdctl" devices | tee -a "$logs/gpu.txt"
 
-ctest --test-dir "$bundle/tests" -L "$label" --output-on-failure --timeout 900 \
+# KD_CTEST_VERBOSE=1 keeps passing tests' output too (the tables and numbers they print).
+ctest --test-dir "$bundle/tests" -L "$label" --output-on-failure ${KD_CTEST_VERBOSE:+-V} --timeout 900 \
   --output-junit "$logs/ctest-$tag.xml" 2>&1 | tee "$logs/ctest-$tag.log"
 rc=${PIPESTATUS[0]}
 if grep -q "(Skipped)" "$logs/ctest-$tag.log" && nvidia-smi -L >/dev/null 2>&1; then

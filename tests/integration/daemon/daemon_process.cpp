@@ -1,5 +1,7 @@
 #include "daemon_process.hpp"
 
+#include <cstdlib>
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -39,7 +41,10 @@ bool can_connect(const std::filesystem::path& socket) {
 pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
             const std::filesystem::path& log) {
   std::vector<char*> argv;
+  // From a bundle (tools/dev/make-bundle.sh) the daemon sits in the bundle's bin/, not the build tree.
   std::string exe = KD_DAEMON_EXE;
+  if (const char* bundle = std::getenv("KD_BUNDLE_DIR"); bundle != nullptr && *bundle != '\0')
+    exe = std::string(bundle) + "/bin/kdispatchd";
   argv.push_back(exe.data());
   std::vector<std::string> copy = args;
   for (auto& a : copy) argv.push_back(a.data());

@@ -7,6 +7,7 @@ constexpr Command kCommands[] = {
     {"devices", "List the CUDA devices this machine has, with the key's device part for each",
      setup_devices},
     {"search", "Run one branching search for a key in the foreground and print the tree", setup_search},
+    {"validate", "Run the validation gate and timing on your own kernel for a key", setup_validate},
     {"prewarm", "Queue a shape list on kdispatchd, follow the searches and print the per-shape table", setup_prewarm},
     {"status", "Show kdispatchd's status: search backend, jobs, clients", setup_status},
     {"record", "Merge KD_RECORD files into one deduplicated shape list with call counts", setup_record},

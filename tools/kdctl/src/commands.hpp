@@ -21,6 +21,7 @@ std::span<const Command> commands();
 // One setup function per subcommand, each in its own file (cmd_<name>.cpp).
 void setup_devices(CLI::App& sub, std::function<int()>& action);
 void setup_search(CLI::App& sub, std::function<int()>& action);
+void setup_validate(CLI::App& sub, std::function<int()>& action);
 void setup_prewarm(CLI::App& sub, std::function<int()>& action);
 void setup_status(CLI::App& sub, std::function<int()>& action);
 void setup_record(CLI::App& sub, std::function<int()>& action);
