@@ -62,6 +62,13 @@ for stage in "$@"; do
       done
       summary+=("validate done")
       ;;
+    bench-verify)
+      # After search6/search-tc: the tuned kernels in that cache against cuBLAS, then the gate again.
+      kdctl bench tools/dev/search6.txt --cache-dir /tmp/kd-search-cache --chart "$logs/bench.png" >"$logs/bench.log" 2>&1
+      summary+=("bench rc=$?")
+      kdctl verify --cache-dir /tmp/kd-search-cache >"$logs/verify.log" 2>&1
+      summary+=("verify rc=$?")
+      ;;
     bench-registry)
       bench_registry_launch --benchmark_min_time=0.2 >"$logs/bench-registry.log" 2>&1
       summary+=("bench-registry rc=$?")
@@ -90,6 +97,8 @@ done
 for f in "$logs"/search6.log "$logs"/search-tc.log; do [[ -f $f ]] && grep -E "^=== |^winner|^kept|^stopped|^rc=" "$f"; done
 [[ -f $logs/quickstart.log ]] && tail -12 "$logs/quickstart.log"
 [[ -f $logs/validate.log ]] && grep -E "^===|^verdict|^  |^exit" "$logs/validate.log"
+[[ -f $logs/bench.log ]] && cat "$logs/bench.log"
+[[ -f $logs/verify.log ]] && cat "$logs/verify.log"
 for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|Error|error" "$f" | tail -25; done
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 printf '%s\n' "${summary[@]}"

@@ -300,11 +300,13 @@ private:
     verdict_.candidate_time = summarize(cand_us);
     verdict_.baseline_time = summarize(vend_us);
     verdict_.sm_clock_mhz = problem_.probe_sm_clock_mhz();
-    verdict_.floor_us = roofline_floor_s(ctx_.key, ctx_.roofline) * 1e6;
-    if (verdict_.candidate_time->median_us < verdict_.floor_us) {
+    // Reported: the floor itself. Rejected: a time under kRooflineSlack of it (measured ceilings
+    // are not exact; the impossible is well below them).
+    verdict_.floor_us = roofline_floor_s(ctx_.key, ctx_.roofline, 1.0) * 1e6;
+    if (verdict_.candidate_time->median_us < verdict_.floor_us * kRooflineSlack) {
       return Failure{Rule::faster_than_roofline,
-                     fmt::format("median {:.2f} us is under the roofline floor {:.2f} us",
-                                 verdict_.candidate_time->median_us, verdict_.floor_us)};
+                     fmt::format("median {:.2f} us is under {:.0f}% of the roofline floor {:.2f} us",
+                                 verdict_.candidate_time->median_us, kRooflineSlack * 100, verdict_.floor_us)};
     }
     const bool faster = decide_publish(*verdict_.candidate_time, *verdict_.baseline_time,
                                        opt.publish_margin) == PublishDecision::faster;

@@ -73,7 +73,7 @@ struct Verdict {
   // Worst over trials of candidate/vendor errors.
   ErrorFigures candidate_error, vendor_error;
   std::optional<TimeStats> candidate_time, baseline_time;
-  double floor_us = 0.0;     // roofline floor for the key
+  double floor_us = 0.0;     // roofline floor for the key (a time under kRooflineSlack x it is rejected)
   int sm_clock_mhz = 0;      // observed during timing; 0 when not measured
   double elapsed_s = 0.0;    // wall time of the evaluation
 

@@ -9,6 +9,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "client/client.hpp"
+#include "protocol/messages.hpp"
+
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
 #include "kdctl.hpp"
@@ -97,13 +100,37 @@ void print(const CacheStats& s) {
   std::printf("\n%s", table.render().c_str());
 }
 
+// The daemon's counters (client misses and hits reported to it, candidates, winners), when a
+// daemon serves this cache; nullopt otherwise.
+std::optional<nlohmann::json> daemon_stats(const std::filesystem::path& cache_dir) {
+  try {
+    return daemon::Client::stats(protocol::daemon_socket_path(cache_dir));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 int run_stats(const StatsArgs& a) {
-  const CacheSnapshot cache(resolve_cache_dir(a.cache_dir));
+  const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
+  const CacheSnapshot cache(dir);
   const CacheStats s = collect(cache);
+  const auto d = daemon_stats(dir);
   if (a.json) {
-    std::printf("%s\n", to_json(s).dump(2).c_str());
+    nlohmann::json j = to_json(s);
+    j["daemon"] = d ? *d : nlohmann::json(nullptr);
+    std::printf("%s\n", j.dump(2).c_str());
   } else {
     print(s);
+    if (d) {
+      std::printf("\ndaemon counters:\n");
+      const auto counters = d->find("counters");
+      if (counters != d->end() && counters->is_object())
+        for (auto it = counters->begin(); it != counters->end(); ++it)
+          std::printf("  %-32s %s\n", it.key().c_str(), it.value().dump().c_str());
+    } else {
+      std::printf("\ndaemon: not reachable on %s (client counters live there; KD_STATS=1 prints a "
+                  "process's own at exit)\n", protocol::daemon_socket_path(dir).c_str());
+    }
   }
   return kOk;
 }

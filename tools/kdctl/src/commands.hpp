@@ -22,6 +22,8 @@ std::span<const Command> commands();
 void setup_devices(CLI::App& sub, std::function<int()>& action);
 void setup_search(CLI::App& sub, std::function<int()>& action);
 void setup_validate(CLI::App& sub, std::function<int()>& action);
+void setup_verify(CLI::App& sub, std::function<int()>& action);
+void setup_bench(CLI::App& sub, std::function<int()>& action);
 void setup_prewarm(CLI::App& sub, std::function<int()>& action);
 void setup_status(CLI::App& sub, std::function<int()>& action);
 void setup_record(CLI::App& sub, std::function<int()>& action);

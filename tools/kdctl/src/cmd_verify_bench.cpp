@@ -1,0 +1,175 @@
+// kdctl verify: re-runs the gate on the stored records of this GPU and evicts those that fail.
+// kdctl bench FILE: tuned vs cuBLAS vs the roofline per shape, as a table and a PNG chart.
+// Both run candidates in the sandboxed worker, exactly as the search does.
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cache_snapshot.hpp"
+#include "commands.hpp"
+#include "cuda/device.hpp"
+#include "cuda/driver.hpp"
+#include "driver/worker_backend.hpp"
+#include "eval/verdict.hpp"
+#include "kdctl.hpp"
+#include "png_chart.hpp"
+#include "shape_list.hpp"
+#include "store/cache_store.hpp"
+#include "worker/worker_client.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+struct GpuArgs {
+  std::string cache_dir;
+  int device = 0;
+  int watchdog_s = 60;
+};
+
+std::optional<DeviceInfo> gpu_or_complain(const char* cmd, int device) {
+  if (cu_device_count() <= device) {
+    std::fprintf(stderr, "kdctl %s: no usable GPU (%s)\n", cmd,
+                 cu_unavailable_reason().empty() ? "no such device" : cu_unavailable_reason().c_str());
+    return std::nullopt;
+  }
+  return query_device(device);
+}
+
+eval::Verdict evaluate(search::WorkerBackend& backend, const Record& r) {
+  return backend.evaluate({r.key_line, r.cubin, r.plan, {}});
+}
+
+std::string us(const std::optional<eval::TimeStats>& t) { return t ? fmt::format("{:.1f}", t->median_us) : "-"; }
+
+int run_verify(const GpuArgs& a, bool dry_run) {
+  const auto dev = gpu_or_complain("verify", a.device);
+  if (!dev) return kNoGpu;
+  const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
+  require_cache(dir);
+  std::vector<Record> mine;
+  std::vector<std::string> damaged;
+  {
+    CacheSnapshot snap(dir);
+    for (StoredRecord& s : snap.records()) {
+      if (auto* r = std::get_if<Record>(&s.record)) {
+        const auto parts = split_key(r->key_line);
+        if (parts && parts->key.device && parts->key.device->gpu == dev->name && parts->key.device->arch == dev->arch)
+          mine.push_back(std::move(*r));
+      } else {
+        damaged.push_back(s.key_line);
+      }
+    }
+  }
+  std::printf("verifying %zu records for %s on device %d\n", mine.size(), dev->name.c_str(), a.device);
+  search::WorkerBackend backend(worker::default_worker_spawn(a.device, dir), std::chrono::seconds(a.watchdog_s));
+  std::vector<std::string> failed;
+  for (const Record& r : mine) {
+    const eval::Verdict v = evaluate(backend, r);
+    const bool ok = v.correct();
+    std::printf("%-16s %8s us vs cuBLAS %8s us  %s\n", std::string(eval::to_string(v.rule)).c_str(),
+                us(v.candidate_time).c_str(), us(v.baseline_time).c_str(), split_key(r.key_line)->key.shape_line().c_str());
+    if (!ok) {
+      std::printf("    %s\n", v.detail.c_str());
+      failed.push_back(r.key_line);
+    }
+  }
+  for (const std::string& k : damaged) std::printf("damaged record (does not decode): %s\n", k.c_str());
+  if (!dry_run && !failed.empty()) {
+    CacheWriter writer(dir);
+    for (const std::string& k : failed) writer.evict(k);
+  }
+  std::printf("%zu passed, %zu failed%s\n", mine.size() - failed.size(), failed.size(),
+              failed.empty() ? "" : dry_run ? " (dry run: nothing evicted)" : " (evicted)");
+  return failed.empty() ? kOk : kFailure;
+}
+
+int run_bench(const GpuArgs& a, const std::string& file, const std::string& chart) {
+  const auto dev = gpu_or_complain("bench", a.device);
+  if (!dev) return kNoGpu;
+  std::ifstream in(file);
+  if (!in) {
+    std::fprintf(stderr, "kdctl bench: cannot read %s\n", file.c_str());
+    return kUsage;
+  }
+  ShapeTally tally;
+  tally.add(in, file);
+  for (const ShapeListError& e : tally.errors())
+    std::fprintf(stderr, "kdctl bench: %s:%zu: %s\n", e.file.c_str(), e.line, e.message.c_str());
+  if (!tally.errors().empty()) return kUsage;
+  const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
+  CacheReader reader(dir);
+  reader.refresh();
+  search::WorkerBackend backend(worker::default_worker_spawn(a.device, dir), std::chrono::seconds(a.watchdog_s));
+  std::printf("%-5s %2s %7s %5s %6s  %9s %9s %8s %10s %11s  %s\n", "dtype", "ta", "m", "n", "k", "cuBLAS_us",
+              "tuned_us", "speedup", "%roof_tuned", "%roof_cublas", "note");
+  std::vector<ChartBar> bars;
+  for (const ShapeCount& s : tally.sorted()) {
+    const GemmKey key = std::get<GemmKey>(parse_key(s.shape_line)).with_device({dev->arch, dev->name, dev->sms});
+    const auto hit = reader.lookup(key.full_line());
+    const Record* r = std::get_if<Record>(&hit);
+    std::string cublas = "-", tuned = "-", speedup = "-", rt = "-", rc = "-", note;
+    ChartBar bar;
+    if (r == nullptr) {
+      note = fmt::format("no tuned kernel ({})", to_string(std::get<LookupMiss>(hit)));
+    } else {
+      const eval::Verdict v = evaluate(backend, *r);
+      if (!v.correct() || !v.candidate_time || !v.baseline_time) {
+        note = fmt::format("stored kernel fails now: {} (kdctl verify evicts it)", eval::to_string(v.rule));
+      } else {
+        const double c = v.baseline_time->median_us, t = v.candidate_time->median_us;
+        cublas = fmt::format("{:.1f}", c);
+        tuned = fmt::format("{:.1f}", t);
+        speedup = fmt::format("{:.2f}x", c / t);
+        if (v.floor_us > 0) {
+          rt = fmt::format("{:.0f}%", 100 * v.floor_us / t);
+          rc = fmt::format("{:.0f}%", 100 * v.floor_us / c);
+        }
+        bar = {c / t, v.floor_us > 0 ? v.floor_us / t : 0};
+        note = r->proposer;
+      }
+    }
+    bars.push_back(bar);
+    std::printf("%-5s %2s %7lld %5lld %6lld  %9s %9s %8s %10s %11s  %s\n", std::string(to_string(key.a)).c_str(),
+                key.ta == Transpose::T ? "T" : "N", static_cast<long long>(key.m), static_cast<long long>(key.n),
+                static_cast<long long>(key.k), cublas.c_str(), tuned.c_str(), speedup.c_str(), rt.c_str(), rc.c_str(),
+                note.c_str());
+    std::fflush(stdout);
+  }
+  if (!chart.empty()) {
+    write_bar_chart(chart, bars);
+    std::printf("chart: %s (blue: speedup over cuBLAS, grey line at 1.0; orange: fraction of the roofline floor)\n",
+                chart.c_str());
+  }
+  return kOk;
+}
+
+void gpu_flags(CLI::App& sub, GpuArgs& a) {
+  sub.add_option("--cache-dir", a.cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
+  sub.add_option("--device", a.device, "CUDA device ordinal")->capture_default_str();
+  sub.add_option("--watchdog-seconds", a.watchdog_s, "Kill a kernel's worker after this long")->capture_default_str();
+}
+
+}  // namespace
+
+void setup_verify(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<GpuArgs>();
+  auto dry = std::make_shared<bool>(false);
+  gpu_flags(sub, *a);
+  sub.add_flag("--dry-run", *dry, "Report failures without evicting");
+  sub.footer("Exit codes: 0 all passed, 1 some failed (evicted unless --dry-run), 4 no GPU.");
+  sub.callback([a, dry, &action] { action = [a, dry] { return run_verify(*a, *dry); }; });
+}
+
+void setup_bench(CLI::App& sub, std::function<int()>& action) {
+  auto a = std::make_shared<GpuArgs>();
+  auto file = std::make_shared<std::string>();
+  auto chart = std::make_shared<std::string>("kdispatch-bench.png");
+  sub.add_option("file", *file, "Shape list (as kdctl prewarm reads)")->required();
+  gpu_flags(sub, *a);
+  sub.add_option("--chart", *chart, "PNG chart to write (empty: none)")->capture_default_str();
+  sub.footer("Each tuned kernel is timed against the exact cuBLAS call, interleaved, cold L2, in the sandboxed worker.");
+  sub.callback([a, file, chart, &action] { action = [a, file, chart] { return run_bench(*a, *file, *chart); }; });
+}
+
+}  // namespace kd::kdctl
