@@ -38,3 +38,16 @@ TEST(KdctlValidate, WithoutAGpuSaysSoWithExitFour) {
 
 }  // namespace
 }  // namespace kd::test
+
+namespace kd::test {
+namespace {
+
+TEST(KdctlShow, PromptsPrintsTheVersionedPromptFiles) {
+  TempDir dir;
+  const KdctlRun r = run_kdctl(dir.path(), {"show", "prompts"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  for (const char* name : {"ideas.v1", "implement.v1", "repair.v1"}) EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace kd::test

@@ -12,6 +12,7 @@
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
 #include "kdctl.hpp"
+#include "llm/prompts.hpp"
 #include "table.hpp"
 #include "tree/search_tree.hpp"
 
@@ -129,7 +130,16 @@ nlohmann::json record_json(const Record& r, std::uint64_t stored_bytes, bool wit
   return j;
 }
 
+// The LLM proposer's versioned prompts, as they are compiled in (search/prompts/).
+int show_prompts() {
+  for (const llm::PromptFile& p : llm::prompt_files())
+    std::printf("=== %s (search/prompts/%s)\n%s\n", std::string(p.name).c_str(), std::string(p.file_name).c_str(),
+                std::string(p.text).c_str());
+  return kOk;
+}
+
 int run_show(const ShowArgs& a) {
+  if (a.key == "prompts") return show_prompts();
   auto parsed = parse_key(a.key);
   if (const auto* bad = std::get_if<KeyError>(&parsed)) {
     std::fprintf(stderr, "kdctl show: bad KEY: %s\n", bad->message.c_str());
@@ -188,7 +198,9 @@ int run_show(const ShowArgs& a) {
 
 void setup_show(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<ShowArgs>();
-  sub.add_option("key", a->key, "A full key line, or a shape line (with --gpu when several GPUs have it)")
+  sub.add_option("key", a->key,
+                 "A full key line, a shape line (with --gpu when several GPUs have it), or `prompts` for "
+                 "the llm proposer's prompt files")
       ->required();
   sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
   sub.add_option("--gpu", a->gpu, "With a shape line: the GPU whose name contains this text");
