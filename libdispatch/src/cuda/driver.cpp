@@ -54,10 +54,14 @@ const DriverState& state() {
 
 }  // namespace
 
-const CudaDriver* cu_driver() noexcept {
+std::atomic<const CudaDriver*> detail::loaded_driver{nullptr};
+
+const CudaDriver* detail::cu_driver_slow() noexcept {
   try {
     const DriverState& s = state();
-    return s.ok ? &s.table : nullptr;
+    if (!s.ok) return nullptr;
+    loaded_driver.store(&s.table, std::memory_order_release);
+    return &s.table;
   } catch (...) {
     return nullptr;
   }

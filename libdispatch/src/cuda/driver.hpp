@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <string>
 #include <string_view>
 
@@ -40,7 +41,15 @@ struct CudaDriver {
 
 // Loads the driver and calls cuInit(0) once (thread-safe). Returns nullptr when the driver cannot
 // be loaded or initialised; cu_unavailable_reason() then says why. Never throws.
-const CudaDriver* cu_driver() noexcept;
+namespace detail {
+extern std::atomic<const CudaDriver*> loaded_driver;  // set once the driver loaded and cuInit passed
+const CudaDriver* cu_driver_slow() noexcept;
+}  // namespace detail
+inline const CudaDriver* cu_driver() noexcept {
+  // One acquire load on the hot path once the driver is up; the first call loads it.
+  const CudaDriver* d = detail::loaded_driver.load(std::memory_order_acquire);
+  return d != nullptr ? d : detail::cu_driver_slow();
+}
 std::string cu_unavailable_reason();
 
 // The loaded driver; throws kd::Error naming the reason when there is none. Use with KD_CU_CHECK:

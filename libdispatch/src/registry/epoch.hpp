@@ -6,10 +6,16 @@
 // unlinked object at the epoch it bumps; the object is freed once every thread inside a read
 // section entered at a later epoch.
 //
-// Memory ordering: a reader publishes its epoch with a seq_cst store and then loads table pointers
-// seq_cst; the writer unlinks (seq_cst exchange), bumps the epoch (seq_cst) and scans the slots
-// (seq_cst). In the single total order either the scan sees the reader's epoch (the object is kept)
-// or the reader's pointer loads come after the unlink (it cannot reach the object).
+// Memory ordering: a reader publishes its epoch and then loads table pointers; the writer unlinks
+// (seq_cst exchange), bumps the epoch and scans the slots. The reader's store must be ordered before
+// its loads. Where the kernel offers membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED), that ordering is
+// made asymmetric: the reader's store is a plain (relaxed) store behind a compiler barrier, and the
+// writer runs membarrier before each scan, which executes a full fence on every running thread of
+// the process. Either a reader's store precedes that fence (the scan sees it: the object is kept)
+// or its loads follow it (they see the unlink: the object is unreachable). Without membarrier (old
+// kernels, seccomp, ThreadSanitizer builds) the reader stores seq_cst and the scan loads seq_cst,
+// which gives the same guarantee through the single total order. The x86 cost difference is the
+// locked store on every hit, which is what issue 3's 50 ns budget cannot afford.
 //
 // The domain is process-wide and never destroyed, so a thread that exits after kd_shutdown still
 // finds it. Its per-thread counters are therefore counted since the library was loaded.
@@ -45,15 +51,29 @@ struct alignas(64) ThreadSlot {
   }
 };
 
+// The calling thread's slot (nullptr until claimed). Initial-exec TLS with no constructor or
+// destructor, so the hot path reads it with one thread-pointer-relative load and no TLS call.
+extern thread_local ThreadSlot* t_epoch_slot __attribute__((tls_model("initial-exec")));
+
 class EpochDomain {
 public:
   static constexpr std::size_t kMaxThreads = 1024;
 
-  // The process-wide domain (immortal).
-  static EpochDomain& instance() noexcept;
+  // The process-wide domain: constant-initialized and trivially destructible, so it exists before
+  // any constructor runs and is never torn down (thread-exit hooks and late calls stay safe).
+  static EpochDomain& instance() noexcept { return domain_; }
 
   // The calling thread's slot, claimed on first use; nullptr when all slots are taken.
-  ThreadSlot* this_thread() noexcept;
+  ThreadSlot* this_thread() noexcept {
+    ThreadSlot* s = t_epoch_slot;
+    return s != nullptr ? s : claim_for_this_thread();
+  }
+
+  // Turns on the asymmetric fence when the kernel supports it (one registration system call).
+  // Idempotent; called from kd_init and by the writer before its first scan. Readers that run
+  // before it simply use the seq_cst store.
+  static void enable_asymmetric_fence() noexcept;
+  static bool asymmetric() noexcept { return asymmetric_.load(std::memory_order_relaxed); }
 
   std::uint64_t current() const noexcept { return global_.load(std::memory_order_seq_cst); }
   // Writer side: bumps the epoch; returns the epoch objects unlinked before the call retire at.
@@ -69,8 +89,12 @@ public:
   void release(ThreadSlot* slot) noexcept;
 
 private:
-  EpochDomain() = default;
+  constexpr EpochDomain() = default;
   ThreadSlot* claim() noexcept;
+  ThreadSlot* claim_for_this_thread() noexcept;
+
+  static EpochDomain domain_;
+  static std::atomic<bool> asymmetric_;
 
   std::atomic<std::uint64_t> global_{1};
   std::array<ThreadSlot, kMaxThreads> slots_{};
@@ -89,8 +113,14 @@ public:
   ReadGuard& operator=(const ReadGuard&) = delete;
 
   static void enter(ThreadSlot& s) noexcept {
-    if (s.nesting++ == 0)
-      s.epoch.store(EpochDomain::instance().current(), std::memory_order_seq_cst);
+    if (s.nesting++ != 0) return;
+    const std::uint64_t e = EpochDomain::instance().current();
+    if (EpochDomain::asymmetric()) {
+      s.epoch.store(e, std::memory_order_relaxed);
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the writer's membarrier is the fence
+    } else {
+      s.epoch.store(e, std::memory_order_seq_cst);
+    }
   }
   static void exit(ThreadSlot& s) noexcept {
     if (--s.nesting == 0) s.epoch.store(0, std::memory_order_release);
