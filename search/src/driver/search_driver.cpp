@@ -68,15 +68,22 @@ public:
 
     double best_before = best_us();
     if (best_before == 0) return finish("no correct candidate in round 0");
+    // A round that does not improve still changes the seeds (the next best k), so one flat round
+    // is not the end: the search stops after `patience` of them in a row.
+    const int patience = std::max(1, options_.budget.patience);
+    int flat_rounds = 0;
     for (round_ = 1; round_ <= options_.budget.rounds; ++round_) {
       std::vector<Proposal> next = expand(out_.tree.top_k(options_.budget.topk));
       if (next.empty()) return finish("no proposer has a new idea for the best seeds");
       if (auto stop = run_round(std::move(next))) return finish(*stop);
       const double now = best_us();
       if (now > best_before * (1.0 - options_.budget.min_improvement)) {
-        return finish(fmt::format("round {} did not improve the best time by {:.0f}%", round_,
-                                  options_.budget.min_improvement * 100));
+        if (++flat_rounds >= patience)
+          return finish(fmt::format("{} round(s) in a row did not improve the best time by {:.0f}%",
+                                    flat_rounds, options_.budget.min_improvement * 100));
+        continue;
       }
+      flat_rounds = 0;
       best_before = now;
     }
     return finish(fmt::format("round limit ({}) reached", options_.budget.rounds));

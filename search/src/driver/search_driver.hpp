@@ -28,7 +28,8 @@ struct SearchBudget {
   int topk = 2;             // k: seeds carried into the next round
   int max_candidates = 64;  // evaluated or compiled candidates in all
   std::chrono::seconds wall{900};
-  double min_improvement = 0.01;  // a round must beat the best by 1% or the search stops
+  double min_improvement = 0.01;  // a round counts as improving when it beats the best by 1%
+  int patience = 2;  // consecutive rounds without improvement before the search stops (early stop)
 };
 
 // Where candidates run: the sandboxed worker (WorkerBackend) in production.
