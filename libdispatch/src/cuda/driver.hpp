@@ -30,7 +30,8 @@ namespace kd {
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamIsCapturing)  \
   X(cuStreamGetCtx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)              \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)                         \
-  X(cuThreadExchangeStreamCaptureMode)
+  X(cuThreadExchangeStreamCaptureMode) X(cuStreamBeginCapture) X(cuStreamEndCapture)  \
+  X(cuGraphDestroy)
 
 struct CudaDriver {
 #define KD_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;

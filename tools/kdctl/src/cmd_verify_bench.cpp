@@ -110,6 +110,8 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
     const Record* r = std::get_if<Record>(&hit);
     std::string cublas = "-", tuned = "-", speedup = "-", rt = "-", rc = "-", note;
     ChartBar bar;
+    bar.label = fmt::format("{} {} {}x{}x{}", to_string(key.a), key.ta == Transpose::T ? "T" : "N", key.m, key.n,
+                            key.k);
     if (r == nullptr) {
       note = fmt::format("no tuned kernel ({})", to_string(std::get<LookupMiss>(hit)));
     } else {
@@ -125,7 +127,10 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
           rt = fmt::format("{:.0f}%", 100 * v.floor_us / t);
           rc = fmt::format("{:.0f}%", 100 * v.floor_us / c);
         }
-        bar = {c / t, v.floor_us > 0 ? v.floor_us / t : 0};
+        bar.speedup = c / t;
+        bar.tuned = true;
+        bar.roofline_frac = v.floor_us > 0 ? v.floor_us / t : 0;
+        bar.roofline_cublas = v.floor_us > 0 ? v.floor_us / c : 0;
         note = r->proposer;
       }
     }
@@ -137,8 +142,10 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
     std::fflush(stdout);
   }
   if (!chart.empty()) {
-    write_bar_chart(chart, bars);
-    std::printf("chart: %s (blue: speedup over cuBLAS, grey line at 1.0; orange: fraction of the roofline floor)\n",
+    write_bar_chart(chart, bars,
+                    fmt::format("kdctl bench {}: {} ({}, {} SMs)", std::filesystem::path(file).filename().string(),
+                                dev->name, dev->arch, dev->sms));
+    std::printf("chart: %s (per shape: speedup over cuBLAS; fraction of the roofline floor, tuned and cuBLAS)\n",
                 chart.c_str());
   }
   return kOk;

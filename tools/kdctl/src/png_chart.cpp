@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "common/error.hpp"
 
@@ -65,43 +68,172 @@ std::string zlib_stored(const std::string& raw) {
   return z;
 }
 
+// A 5x7 bitmap font for the characters kdctl's labels use (upper case is drawn as lower case).
+// Each glyph is seven rows of five columns, most significant of the five bits on the left.
+struct Glyph {
+  char c;
+  std::array<std::uint8_t, 7> rows;
+};
+constexpr Glyph kFont[] = {
+    {'0', {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}}, {'1', {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'2', {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}}, {'3', {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E}},
+    {'4', {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}}, {'5', {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E}},
+    {'6', {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}}, {'7', {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08}},
+    {'8', {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}}, {'9', {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C}},
+    {'a', {0x00, 0x00, 0x0E, 0x01, 0x0F, 0x11, 0x0F}}, {'b', {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x1E}},
+    {'c', {0x00, 0x00, 0x0E, 0x10, 0x10, 0x11, 0x0E}}, {'d', {0x01, 0x01, 0x0D, 0x13, 0x11, 0x11, 0x0F}},
+    {'e', {0x00, 0x00, 0x0E, 0x11, 0x1F, 0x10, 0x0E}}, {'f', {0x06, 0x09, 0x08, 0x1C, 0x08, 0x08, 0x08}},
+    {'g', {0x00, 0x0F, 0x11, 0x11, 0x0F, 0x01, 0x0E}}, {'h', {0x10, 0x10, 0x16, 0x19, 0x11, 0x11, 0x11}},
+    {'i', {0x04, 0x00, 0x0C, 0x04, 0x04, 0x04, 0x0E}}, {'j', {0x02, 0x00, 0x06, 0x02, 0x02, 0x12, 0x0C}},
+    {'k', {0x10, 0x10, 0x12, 0x14, 0x18, 0x14, 0x12}}, {'l', {0x0C, 0x04, 0x04, 0x04, 0x04, 0x04, 0x0E}},
+    {'m', {0x00, 0x00, 0x1A, 0x15, 0x15, 0x11, 0x11}}, {'n', {0x00, 0x00, 0x16, 0x19, 0x11, 0x11, 0x11}},
+    {'o', {0x00, 0x00, 0x0E, 0x11, 0x11, 0x11, 0x0E}}, {'p', {0x00, 0x00, 0x1E, 0x11, 0x1E, 0x10, 0x10}},
+    {'q', {0x00, 0x00, 0x0D, 0x13, 0x0F, 0x01, 0x01}}, {'r', {0x00, 0x00, 0x16, 0x19, 0x10, 0x10, 0x10}},
+    {'s', {0x00, 0x00, 0x0E, 0x10, 0x0E, 0x01, 0x1E}}, {'t', {0x08, 0x08, 0x1C, 0x08, 0x08, 0x09, 0x06}},
+    {'u', {0x00, 0x00, 0x11, 0x11, 0x11, 0x13, 0x0D}}, {'v', {0x00, 0x00, 0x11, 0x11, 0x11, 0x0A, 0x04}},
+    {'w', {0x00, 0x00, 0x11, 0x11, 0x15, 0x15, 0x0A}}, {'x', {0x00, 0x00, 0x11, 0x0A, 0x04, 0x0A, 0x11}},
+    {'y', {0x00, 0x11, 0x11, 0x0F, 0x01, 0x11, 0x0E}}, {'z', {0x00, 0x00, 0x1F, 0x02, 0x04, 0x08, 0x1F}},
+    {'.', {0x00, 0x00, 0x00, 0x00, 0x00, 0x0C, 0x0C}}, {'%', {0x18, 0x19, 0x02, 0x04, 0x08, 0x13, 0x03}},
+    {':', {0x00, 0x0C, 0x0C, 0x00, 0x0C, 0x0C, 0x00}}, {'-', {0x00, 0x00, 0x00, 0x1F, 0x00, 0x00, 0x00}},
+    {'(', {0x02, 0x04, 0x08, 0x08, 0x08, 0x04, 0x02}}, {')', {0x08, 0x04, 0x02, 0x02, 0x02, 0x04, 0x08}},
+    {'/', {0x00, 0x01, 0x02, 0x04, 0x08, 0x10, 0x00}}, {'=', {0x00, 0x00, 0x1F, 0x00, 0x1F, 0x00, 0x00}},
+    {',', {0x00, 0x00, 0x00, 0x00, 0x0C, 0x04, 0x08}}, {'+', {0x00, 0x04, 0x04, 0x1F, 0x04, 0x04, 0x00}},
+    {'_', {0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x1F}},
+};
+
+const Glyph* glyph(char c) {
+  if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  for (const Glyph& g : kFont)
+    if (g.c == c) return &g;
+  return nullptr;  // drawn as a space
+}
+
+using Rgb = std::array<unsigned char, 3>;
+constexpr Rgb kWhite{255, 255, 255}, kBlack{0, 0, 0}, kGrey{150, 150, 150}, kLight{215, 215, 215},
+    kBlue{31, 119, 180}, kOrange{255, 127, 14}, kText{40, 40, 40};
+constexpr int kScale = 2;                 // font pixels per bitmap pixel
+constexpr int kCharW = 6 * kScale;        // 5 columns and one of spacing
+constexpr int kCharH = 7 * kScale;
+
+class Canvas {
+public:
+  Canvas(int w, int h) : w_(w), h_(h), px_(static_cast<std::size_t>(w) * h, kWhite) {}
+  int width() const { return w_; }
+  int height() const { return h_; }
+  void fill(int x0, int x1, int y0, int y1, Rgb c) {
+    for (int y = std::max(0, y0); y < std::min(h_, y1); ++y)
+      for (int x = std::max(0, x0); x < std::min(w_, x1); ++x) px_[static_cast<std::size_t>(y) * w_ + x] = c;
+  }
+  // Text with its top-left corner at (x, y); returns the x after the last character.
+  int text(int x, int y, const std::string& s, Rgb c = kText) {
+    for (const char ch : s) {
+      if (const Glyph* g = glyph(ch))
+        for (int r = 0; r < 7; ++r)
+          for (int col = 0; col < 5; ++col)
+            if (g->rows[static_cast<std::size_t>(r)] & (0x10 >> col))
+              fill(x + col * kScale, x + (col + 1) * kScale, y + r * kScale, y + (r + 1) * kScale, c);
+      x += kCharW;
+    }
+    return x;
+  }
+  std::string rgb_rows() const {
+    std::string raw;
+    raw.reserve(static_cast<std::size_t>(h_) * (1 + 3 * static_cast<std::size_t>(w_)));
+    for (int y = 0; y < h_; ++y) {
+      raw.push_back(0);  // filter: none
+      for (int x = 0; x < w_; ++x)
+        for (const unsigned char v : px_[static_cast<std::size_t>(y) * w_ + x]) raw.push_back(static_cast<char>(v));
+    }
+    return raw;
+  }
+
+private:
+  int w_, h_;
+  std::vector<Rgb> px_;
+};
+
+std::string fixed(double v, int decimals) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
 }  // namespace
 
-void write_bar_chart(const std::filesystem::path& file, const std::vector<ChartBar>& bars) {
-  constexpr int kH = 300, kBar = 10, kGap = 8, kMargin = 20;
-  const int w = kMargin * 2 + static_cast<int>(bars.size()) * (2 * kBar + kGap);
+void write_bar_chart(const std::filesystem::path& file, const std::vector<ChartBar>& bars,
+                     const std::string& title) {
+  constexpr int kPad = 16, kRow = 24, kBarH = 14, kSpeedW = 420, kRoofW = 300, kGapW = 40;
+  std::size_t label_chars = 10;
+  for (const ChartBar& b : bars) label_chars = std::max(label_chars, b.label.size());
+  const int label_w = static_cast<int>(label_chars) * kCharW + kPad;
+  const int speed_x = kPad + label_w, roof_x = speed_x + kSpeedW + kGapW + 6 * kCharW;
+  const int w = roof_x + kRoofW + 3 * kCharW + kPad;
+  const int header = kPad + 4 * (kCharH + 8) + 8;  // title, two legend lines, tick labels
+  const int h = header + static_cast<int>(bars.size()) * kRow + kPad + kCharH;
+  Canvas cv(w, h);
+
   double top = 2.0;
   for (const ChartBar& b : bars) top = std::max(top, b.speedup * 1.1);
-  std::vector<std::array<unsigned char, 3>> px(static_cast<std::size_t>(w) * kH, {255, 255, 255});
-  auto fill = [&](int x0, int x1, int y0, int y1, std::array<unsigned char, 3> c) {
-    for (int y = std::max(0, y0); y < std::min(kH, y1); ++y)
-      for (int x = std::max(0, x0); x < std::min(w, x1); ++x) px[static_cast<std::size_t>(y) * w + x] = c;
-  };
-  const int base = kH - kMargin, height = kH - 2 * kMargin;
-  for (std::size_t i = 0; i < bars.size(); ++i) {
-    const int x = kMargin + static_cast<int>(i) * (2 * kBar + kGap);
-    const int hs = static_cast<int>(height * std::min(bars[i].speedup, top) / top);
-    const int hr = static_cast<int>(height * std::clamp(bars[i].roofline_frac, 0.0, 1.0));
-    fill(x, x + kBar, base - hs, base, {31, 119, 180});
-    fill(x + kBar, x + 2 * kBar, base - hr, base, {255, 127, 14});
-  }
-  const int one = base - static_cast<int>(height / top);
-  fill(0, w, one, one + 1, {128, 128, 128});
-  fill(0, w, base, base + 1, {0, 0, 0});
+  const double tick = top > 4 ? 1.0 : 0.5;
+  auto speed_px = [&](double v) { return static_cast<int>(kSpeedW * std::clamp(v, 0.0, top) / top); };
 
-  std::string raw;
-  for (int y = 0; y < kH; ++y) {
-    raw.push_back(0);  // filter: none
-    for (int x = 0; x < w; ++x)
-      for (unsigned char c : px[static_cast<std::size_t>(y) * w + x]) raw.push_back(static_cast<char>(c));
+  int y = kPad;
+  cv.text(kPad, y, title, kBlack);
+  y += kCharH + 8;
+  int x = cv.text(kPad, y, "speedup over cuBLAS: ");
+  cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kBlue);
+  x = cv.text(x + 3 * kScale * 4 + 6, y, "tuned kernel  ");
+  cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kLight);
+  cv.text(x + 3 * kScale * 4 + 6, y, "cuBLAS kept");
+  y += kCharH + 8;
+  x = cv.text(kPad, y, "fraction of the roofline floor: ");
+  cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kOrange);
+  x = cv.text(x + 3 * kScale * 4 + 6, y, "what runs  ");
+  cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kGrey);
+  cv.text(x + 3 * kScale * 4 + 6, y, "cuBLAS");
+  y += kCharH + 8;
+
+  // Axes: ticks and their labels above the rows, grid lines through them.
+  const int rows_top = header, rows_bottom = header + static_cast<int>(bars.size()) * kRow;
+  for (double t = 0; t <= top + 1e-9; t += tick) {
+    const int gx = speed_x + speed_px(t);
+    cv.fill(gx, gx + 1, rows_top - 4, rows_bottom, t == 1.0 ? kBlack : kLight);
+    cv.text(gx - kCharW, rows_top - kCharH - 6, fixed(t, 1) + "x");
   }
+  for (int pct = 0; pct <= 100; pct += 25) {
+    const int gx = roof_x + kRoofW * pct / 100;
+    cv.fill(gx, gx + 1, rows_top - 4, rows_bottom, pct == 100 ? kBlack : kLight);
+    cv.text(gx - kCharW, rows_top - kCharH - 6, std::to_string(pct) + "%");
+  }
+
+  for (std::size_t i = 0; i < bars.size(); ++i) {
+    const ChartBar& b = bars[i];
+    const int ry = rows_top + static_cast<int>(i) * kRow + (kRow - kBarH) / 2;
+    cv.text(kPad, ry, b.label, kBlack);
+    if (b.speedup <= 0) {
+      cv.text(speed_x + 4, ry, "not measured", kGrey);
+      continue;
+    }
+    const int sw = speed_px(b.speedup);
+    cv.fill(speed_x, speed_x + sw, ry, ry + kBarH, b.tuned ? kBlue : kLight);
+    cv.text(speed_x + sw + 4, ry, fixed(b.speedup, 2) + "x");
+    const int half = kBarH / 2;
+    if (b.roofline_frac > 0)
+      cv.fill(roof_x, roof_x + static_cast<int>(kRoofW * std::clamp(b.roofline_frac, 0.0, 1.0)), ry, ry + half, kOrange);
+    if (b.roofline_cublas > 0)
+      cv.fill(roof_x, roof_x + static_cast<int>(kRoofW * std::clamp(b.roofline_cublas, 0.0, 1.0)), ry + half, ry + kBarH,
+              kGrey);
+  }
+  cv.fill(speed_x, speed_x + kSpeedW, rows_bottom, rows_bottom + 1, kBlack);
+  cv.fill(roof_x, roof_x + kRoofW, rows_bottom, rows_bottom + 1, kBlack);
+
   std::string ihdr;
-  put32(ihdr, static_cast<std::uint32_t>(w));
-  put32(ihdr, kH);
+  put32(ihdr, static_cast<std::uint32_t>(cv.width()));
+  put32(ihdr, static_cast<std::uint32_t>(cv.height()));
   ihdr += std::string("\x08\x02\x00\x00\x00", 5);  // 8-bit RGB
   std::string png = "\x89PNG\r\n\x1a\n";
   chunk(png, "IHDR", ihdr);
-  chunk(png, "IDAT", zlib_stored(raw));
+  chunk(png, "IDAT", zlib_stored(cv.rgb_rows()));
   chunk(png, "IEND", "");
   std::ofstream out(file, std::ios::binary);
   out.write(png.data(), static_cast<std::streamsize>(png.size()));
