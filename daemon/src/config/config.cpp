@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "driver/proposer_list.hpp"
 #include "store/cache_store.hpp"
 
 namespace kd::daemon {
@@ -157,10 +158,10 @@ std::optional<std::string> parse_workers(Config& c, const std::string& text) {
   return std::nullopt;
 }
 
+// A comma list of proposers (search/src/driver/proposer_list.hpp): "builtin,cublaslt".
 std::optional<std::string> parse_proposer(Config& c, const std::string& text) {
-  static constexpr std::string_view kProposers[] = {"builtin", "llm", "cublaslt"};
-  if (std::find(std::begin(kProposers), std::end(kProposers), text) == std::end(kProposers))
-    return "expected builtin, llm or cublaslt";
+  auto names = search::parse_proposer_list(text);
+  if (auto* err = std::get_if<std::string>(&names)) return *err;
   c.proposer = text;
   return std::nullopt;
 }
@@ -201,7 +202,8 @@ constexpr ConfigKey kConfigKeys[] = {
      budget_into<&Budgets::wall_seconds>},
     {"budget_llm_tokens", "KD_BUDGET_LLM_TOKENS", "200000", "LLM tokens per job",
      budget_into<&Budgets::llm_tokens>},
-    {"proposer", "KD_PROPOSER", "builtin", "default proposer: builtin, llm or cublaslt",
+    {"proposer", "KD_PROPOSER", "builtin",
+     "default proposers, a comma list of builtin, llm, cublaslt (builtin always runs)",
      parse_proposer},
     {"llm_api", "KD_LLM_API", "openai",
      "LLM wire API: openai (chat completions: vLLM, llama.cpp, Ollama, SGLang) or anthropic", parse_llm_api},

@@ -38,7 +38,7 @@ struct Config {
   std::string workers;  // "auto", "none" or a comma list of CUDA device ordinals
   unsigned compile_threads = 0;
   Budgets budgets;
-  std::string proposer;
+  std::string proposer;  // comma list of proposers (driver/proposer_list.hpp); builtin always runs
   // The llm proposer (proposer = llm, or a job asking for it).
   std::string llm_api;       // openai | anthropic
   std::string llm_url;       // base URL without /v1/...

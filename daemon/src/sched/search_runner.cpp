@@ -4,12 +4,14 @@
 #include <spdlog/spdlog.h>
 
 #include "builtin/builtin_proposer.hpp"
-#include "llm/search_adapter.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
+#include "cublaslt_proposer/cublaslt_proposer.hpp"
 #include "cuda/driver.hpp"
+#include "driver/proposer_list.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
+#include "llm/search_adapter.hpp"
 #include "worker/worker_client.hpp"
 
 namespace kd::daemon {
@@ -40,29 +42,35 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   if (auto* err = std::get_if<KeyError>(&parsed)) return {JobOutcome::Kind::failed, std::nullopt, err->message};
   GemmKey key = std::get<GemmKey>(parsed);
   if (!key.device) key = key.with_device(device());
-  const std::string proposer = job.proposer.empty() ? default_proposer_ : job.proposer;
-  builtin::BuiltinProposer builtin;
+  const std::string selection = job.proposer.empty() ? default_proposer_ : job.proposer;
+  auto names = search::parse_proposer_list(selection.empty() ? "builtin" : selection);
+  if (auto* err = std::get_if<std::string>(&names))
+    return {JobOutcome::Kind::failed, std::nullopt, "proposer: " + *err};
+  builtin::BuiltinProposer builtin;  // always: the offline default, and the seeds llm improves
   std::vector<search::Proposer*> proposers{&builtin};
   std::unique_ptr<llm::LlmSearchProposer> llm_proposer;
-  if (proposer == "llm") {
-    if (config_.llm_model.empty())
-      return {JobOutcome::Kind::failed, std::nullopt, "proposer llm: llm_model is not configured"};
-    llm::LlmConfig c;
-    c.api = *llm::api_kind_from_string(config_.llm_api);
-    c.base_url = config_.llm_url;
-    c.model = config_.llm_model;
-    if (!config_.llm_key_file.empty()) c.key = llm::KeyFromFile{config_.llm_key_file};
-    else if (!config_.llm_key_env.empty()) c.key = llm::KeyFromEnv{config_.llm_key_env};
-    try {
-      const auto tokens = budgets.llm_tokens ? static_cast<std::int64_t>(budgets.llm_tokens) : llm::TokenBudget::kUnlimited;
-      llm_proposer = std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(tokens));
-    } catch (const std::exception& e) {
-      return {JobOutcome::Kind::failed, std::nullopt, std::string("proposer llm: ") + e.what()};
+  std::unique_ptr<cublaslt::CublasLtProposer> cublaslt_proposer;
+  for (const search::ProposerName name : std::get<std::vector<search::ProposerName>>(names)) {
+    if (name == search::ProposerName::cublaslt) {
+      cublaslt_proposer = std::make_unique<cublaslt::CublasLtProposer>();
+      proposers.push_back(cublaslt_proposer.get());
+    } else if (name == search::ProposerName::llm) {
+      if (config_.llm_model.empty())
+        return {JobOutcome::Kind::failed, std::nullopt, "proposer llm: llm_model is not configured"};
+      llm::LlmConfig c;
+      c.api = *llm::api_kind_from_string(config_.llm_api);
+      c.base_url = config_.llm_url;
+      c.model = config_.llm_model;
+      if (!config_.llm_key_file.empty()) c.key = llm::KeyFromFile{config_.llm_key_file};
+      else if (!config_.llm_key_env.empty()) c.key = llm::KeyFromEnv{config_.llm_key_env};
+      try {
+        const auto tokens = budgets.llm_tokens ? static_cast<std::int64_t>(budgets.llm_tokens) : llm::TokenBudget::kUnlimited;
+        llm_proposer = std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(tokens));
+      } catch (const std::exception& e) {
+        return {JobOutcome::Kind::failed, std::nullopt, std::string("proposer llm: ") + e.what()};
+      }
+      proposers.push_back(llm_proposer.get());
     }
-    proposers.push_back(llm_proposer.get());
-  } else if (!proposer.empty() && proposer != "builtin") {
-    return {JobOutcome::Kind::failed, std::nullopt,
-            "proposer '" + proposer + "' is not available in this build (builtin and llm are)"};
   }
 
   search::SearchOptions opts;

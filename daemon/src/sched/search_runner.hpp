@@ -1,5 +1,6 @@
 // The JobRunner over the branching search: one per GPU, each with its own kdispatch-worker and
-// compile service. Proposers: builtin always; llm on top when the job or the config asks for it.
+// compile service. Proposers: builtin always; llm and cublaslt on top when the job's proposer (or
+// else the config's `proposer` list) names them. cublaslt enumerates in the same worker.
 #pragma once
 
 #include <memory>

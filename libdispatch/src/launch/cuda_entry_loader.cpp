@@ -3,8 +3,11 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.hpp"
+#include "cublaslt/library.hpp"
+#include "cublaslt/matmul.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
+#include "launch/cublaslt_entry.hpp"
 #include "launch/gemm_call.hpp"
 
 namespace kd {
@@ -63,7 +66,11 @@ void set_relaxed_capture_mode() {
 
 }  // namespace
 
+CudaEntryLoader::CudaEntryLoader(CublasLtSource cublaslt_source)
+    : cublaslt_source_(cublaslt_source != nullptr ? cublaslt_source : &cublaslt_library) {}
+
 CudaEntryLoader::~CudaEntryLoader() {
+  lt_handles_.clear();  // entries' resources, which share them, are gone by now (dispatcher order)
   const CudaDriver* d = cu_driver();
   if (d == nullptr) return;
   for (const auto& [dev, ctx] : retained_) d->cuDevicePrimaryCtxRelease(dev);
@@ -107,8 +114,34 @@ std::variant<std::string, FallbackReason> CudaEntryLoader::key_line(const CallKe
   return to_gemm_key(key).with_device(*info.device).full_line();
 }
 
+std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load_cublaslt(const CallKey& key,
+                                                                         const Record& record) {
+  const GemmKey gemm = to_gemm_key(key);
+  const CublasLtLibrary* lt = cublaslt_source_();
+  if (const auto refused = cublaslt_record_refusal(gemm, record, lt)) {
+    if (*refused == FallbackReason::foreign_record)
+      spdlog::warn("kdispatch: the record for {} holds a cuBLASLt {} algorithm; this process has cuBLASLt {}",
+                   record.key_line, record.cublas_version, lt->version);
+    else if (*refused == FallbackReason::load_failed)
+      spdlog::warn("kdispatch: cannot run the cuBLASLt record for {}: {}", record.key_line,
+                   cublaslt_source_ == &cublaslt_library ? cublaslt_unavailable_reason() : "no cuBLASLt");
+    return *refused;
+  }
+  const auto ctx = reinterpret_cast<CUcontext>(key.context);
+  try {
+    ContextScope scope(ctx);
+    std::shared_ptr<LtHandle>& handle = lt_handles_[ctx];
+    if (!handle) handle = std::make_shared<LtHandle>(*lt);
+    return load_cublaslt_entry(gemm, record, *lt, ctx, handle);
+  } catch (const std::exception& e) {
+    spdlog::warn("kdispatch: loading the cuBLASLt record for {} failed: {}", record.key_line, e.what());
+    return FallbackReason::load_failed;
+  }
+}
+
 std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& key,
                                                                 const Record& record) {
+  if (record.kind == RecordKind::cublaslt_algo) return load_cublaslt(key, record);
   if (record.kind != RecordKind::nvrtc_kernel) return FallbackReason::unsupported;
   const LaunchPlan& plan = record.plan;
   if (plan.launches.empty() || plan.launches.size() > kMaxLaunches || record.cubin.empty())

@@ -3,6 +3,9 @@
 // Call keys carry the CUcontext of the caller's stream. A context is served only when it is its
 // device's primary context (retained here until the loader is destroyed, so it outlives the
 // modules loaded into it); any other context gets foreign_context.
+//
+// nvrtc_kernel records load their cubin as a module; cublaslt_algo records become a cuBLASLt entry
+// (launch/cublaslt_entry.hpp) with one cuBLASLt handle per context, shared by its entries.
 #pragma once
 
 #include <cuda.h>
@@ -16,9 +19,15 @@
 
 namespace kd {
 
-class CudaEntryLoader final : public EntryLoader {
+struct CublasLtLibrary;
+class LtHandle;
+
+class CudaEntryLoader : public EntryLoader {
 public:
-  CudaEntryLoader() = default;
+  // Where the loader finds cuBLASLt (cublaslt_library by default); tests pass a stand-in whose
+  // version differs, to see a record from another cuBLASLt refused before any CUDA call.
+  using CublasLtSource = const CublasLtLibrary* (*)() noexcept;
+  explicit CudaEntryLoader(CublasLtSource cublaslt_source = nullptr);
   ~CudaEntryLoader() override;
 
   // Switches this thread to relaxed stream-capture mode, so that loading a module or allocating a
@@ -34,9 +43,12 @@ private:
     FallbackReason reason = FallbackReason::foreign_context;
   };
   const ContextInfo& context_info(CUcontext ctx);
+  std::variant<LoadedEntry, FallbackReason> load_cublaslt(const CallKey& key, const Record& record);
 
+  CublasLtSource cublaslt_source_;
   std::map<CUcontext, ContextInfo> contexts_;
   std::map<CUdevice, CUcontext> retained_;  // primary contexts retained by this loader
+  std::map<CUcontext, std::shared_ptr<LtHandle>> lt_handles_;  // created on a context's first record
 };
 
 }  // namespace kd

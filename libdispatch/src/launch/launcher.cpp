@@ -1,6 +1,7 @@
 #include "launch/launcher.hpp"
 
 #include "cuda/driver.hpp"
+#include "launch/cublaslt_entry.hpp"
 
 namespace kd {
 namespace {
@@ -38,6 +39,9 @@ LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream
         capture != CU_STREAM_CAPTURE_STATUS_NONE)
       return fall_back(FallbackReason::capturing);
   }
+
+  if (entry.kind == EntryKind::cublaslt)
+    return launch_cublaslt(*entry.cublaslt, a, a.workspace, entry.workspace_bytes, stream);
 
   void* params[] = {&a};
   for (std::uint32_t i = 0; i < entry.launch_count; ++i) {

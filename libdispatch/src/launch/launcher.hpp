@@ -1,5 +1,6 @@
-// Launches a loaded entry's plan on the caller's stream with the kd_gemm_args struct, after the
-// checks the record asks for. Runs on calling threads: no lock, allocation or synchronization.
+// Launches a loaded entry on the caller's stream with the kd_gemm_args struct, after the checks the
+// record asks for: its plan's kernels, or (EntryKind::cublaslt) one cublasLtMatmul with the stored
+// algorithm. Runs on calling threads: no lock, allocation or synchronization.
 #pragma once
 
 #include <cuda.h>

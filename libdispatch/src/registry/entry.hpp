@@ -1,7 +1,8 @@
-// A registry entry: what a calling thread needs to launch a tuned kernel for one CallKey, or why
-// it cannot. Immutable once published, except for the atomics marked below. An entry never owns
-// its CUDA module or workspace: the background thread does (client/dispatcher.hpp), because a
-// queued kernel or a captured CUDA graph may use them after the entry is replaced.
+// A registry entry: what a calling thread needs to launch a tuned kernel (or a stored cuBLASLt
+// algorithm) for one CallKey, or why it cannot. Immutable once published, except for the atomics
+// marked below. An entry never owns its CUDA module, cuBLASLt descriptors or workspace: the
+// background thread does (client/dispatcher.hpp), because a queued kernel or a captured CUDA graph
+// may use them after the entry is replaced.
 #pragma once
 
 #include <cuda.h>
@@ -30,6 +31,11 @@ struct KernelLaunch {
 
 inline constexpr std::size_t kMaxLaunches = 8;  // as the launch plan allows
 
+// What launching an entry means: its plan's kernels (cuLaunchKernel), or one cublasLtMatmul with a
+// stored algorithm (launch/cublaslt_entry.hpp).
+enum class EntryKind : std::uint8_t { kernels, cublaslt };
+struct CublasLtCall;  // launch/cublaslt_entry.hpp; owned by the entry's resources
+
 struct Entry {
   CallKey key;
   std::uint64_t hash = 0;  // hash_call_key(key)
@@ -38,9 +44,11 @@ struct Entry {
   std::uint64_t generation = 0;  // cache generation this entry was resolved at
   std::uint64_t record_id = 0;   // identity of the record it was loaded from (swap detection)
 
+  EntryKind kind = EntryKind::kernels;
   std::uint32_t alignment_bytes = 16;
   std::uint32_t launch_count = 0;
   std::array<KernelLaunch, kMaxLaunches> launches{};
+  const CublasLtCall* cublaslt = nullptr;  // kind == cublaslt: handle, descriptors, algorithm
   CUdeviceptr workspace = 0;
   std::uint64_t workspace_bytes = 0;
 

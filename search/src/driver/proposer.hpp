@@ -2,18 +2,34 @@
 // an LLM. A proposer writes round-0 seeds, then for a seed node the ideas it would try (in words,
 // conditioned on the tree so far) and implementations of one idea. Proposers never compile or run
 // anything; the search driver does.
+//
+// A proposal is either a kernel source (compiled, then evaluated) or a cuBLASLt algorithm
+// (Proposal::cublaslt: evaluated as is, never compiled). cuBLASLt algorithms come from the GPU, so
+// the driver lends proposers an AlgoSource (the worker) in ProposalContext::algos; it is null in a
+// dry run.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "builtin/family.hpp"
+#include "cublaslt_proposer/algo_enumeration.hpp"
 #include "key/gemm_key.hpp"
 #include "tree/search_tree.hpp"
 
 namespace kd::search {
+
+// Where the cuBLASLt algorithms of a key come from: the evaluation worker (WorkerBackend).
+class AlgoSource {
+public:
+  virtual ~AlgoSource() = default;
+  // The enumeration, or why there is none (no cuBLASLt, a worker that died). Never throws.
+  virtual std::variant<cublaslt::Enumeration, std::string> cublaslt_algos(
+      const GemmKey& key, const cublaslt::EnumerationOptions& options) = 0;
+};
 
 struct ProposalContext {
   const GemmKey& key;
@@ -23,6 +39,7 @@ struct ProposalContext {
   double baseline_us = 0;  // vendor library's median so far (0: unknown)
   double bandwidth_gb_per_s = 0;  // measured on this GPU (0: unknown)
   double peak_tflop_per_s = 0;    // for the key's arithmetic (0: unknown)
+  AlgoSource* algos = nullptr;    // null: nothing can run on a GPU (a dry run)
 };
 
 struct Idea {
@@ -35,12 +52,14 @@ struct Proposal {
   std::string family;  // builtin family, empty otherwise
   std::string idea;
   std::string params;  // builtin parameters in words, empty otherwise
-  std::string source;  // a complete candidate under the kernel contract
+  std::string source;  // a complete candidate under the kernel contract (empty for cublaslt)
   int parent = -1;
   // Non-empty when the proposer's reply produced no usable source (an LLM reply with no code, a
   // truncated or timed-out request): the tree records the fate, nothing is compiled.
   std::string fate;
   std::string fate_detail;
+  // Set: the candidate is this cuBLASLt algorithm, not a source.
+  std::optional<CublasLtAlgo> cublaslt;
 };
 
 class Proposer {

@@ -1,4 +1,4 @@
-// Turning a search's winner into a cache record.
+// Turning a search's winner into a cache record, and a record back into an evaluation request.
 #pragma once
 
 #include "driver/search_driver.hpp"
@@ -12,9 +12,16 @@ struct RecordVersions {
   int cublas_version = 0;   // cublasGetProperty / the worker's report
 };
 
-// The record for node `id` of `outcome` (which must be correct and have a build), keyed by
-// `full_key_line`. Throws kd::Error (data) when the node has no compiled output.
+// The record for node `id` of `outcome` (which must be correct), keyed by `full_key_line`. A
+// kernel node becomes an nvrtc_kernel record from its build (throws kd::Error (data) when it has
+// none). A cuBLASLt node becomes a cublaslt_algo record: the algorithm's bytes, its workspace as
+// the plan's workspace (no launches), alignment kCublasLtAlignmentBytes, and as cublas_version the
+// cuBLASLt version the worker enumerated it with (not versions.cublas_version: the algorithm is
+// only valid for that library).
 Record make_record(const SearchOutcome& outcome, int id, const std::string& full_key_line,
                    const RecordVersions& versions);
+
+// What re-evaluates a stored record (kdctl verify): its cubin and plan, or its cuBLASLt algorithm.
+eval::EvalRequest evaluation_request(const Record& record, const eval::EvalOptions& options = {});
 
 }  // namespace kd::search

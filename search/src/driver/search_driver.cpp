@@ -73,7 +73,7 @@ public:
     const int patience = std::max(1, options_.budget.patience);
     int flat_rounds = 0;
     for (round_ = 1; round_ <= options_.budget.rounds; ++round_) {
-      std::vector<Proposal> next = expand(out_.tree.top_k(options_.budget.topk));
+      std::vector<Proposal> next = expand(refinable_top_k(options_.budget.topk));
       if (next.empty()) return finish("no proposer has a new idea for the best seeds");
       if (auto stop = run_round(std::move(next))) return finish(*stop);
       const double now = best_us();
@@ -91,7 +91,20 @@ public:
 
 private:
   ProposalContext context() const {
-    return {key_, target_, out_.tree, floor_us_, baseline_us(), bandwidth_gb_per_s_, peak_tflop_per_s_};
+    AlgoSource* algos = backend_ != nullptr && options_.mode == SearchMode::evaluate ? backend_->algo_source() : nullptr;
+    return {key_, target_, out_.tree, floor_us_, baseline_us(), bandwidth_gb_per_s_, peak_tflop_per_s_, algos};
+  }
+  // The k fastest correct nodes that a proposer can refine: kernels, not cuBLASLt algorithms.
+  std::vector<int> refinable_top_k(int k) const {
+    std::vector<int> out;
+    for (const int id : out_.tree.top_k(static_cast<int>(out_.tree.nodes().size()))) {
+      if (static_cast<int>(out.size()) >= k) break;
+      if (!out_.tree.node(id).cublaslt) out.push_back(id);
+    }
+    return out;
+  }
+  static std::string proposal_hash(const Proposal& p) {
+    return p.cublaslt ? algo_hash(*p.cublaslt) : source_hash(p.source);
   }
   double best_us() const {
     const auto b = out_.tree.best();
@@ -128,9 +141,9 @@ private:
     emit({SearchEvent::Kind::round_started, round_, nullptr, fmt::format("{} proposals", batch.size())});
     std::vector<Proposal> fresh;
     for (Proposal& p : batch) {
-      const std::string h = source_hash(p.source);
+      const std::string h = proposal_hash(p);
       if (out_.tree.has_source(h) ||
-          std::any_of(fresh.begin(), fresh.end(), [&](const Proposal& q) { return source_hash(q.source) == h; }))
+          std::any_of(fresh.begin(), fresh.end(), [&](const Proposal& q) { return proposal_hash(q) == h; }))
         continue;
       fresh.push_back(std::move(p));
     }
@@ -153,8 +166,9 @@ private:
       n.family = p.family;
       n.idea = p.idea;
       n.params = p.params;
-      n.source_hash = source_hash(p.source);
+      n.source_hash = proposal_hash(p);
       n.source = std::move(p.source);
+      n.cublaslt = p.cublaslt;
       n.verdict = "not_evaluated";
       if (!p.fate.empty()) {
         n.compile_status = "not_compiled";
@@ -164,10 +178,14 @@ private:
         emit({SearchEvent::Kind::candidate_done, round_, &out_.tree.nodes().back(), {}});
         continue;
       }
-      n.compile_status = b.ok() ? "ok" : std::string(to_string(b.status));
-      n.compile_log = b.log.substr(0, kLogKeepBytes);
-      n.compile_ms = std::chrono::duration<double, std::milli>(b.compile_time).count();
-      if (!b.ok()) {
+      if (n.cublaslt) {
+        n.compile_status = "not_compiled";  // an algorithm, evaluated as is
+      } else {
+        n.compile_status = b.ok() ? "ok" : std::string(to_string(b.status));
+        n.compile_log = b.log.substr(0, kLogKeepBytes);
+        n.compile_ms = std::chrono::duration<double, std::milli>(b.compile_time).count();
+      }
+      if (!n.cublaslt && !b.ok()) {
         n.verdict = "compile_failed";
         n.detail = b.message;
       } else if (options_.mode == SearchMode::evaluate && backend_ != nullptr) {
@@ -178,7 +196,11 @@ private:
           stop = fmt::format("wall-time budget ({} s) reached", options_.budget.wall.count());
           n.detail = "not evaluated: wall-time budget reached";
         } else {
-          eval::EvalRequest req{out_.tree.key_line(), b.cubin, *b.plan, options_.eval};
+          eval::EvalRequest req{out_.tree.key_line(), {}, {}, options_.eval, n.cublaslt};
+          if (!n.cublaslt) {
+            req.cubin = b.cubin;
+            req.plan = *b.plan;
+          }
           const eval::Verdict v = backend_->evaluate(req);
           n.verdict = std::string(eval::to_string(v.rule));
           n.detail = v.detail;
@@ -188,7 +210,7 @@ private:
         }
       }
       const int id = out_.tree.add(std::move(n));
-      if (out_.tree.node(id).correct()) out_.builds.emplace(id, std::move(b));
+      if (out_.tree.node(id).correct() && !out_.tree.node(id).cublaslt) out_.builds.emplace(id, std::move(b));
       emit({SearchEvent::Kind::candidate_done, round_, &out_.tree.node(id), {}});
     }
     out_.tree.close_round(round_);
@@ -200,7 +222,7 @@ private:
     std::vector<CompileRequest> requests;
     std::vector<std::size_t> index;  // batch position of each request
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!batch[i].fate.empty()) continue;
+      if (!batch[i].fate.empty() || batch[i].cublaslt) continue;
       const Proposal& p = batch[i];
       requests.push_back({p.source, fmt::format("{}-{}.cu", p.family.empty() ? p.proposer : p.family, i),
                           target_.arch, {}});
@@ -217,7 +239,7 @@ private:
   void repair_failed(std::vector<Proposal>& batch, std::vector<CandidateBuild>& builds) {
     std::vector<Proposal> repaired;
     for (std::size_t i = 0; i < batch.size(); ++i) {
-      if (!batch[i].fate.empty() || builds[i].ok()) continue;
+      if (!batch[i].fate.empty() || batch[i].cublaslt || builds[i].ok()) continue;
       for (Proposer* p : proposers_) {
         if (p->name() != batch[i].proposer) continue;
         const std::string log = builds[i].log.empty() ? builds[i].message : builds[i].log;

@@ -1,8 +1,10 @@
 // The branching search of design.md: round 0 evaluates seeds (family defaults, cached winners of
-// nearby shapes); each later round takes the best k correct nodes, asks every proposer for I ideas
-// per seed and B implementations per idea, compiles them in parallel and evaluates them one at a
-// time through the gate. Stops on the round limit, a budget (candidates, wall time) or a round
-// that does not improve the best time.
+// nearby shapes, the cuBLASLt algorithms of the cublaslt proposer); each later round takes the best
+// k correct kernel nodes, asks every proposer for I ideas per seed and B implementations per idea,
+// compiles them in parallel and evaluates them one at a time through the gate. cuBLASLt nodes are
+// evaluated the same way but never compiled, and never seed a later round (an algorithm has no
+// source to change). Stops on the round limit, a budget (candidates, wall time) or a round that
+// does not improve the best time.
 #pragma once
 
 #include <chrono>
@@ -41,6 +43,8 @@ public:
   virtual double floor_us(const GemmKey& key) = 0;
   // The measured roofline of the backend's GPU, when known.
   virtual std::optional<eval::Roofline> roofline() { return std::nullopt; }
+  // Where the cublaslt proposer gets its algorithms; null when this backend cannot enumerate.
+  virtual AlgoSource* algo_source() { return nullptr; }
 };
 
 enum class SearchMode { evaluate, dry_run };
@@ -68,14 +72,15 @@ struct SearchOutcome {
   std::string stop_reason;
   double baseline_us = 0;     // vendor median measured alongside the winner (or the best)
   double floor_us = 0;        // the key's roofline floor on the backend's GPU (0: unknown)
-  std::map<int, CandidateBuild> builds;  // compiled output of every correct node
+  std::map<int, CandidateBuild> builds;  // compiled output of every correct kernel node
   std::map<std::size_t, eval::Verdict> verdicts;  // by node id, for every evaluated node
   std::chrono::milliseconds elapsed{0};
 };
 
 // Runs one search. `extra_seeds` join round 0 (cached winners of nearby shapes). With
 // SearchMode::dry_run `backend` may be null: round 0 and one round of ideas on the first compiled
-// seed are compiled, nothing runs. Never throws for anything a candidate does.
+// seed are compiled, nothing runs (proposers get no AlgoSource). Never throws for anything a
+// candidate does.
 SearchOutcome run_search(const GemmKey& key, const builtin::Target& target,
                          const std::vector<Proposer*>& proposers, CompileService& compiler,
                          EvalBackend* backend, const SearchOptions& options,

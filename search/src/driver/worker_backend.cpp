@@ -15,6 +15,15 @@ eval::Verdict WorkerBackend::evaluate(const eval::EvalRequest& request) {
   return client_.evaluate(request, watchdog_);
 }
 
+std::variant<cublaslt::Enumeration, std::string> WorkerBackend::cublaslt_algos(
+    const GemmKey& key, const cublaslt::EnumerationOptions& options) {
+  try {
+    return client_.enumerate_cublaslt({key.device ? key.full_line() : key.shape_line(), options}, watchdog_);
+  } catch (const std::exception& e) {
+    return std::string("cuBLASLt enumeration: ") + e.what();
+  }
+}
+
 double WorkerBackend::floor_us(const GemmKey& key) {
   start();
   return roofline_ ? eval::roofline_floor_s(key, *roofline_, 1.0) * 1e6 : 0.0;

@@ -1,5 +1,6 @@
 // EvalBackend over the sandboxed kdispatch-worker (worker/worker_client.hpp): the production path
-// for untrusted candidates. A hang or crash becomes a verdict and a fresh worker.
+// for untrusted candidates, and the source of cuBLASLt algorithms. A hang or crash becomes a
+// verdict (or an enumeration error) and a fresh worker.
 #pragma once
 
 #include <chrono>
@@ -11,12 +12,17 @@
 
 namespace kd::search {
 
-class WorkerBackend final : public EvalBackend {
+class WorkerBackend final : public EvalBackend, public AlgoSource {
 public:
   WorkerBackend(worker::WorkerSpawn spawn, std::chrono::milliseconds watchdog);
   eval::Verdict evaluate(const eval::EvalRequest& request) override;
   double floor_us(const GemmKey& key) override;
   std::optional<eval::Roofline> roofline() override;
+  AlgoSource* algo_source() override { return this; }
+  // Enumerates in the worker (under the same watchdog); a worker that cannot start is an error
+  // text here, not an exception.
+  std::variant<cublaslt::Enumeration, std::string> cublaslt_algos(
+      const GemmKey& key, const cublaslt::EnumerationOptions& options) override;
   // Starts the worker now; returns its ready message ({"arch","gpu","roofline",...}). Throws
   // kd::Error when no worker can start (no GPU, no worker binary).
   const nlohmann::json& start();

@@ -7,18 +7,18 @@
 
 namespace kd::eval {
 
-std::variant<LoadedCandidate, CandidateError> LoadedCandidate::load(const std::string& cubin,
-                                                                    const LaunchPlan& plan,
-                                                                    int max_smem_bytes) {
+std::variant<std::unique_ptr<KernelCandidate>, CandidateError> KernelCandidate::load(
+    const std::string& cubin, const LaunchPlan& plan, int max_smem_bytes) {
   using Kind = CandidateError::Kind;
   if (plan.launches.empty()) return CandidateError{Kind::plan_invalid, "plan has no launches"};
-  LoadedCandidate c;
-  c.plan_ = plan;
+  std::unique_ptr<KernelCandidate> c(new KernelCandidate());
+  c->plan_ = plan;
+  c->cubin_ = cubin;  // NUL-terminated copy, see load_module
+  c->max_smem_bytes_ = max_smem_bytes;
   CUmodule raw = nullptr;
-  const std::string image = cubin;  // NUL-terminated copy, see load_module
-  const CUresult rc = cu().cuModuleLoadData(&raw, image.c_str());
+  const CUresult rc = cu().cuModuleLoadData(&raw, c->cubin_.c_str());
   if (rc != CUDA_SUCCESS) return CandidateError{Kind::load_failed, cuda_error_name(rc)};
-  c.module_ = Module(raw);
+  c->module_ = Module(raw);
   for (const LaunchSpec& l : plan.launches) {
     CUfunction f = nullptr;
     if (cu().cuModuleGetFunction(&f, raw, l.entry.c_str()) != CUDA_SUCCESS) {
@@ -37,21 +37,27 @@ std::variant<LoadedCandidate, CandidateError> LoadedCandidate::load(const std::s
                                                               l.entry, l.smem_bytes, cuda_error_name(a))};
       }
     }
-    c.functions_.push_back(f);
+    c->functions_.push_back(f);
   }
   return c;
 }
 
-CUresult LoadedCandidate::launch(const kd_gemm_args& args, CUstream stream) const {
+std::optional<std::string> KernelCandidate::launch(const kd_gemm_args& args, CUstream stream) const {
   for (std::size_t i = 0; i < functions_.size(); ++i) {
     const LaunchSpec& l = plan_.launches[i];
     kd_gemm_args a = args;
     void* params[] = {&a};
     const CUresult rc = cu().cuLaunchKernel(functions_[i], l.grid[0], l.grid[1], l.grid[2], l.block[0],
                                             l.block[1], l.block[2], l.smem_bytes, stream, params, nullptr);
-    if (rc != CUDA_SUCCESS) return rc;
+    if (rc != CUDA_SUCCESS) return cuda_error_name(rc);
   }
-  return CUDA_SUCCESS;
+  return std::nullopt;
+}
+
+std::unique_ptr<GateCandidate> KernelCandidate::fresh() const {
+  auto again = load(cubin_, plan_, max_smem_bytes_);
+  if (auto* c = std::get_if<std::unique_ptr<KernelCandidate>>(&again)) return std::move(*c);
+  return nullptr;
 }
 
 }  // namespace kd::eval

@@ -12,11 +12,22 @@
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
 #include "eval/candidate.hpp"
+#include "eval/cublaslt_candidate.hpp"
 #include "eval/error_criterion.hpp"
 #include "eval/gate.hpp"
 #include "eval/roofline_measure.hpp"
 
 namespace kd::eval {
+namespace {
+
+// A loaded kernel or a made cuBLASLt candidate, as the gate takes it.
+template <class Made>
+std::variant<std::unique_ptr<GateCandidate>, CandidateError> as_gate_candidate(Made made) {
+  if (auto* e = std::get_if<CandidateError>(&made)) return std::move(*e);
+  return std::unique_ptr<GateCandidate>(std::move(std::get<0>(made)));
+}
+
+}  // namespace
 
 struct Evaluator::Impl {
   EvaluatorConfig config;
@@ -40,6 +51,17 @@ struct Evaluator::Impl {
     if (roofline.peak_flops_per_s.count(cls) != 0) return;
     roofline.peak_flops_per_s[cls] = measure_peak_flops(cls, stream, *kernels);
     if (!config.roofline_dir.empty()) save_roofline(config.roofline_dir, roofline);
+  }
+
+  // The key of a request, or why this evaluator cannot take it (key_invalid's detail).
+  std::variant<GemmKey, std::string> usable_key(const std::string& line) const {
+    const auto parsed = parse_key(line);
+    if (const KeyError* e = std::get_if<KeyError>(&parsed)) return e->message;
+    const GemmKey& key = std::get<GemmKey>(parsed);
+    if (key.device && key.device->arch != info.arch)
+      return fmt::format("key is for {}, this device is {}", key.device->arch, info.arch);
+    if (key.batch > 1 && key.stride_c < key.ldc * key.n) return std::string("output batches overlap (stride_c < ldc * n)");
+    return key;
   }
 
   // After a CUDA error: is the context still usable? A trap or an illegal address leaves a
@@ -100,33 +122,26 @@ Verdict Evaluator::evaluate(const EvalRequest& request) {
     return finish(std::move(v));
   }
   try {
-    const auto parsed = parse_key(request.key_line);
-    if (const KeyError* e = std::get_if<KeyError>(&parsed)) {
+    const auto usable = im.usable_key(request.key_line);
+    if (const std::string* why = std::get_if<std::string>(&usable)) {
       v.rule = Rule::key_invalid;
-      v.detail = e->message;
+      v.detail = *why;
       return finish(std::move(v));
     }
-    const GemmKey& key = std::get<GemmKey>(parsed);
-    if (key.device && key.device->arch != im.info.arch) {
-      v.rule = Rule::key_invalid;
-      v.detail = fmt::format("key is for {}, this device is {}", key.device->arch, im.info.arch);
-      return finish(std::move(v));
-    }
-    if (key.batch > 1 && key.stride_c < key.ldc * key.n) {
-      v.rule = Rule::key_invalid;
-      v.detail = "output batches overlap (stride_c < ldc * n)";
-      return finish(std::move(v));
-    }
-    auto loaded = LoadedCandidate::load(request.cubin, request.plan, im.info.max_smem_per_block_optin_bytes);
+    const GemmKey& key = std::get<GemmKey>(usable);
+    auto loaded = request.cublaslt
+                      ? as_gate_candidate(CublasLtCandidate::make(key, *request.cublaslt))
+                      : as_gate_candidate(KernelCandidate::load(request.cubin, request.plan,
+                                                                im.info.max_smem_per_block_optin_bytes));
     if (const CandidateError* e = std::get_if<CandidateError>(&loaded)) {
       v.rule = e->kind == CandidateError::Kind::load_failed ? Rule::load_failed : Rule::plan_invalid;
       v.detail = e->message;
       return finish(std::move(v));
     }
     if (request.options.timing == Timing::measure) im.ensure_peak(key);
-    GateContext ctx{key, request, *im.kernels, im.stream, im.roofline,
-                    static_cast<std::uint64_t>(im.info.l2_bytes), im.info.max_smem_per_block_optin_bytes};
-    v = run_gate_and_timing(ctx, std::get<LoadedCandidate>(loaded));
+    GateContext ctx{key, request.options, *im.kernels, im.stream, im.roofline,
+                    static_cast<std::uint64_t>(im.info.l2_bytes)};
+    v = run_gate_and_timing(ctx, *std::get<std::unique_ptr<GateCandidate>>(loaded));
     if (v.rule == Rule::crashed) im.probe_context_lost();
   } catch (const Error& e) {
     const bool lost = im.probe_context_lost();
@@ -137,6 +152,20 @@ Verdict Evaluator::evaluate(const EvalRequest& request) {
     v.detail = e.what();
   }
   return finish(std::move(v));
+}
+
+std::variant<cublaslt::Enumeration, std::string> Evaluator::enumerate_cublaslt(
+    const std::string& key_line, const cublaslt::EnumerationOptions& options) {
+  Impl& im = *impl_;
+  if (im.context_lost) return std::string("the evaluator's CUDA context was lost by an earlier candidate");
+  try {
+    const auto usable = im.usable_key(key_line);
+    if (const std::string* why = std::get_if<std::string>(&usable)) return "key: " + *why;
+    return cublaslt::enumerate_algos(std::get<GemmKey>(usable), options);
+  } catch (const std::exception& e) {
+    im.probe_context_lost();
+    return std::string(e.what());
+  }
 }
 
 Verdict Evaluator::evaluate_source(const std::string& key_line, const std::string& source,

@@ -1,4 +1,5 @@
-// The evaluator: the validation gate and the timing of design.md, run in-process on one GPU.
+// The evaluator: the validation gate and the timing of design.md, run in-process on one GPU, for
+// kernel candidates and cuBLASLt algorithms alike (eval/candidate.hpp).
 // kdispatch-worker calls it in a loop (worker/worker_loop.hpp); tests and `kdctl validate` may
 // call it directly. A candidate that hangs never returns from evaluate(): run untrusted kernels in
 // the worker (worker/worker_client.hpp), whose parent kills it.
@@ -9,7 +10,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <variant>
 
+#include "cublaslt/algo.hpp"
+#include "cublaslt_proposer/algo_enumeration.hpp"
 #include "eval/roofline.hpp"
 #include "eval/verdict.hpp"
 #include "plan/launch_plan.hpp"
@@ -36,6 +40,9 @@ struct EvalRequest {
   std::string cubin;     // for the evaluator's device arch
   LaunchPlan plan;
   EvalOptions options;
+  // Set: the candidate is this cuBLASLt algorithm, run through cublasLtMatmul; cubin and plan are
+  // unused. It must come from the evaluator's own cuBLASLt version (else load_failed).
+  std::optional<CublasLtAlgo> cublaslt;
 };
 
 struct EvaluatorConfig {
@@ -60,6 +67,12 @@ public:
   // Runs the gate, then timing. Every outcome is a Verdict; never throws for anything a candidate
   // does. Must be called on the thread that constructed the Evaluator.
   Verdict evaluate(const EvalRequest& request);
+
+  // The cuBLASLt algorithms for `key_line` on this device (cublaslt_proposer/algo_enumeration.hpp), or why
+  // there are none to offer: an unparsable key or one for another arch, cuBLASLt missing or
+  // refusing the key. Never throws. Same thread rule as evaluate().
+  std::variant<cublaslt::Enumeration, std::string> enumerate_cublaslt(const std::string& key_line,
+                                                                      const cublaslt::EnumerationOptions& options);
 
   // Compiles `source` for this device (compile_failed), parses its plan (plan_invalid), evaluates.
   Verdict evaluate_source(const std::string& key_line, const std::string& source,

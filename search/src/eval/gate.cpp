@@ -87,15 +87,15 @@ std::optional<Failure> judge_run(const RunFindings& f, const ErrorFigures& cand,
 
 class GateRun {
 public:
-  GateRun(const GateContext& ctx, const LoadedCandidate& candidate)
+  GateRun(const GateContext& ctx, const GateCandidate& candidate)
       : ctx_(ctx), candidate_(candidate),
-        problem_(ctx.key, ctx.request.plan.workspace_bytes, ctx.kernels, ctx.stream, ctx.l2_bytes),
-        vendor_(ctx.key, ctx.stream), tol_(tolerance_for(ctx.key, ctx.request.options.error_factor)),
+        problem_(ctx.key, candidate.workspace_bytes(), ctx.kernels, ctx.stream, ctx.l2_bytes),
+        vendor_(ctx.key, ctx.stream), tol_(tolerance_for(ctx.key, ctx.options.error_factor)),
         outputs_(ctx.key.m * ctx.key.n * ctx.key.batch) {}
 
   Verdict run() {
     if (auto f = run_trials()) return fail(*f);
-    if (ctx_.request.options.timing == Timing::skip) {
+    if (ctx_.options.timing == Timing::skip) {
       verdict_.rule = Rule::not_faster;
       verdict_.detail = "correct; timing skipped";
       return verdict_;
@@ -137,12 +137,11 @@ private:
 
   // Enqueues the candidate on set s; a refused launch is launch_failed. wait() synchronizes: an
   // error there (trap, illegal address) is crashed.
-  std::optional<Failure> launch(const LoadedCandidate& c, int s) {
-    const CUresult rc = c.launch(args_for(s), ctx_.stream);
-    if (rc != CUDA_SUCCESS) {
+  std::optional<Failure> launch(const GateCandidate& c, int s) {
+    if (const std::optional<std::string> refused = c.launch(args_for(s), ctx_.stream)) {
       // A refused launch leaves the context usable; anything sticky surfaced from before is a crash.
-      if (cu().cuCtxSynchronize() != CUDA_SUCCESS) return Failure{Rule::crashed, cuda_error_name(rc)};
-      return Failure{Rule::launch_failed, cuda_error_name(rc)};
+      if (cu().cuCtxSynchronize() != CUDA_SUCCESS) return Failure{Rule::crashed, *refused};
+      return Failure{Rule::launch_failed, *refused};
     }
     return std::nullopt;
   }
@@ -151,7 +150,7 @@ private:
     if (rc != CUDA_SUCCESS) return Failure{Rule::crashed, cuda_error_name(rc)};
     return std::nullopt;
   }
-  std::optional<Failure> run_once(const LoadedCandidate& c, int s) {
+  std::optional<Failure> run_once(const GateCandidate& c, int s) {
     problem_.restore_output(s);
     if (auto f = launch(c, s)) return f;
     return wait();
@@ -167,7 +166,7 @@ private:
   }
 
   std::optional<Failure> run_trials() {
-    const EvalOptions& opt = ctx_.request.options;
+    const EvalOptions& opt = ctx_.options;
     for (int t = 0; t < std::max(opt.trials, 1); ++t) {
       // Trials 0,1 share set 0's buffers (new data at the same address), 2,3 use set 1, ...
       const int s = (t / 2) % GemmProblem::kSets;
@@ -215,12 +214,12 @@ private:
     return std::nullopt;
   }
 
-  // The same trial on a freshly loaded module: passing means the failure came from state kept
+  // The same trial on a freshly made candidate: passing means the failure came from state kept
   // by earlier calls (a counter, a cache keyed by address).
   bool fresh_module_passes(int s, const Allowance& allowed) {
-    auto fresh = LoadedCandidate::load(ctx_.request.cubin, ctx_.request.plan, ctx_.max_smem_bytes);
-    if (!std::holds_alternative<LoadedCandidate>(fresh)) return false;
-    if (run_once(std::get<LoadedCandidate>(fresh), s)) return false;
+    const std::unique_ptr<GateCandidate> fresh = candidate_.fresh();
+    if (!fresh) return false;
+    if (run_once(*fresh, s)) return false;
     const RunFindings f = problem_.check_output(s, GemmProblem::CompareWith::reference);
     return !judge_run(f, problem_.figures(f.compare), allowed, outputs_).has_value();
   }
@@ -277,7 +276,7 @@ private:
   }
 
   std::optional<Failure> run_timing() {
-    const EvalOptions& opt = ctx_.request.options;
+    const EvalOptions& opt = ctx_.options;
     for (Event& e : ev_) e = make_event();
     for (int s = 0; s < GemmProblem::kSets; ++s) problem_.restore_output(s);
     std::vector<double> cand_us, vend_us, discard_c, discard_v;
@@ -318,7 +317,7 @@ private:
   }
 
   const GateContext& ctx_;
-  const LoadedCandidate& candidate_;
+  const GateCandidate& candidate_;
   GemmProblem problem_;
   VendorBaseline vendor_;
   Tolerance tol_;
@@ -329,7 +328,7 @@ private:
 
 }  // namespace
 
-Verdict run_gate_and_timing(const GateContext& ctx, const LoadedCandidate& candidate) {
+Verdict run_gate_and_timing(const GateContext& ctx, const GateCandidate& candidate) {
   GateRun run(ctx, candidate);
   return run.run();
 }

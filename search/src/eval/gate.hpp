@@ -1,5 +1,6 @@
 // The validation gate and the timing for one loaded candidate (design.md, "The validation gate",
-// "Timing"). Internal to the evaluator: Evaluator::evaluate parses, loads and calls this.
+// "Timing"). Internal to the evaluator: Evaluator::evaluate parses, loads (a kernel plan or a
+// cuBLASLt algorithm, eval/candidate.hpp) and calls this.
 #pragma once
 
 #include <cuda.h>
@@ -17,17 +18,17 @@ namespace kd::eval {
 
 struct GateContext {
   const GemmKey& key;
-  const EvalRequest& request;  // its cubin and plan reload the candidate fresh when needed
+  const EvalOptions& options;
   const EvalKernels& kernels;
   CUstream stream;
   const Roofline& roofline;
   std::uint64_t l2_bytes;
-  int max_smem_bytes;
 };
 
 // Trials on fresh inputs (several calls, nothing reset between them), each output checked; then,
-// when the options ask, interleaved timing with re-checked outputs and the roofline floor.
+// when the options ask, interleaved timing with re-checked outputs and the roofline floor. The
+// candidate's workspace sits in guard bands like every output.
 // Throws kd::Error only for failures of the evaluator's own calls (the caller classifies them).
-Verdict run_gate_and_timing(const GateContext& ctx, const LoadedCandidate& candidate);
+Verdict run_gate_and_timing(const GateContext& ctx, const GateCandidate& candidate);
 
 }  // namespace kd::eval

@@ -62,6 +62,10 @@ nlohmann::json SearchTree::to_json() const {
                      {"compile_status", n.compile_status}, {"compile_log", n.compile_log},
                      {"verdict", n.verdict}, {"detail", n.detail}, {"candidate_us", n.candidate_us},
                      {"baseline_us", n.baseline_us}, {"compile_ms", n.compile_ms}});
+    if (n.cublaslt)
+      nodes.back()["cublaslt"] = {{"algo", algo_hex(n.cublaslt->bytes)},
+                                  {"workspace_bytes", n.cublaslt->workspace_bytes},
+                                  {"version", n.cublaslt->version}};
   }
   nlohmann::json rounds = nlohmann::json::array();
   for (const RoundSummary& r : rounds_)
@@ -91,6 +95,11 @@ SearchTree SearchTree::from_json(const nlohmann::json& j) {
     n.candidate_us = x.at("candidate_us").get<double>();
     n.baseline_us = x.at("baseline_us").get<double>();
     n.compile_ms = x.at("compile_ms").get<double>();
+    if (const auto lt = x.find("cublaslt"); lt != x.end()) {
+      const auto bytes = algo_bytes_from_hex(lt->at("algo").get<std::string>());
+      if (!bytes) throw nlohmann::json::other_error::create(501, "a cuBLASLt node's algorithm is not 64 bytes of hex", &x);
+      n.cublaslt = CublasLtAlgo{*bytes, lt->at("workspace_bytes").get<std::uint64_t>(), lt->at("version").get<int>()};
+    }
     if (n.id != static_cast<int>(t.nodes_.size())) throw nlohmann::json::other_error::create(501, "node ids out of order", &x);
     t.nodes_.push_back(std::move(n));
   }
@@ -102,6 +111,10 @@ SearchTree SearchTree::from_json(const nlohmann::json& j) {
 
 std::string source_hash(const std::string& source) {
   return fmt::format("{:016x}", XXH3_64bits(source.data(), source.size()));
+}
+
+std::string algo_hash(const CublasLtAlgo& algo) {
+  return source_hash(fmt::format("cublaslt {} {}", algo.version, algo_hex(algo.bytes)));
 }
 
 }  // namespace kd::search

@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cublaslt/algo.hpp"
+
 namespace kd::search {
 
 struct Node {
@@ -22,6 +24,7 @@ struct Node {
   std::string params;     // builtin parameters ("KD_KC=1024 ..."), empty for others
   std::string source_hash;
   std::string source;     // kept so a node can seed the next round and be published
+  std::optional<CublasLtAlgo> cublaslt;  // a cuBLASLt node's algorithm (no source, never a seed)
   std::string compile_status;  // "ok" or the compile service's reason
   std::string compile_log;     // truncated
   std::string verdict;    // eval::Rule name, or "not_evaluated"
@@ -65,7 +68,8 @@ public:
   std::optional<int> best() const;
   // Whether `seed` already has a child made from this idea.
   bool tried(int seed, const std::string& idea) const;
-  // Whether any node has this source hash (the search never evaluates a source twice).
+  // Whether any node has this source hash (the search never evaluates a source, or a cuBLASLt
+  // algorithm, twice).
   bool has_source(const std::string& source_hash) const;
 
   nlohmann::json to_json() const;
@@ -80,5 +84,7 @@ private:
 
 // Hex XXH3-64 of a source text.
 std::string source_hash(const std::string& source);
+// What stands for a cuBLASLt node's source hash: the hash of its version and algorithm bytes.
+std::string algo_hash(const CublasLtAlgo& algo);
 
 }  // namespace kd::search

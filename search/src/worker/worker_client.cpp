@@ -161,37 +161,51 @@ eval::Verdict WorkerClient::worker_lost(eval::Rule rule, const std::string& why)
   return v;
 }
 
-eval::Verdict WorkerClient::evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog) {
-  ensure_started();
-  const std::uint64_t id = next_id_++;
+std::variant<Frame, WorkerClient::Lost> WorkerClient::exchange(Frame request, std::uint64_t id,
+                                                              const std::string& reply_type,
+                                                              std::chrono::milliseconds watchdog) {
   const auto started = std::chrono::steady_clock::now();
+  const auto lost = [&](eval::Rule rule, std::string why) {
+    child_.reset();  // kills (if still alive) and reaps; the next call starts a fresh worker
+    return Lost{rule, std::move(why)};
+  };
   try {
-    write_frame(child_->fd(), evaluate_frame(id, request));
+    write_frame(child_->fd(), request);
   } catch (const Error& e) {
     const std::string status = child_->reap_within(std::chrono::seconds(1));
-    return worker_lost(eval::Rule::crashed, fmt::format("worker died before the request ({}): {}", status, e.what()));
+    return lost(eval::Rule::crashed, fmt::format("worker died before the request ({}): {}", status, e.what()));
   }
   Frame reply;
   const ReadStatus st = read_frame(child_->fd(), reply, started + watchdog);
   if (st == ReadStatus::timeout) {
     ::kill(child_->pid(), SIGKILL);
     const std::string status = child_->reap();
-    return worker_lost(eval::Rule::hang_timeout,
-                       fmt::format("no verdict within {} ms: worker killed ({})", watchdog.count(), status));
+    return lost(eval::Rule::hang_timeout,
+                fmt::format("no answer within {} ms: worker killed ({})", watchdog.count(), status));
   }
   if (st == ReadStatus::eof) {
     const std::string status = child_->reap_within(std::chrono::seconds(5));
-    return worker_lost(eval::Rule::crashed, "the worker died during the evaluation: " + status);
+    return lost(eval::Rule::crashed, "the worker died during the request: " + status);
   }
+  if (frame_type(reply) != reply_type)
+    return lost(eval::Rule::internal_error,
+                fmt::format("worker answered '{}' to a request for '{}'", frame_type(reply), reply_type));
+  if (reply.header.value("id", std::uint64_t{0}) != id)
+    return lost(eval::Rule::internal_error, fmt::format("worker answered request {} to request {}",
+                                                        reply.header.value("id", std::uint64_t{0}), id));
+  return reply;
+}
+
+eval::Verdict WorkerClient::evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog) {
+  ensure_started();
+  const std::uint64_t id = next_id_++;
+  auto answered = exchange(evaluate_frame(id, request), id, "verdict", watchdog);
+  if (const Lost* l = std::get_if<Lost>(&answered)) return worker_lost(l->rule, l->why);
   VerdictMessage m;
   try {
-    m = verdict_from_frame(reply);
+    m = verdict_from_frame(std::get<Frame>(answered));
   } catch (const Error& e) {
     return worker_lost(eval::Rule::internal_error, std::string("malformed verdict: ") + e.what());
-  }
-  if (m.id != id) {
-    return worker_lost(eval::Rule::internal_error,
-                       fmt::format("worker answered request {} to request {}", m.id, id));
   }
   if (m.fate == WorkerFate::exits) {
     const std::string status = child_->reap_within(std::chrono::seconds(10));
@@ -199,6 +213,28 @@ eval::Verdict WorkerClient::evaluate(const eval::EvalRequest& request, std::chro
     m.verdict.detail += fmt::format(" (worker exited: {})", status);
   }
   return m.verdict;
+}
+
+EnumerationResult WorkerClient::enumerate_cublaslt(const EnumerateRequest& request,
+                                                   std::chrono::milliseconds watchdog) {
+  ensure_started();
+  const std::uint64_t id = next_id_++;
+  auto answered = exchange(enumerate_frame(id, request), id, "cublaslt_algos", watchdog);
+  if (const Lost* l = std::get_if<Lost>(&answered))
+    return fmt::format("cuBLASLt enumeration: {}: {}", eval::to_string(l->rule), l->why);
+  AlgosMessage m;
+  try {
+    m = algos_from_frame(std::get<Frame>(answered));
+  } catch (const Error& e) {
+    child_.reset();
+    return std::string("cuBLASLt enumeration: malformed answer: ") + e.what();
+  }
+  if (m.fate == WorkerFate::exits) {
+    const std::string status = child_->reap_within(std::chrono::seconds(10));
+    child_.reset();
+    if (std::string* error = std::get_if<std::string>(&m.result)) *error += fmt::format(" (worker exited: {})", status);
+  }
+  return m.result;
 }
 
 }  // namespace kd::worker

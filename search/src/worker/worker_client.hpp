@@ -1,5 +1,5 @@
-// The parent side of a kdispatch-worker: spawns it, sends evaluations, enforces the watchdog,
-// and turns a worker that hangs or dies into a verdict. One WorkerClient per GPU; not
+// The parent side of a kdispatch-worker: spawns it, sends evaluations (and cuBLASLt enumerations),
+// enforces the watchdog, and turns a worker that hangs or dies into a verdict (or an error text). One WorkerClient per GPU; not
 // thread-safe (one evaluation at a time, as the GPU runs one candidate at a time).
 #pragma once
 
@@ -9,12 +9,15 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "eval/evaluator.hpp"
 #include "eval/verdict.hpp"
+#include "worker/frame.hpp"
+#include "worker/protocol.hpp"
 
 namespace kd::worker {
 
@@ -46,6 +49,12 @@ public:
   // cannot be started (spawn failure, a `fatal` start message, no `ready` in time).
   eval::Verdict evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog);
 
+  // Asks the worker for the cuBLASLt algorithms of a key (cublaslt_proposer/algo_enumeration.hpp), waiting
+  // at most `watchdog`. The worker's answer, or an error text: the worker's own (cuBLASLt missing,
+  // key for another GPU), or that it hung (killed) or died; after those two the next call starts
+  // a fresh worker. Throws kd::Error only when a worker cannot be started.
+  EnumerationResult enumerate_cublaslt(const EnumerateRequest& request, std::chrono::milliseconds watchdog);
+
   // Spawns the worker now if none runs; returns its ready message.
   const nlohmann::json& ensure_started();
 
@@ -53,6 +62,14 @@ public:
   pid_t pid() const noexcept;                           // 0 when none runs
 
 private:
+  struct Lost {
+    eval::Rule rule;  // hang_timeout, crashed, internal_error
+    std::string why;
+  };
+  // Sends `request` and reads the reply of the same id and `reply_type`. A worker that hangs, dies
+  // or answers nonsense is killed and reaped (Lost); the next call starts a fresh one.
+  std::variant<Frame, Lost> exchange(Frame request, std::uint64_t id, const std::string& reply_type,
+                                     std::chrono::milliseconds watchdog);
   eval::Verdict worker_lost(eval::Rule rule, const std::string& why);
 
   WorkerSpawn spawn_;

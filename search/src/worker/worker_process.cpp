@@ -31,13 +31,33 @@ void die_by_segfault() {
   std::_Exit(kExitContextLost);
 }
 
+// The echo self-test's enumeration: two made-up algorithms (not valid for any cuBLASLt), so the
+// parent's side of enumerate_cublaslt is tested without a GPU.
+cublaslt::Enumeration selftest_enumeration() {
+  cublaslt::Enumeration e;
+  e.version = 1;
+  for (int i = 1; i <= 2; ++i) {
+    cublaslt::AlgoCandidate c;
+    c.algo = {std::string(kCublasLtAlgoBytes, static_cast<char>(i)), static_cast<std::uint64_t>(i) << 20, e.version};
+    c.description = fmt::format("selftest algo {}", i);
+    c.origin = fmt::format("heuristic #{}", i);
+    e.algos.push_back(std::move(c));
+  }
+  return e;
+}
+
 // Answers one request in a self-test mode; returns an exit status to stop serving.
-std::optional<int> selftest_answer(SelfTest mode, int out_fd, std::uint64_t id) {
+std::optional<int> selftest_answer(SelfTest mode, int out_fd, std::uint64_t id, bool enumerate) {
   switch (mode) {
     case SelfTest::hang:
       for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
     case SelfTest::crash: die_by_segfault(); return kExitContextLost;
     case SelfTest::sticky: {
+      if (enumerate) {
+        write_frame(out_fd, algos_frame(id, std::string("selftest: CUDA_ERROR_ILLEGAL_ADDRESS (simulated)"),
+                                        WorkerFate::exits));
+        return kExitContextLost;
+      }
       eval::Verdict v;
       v.rule = eval::Rule::crashed;
       v.detail = "selftest: CUDA_ERROR_ILLEGAL_ADDRESS (simulated)";
@@ -46,6 +66,10 @@ std::optional<int> selftest_answer(SelfTest mode, int out_fd, std::uint64_t id) 
     }
     case SelfTest::echo:
     case SelfTest::none: {
+      if (enumerate) {
+        write_frame(out_fd, algos_frame(id, selftest_enumeration(), WorkerFate::continues));
+        return std::nullopt;
+      }
       eval::Verdict v;
       v.rule = eval::Rule::not_faster;
       v.detail = "selftest: echo";
@@ -88,24 +112,38 @@ int serve(int in_fd, int out_fd, const WorkerConfig& config) {
     if (read_frame(in_fd, in) != ReadStatus::ok) return kExitNormal;
     const std::string type = frame_type(in);
     if (type == "shutdown") return kExitNormal;
-    if (type != "evaluate") {
+    const bool enumerate = type == "enumerate_cublaslt";
+    if (type != "evaluate" && !enumerate) {
       write_frame(out_fd, {{{"type", "error"}, {"error", "unknown message type '" + type + "'"}}, {}});
       continue;
     }
     const std::uint64_t id = in.header.value("id", std::uint64_t{0});
     if (!evaluator) {
-      if (auto status = selftest_answer(config.selftest, out_fd, id)) return *status;
+      if (auto status = selftest_answer(config.selftest, out_fd, id, enumerate)) return *status;
       continue;
     }
-    eval::Verdict v;
-    try {
-      v = evaluator->evaluate(request_from_frame(in));
-    } catch (const std::exception& e) {  // a malformed request
-      v.rule = eval::Rule::internal_error;
-      v.detail = e.what();
+    WorkerFate fate = WorkerFate::continues;
+    if (enumerate) {
+      EnumerationResult result;
+      try {
+        const EnumerateRequest r = enumerate_request_from_frame(in);
+        result = evaluator->enumerate_cublaslt(r.key_line, r.options);
+      } catch (const std::exception& e) {  // a malformed request
+        result = std::string(e.what());
+      }
+      fate = evaluator->context_usable() ? WorkerFate::continues : WorkerFate::exits;
+      write_frame(out_fd, algos_frame(id, result, fate));
+    } else {
+      eval::Verdict v;
+      try {
+        v = evaluator->evaluate(request_from_frame(in));
+      } catch (const std::exception& e) {  // a malformed request
+        v.rule = eval::Rule::internal_error;
+        v.detail = e.what();
+      }
+      fate = evaluator->context_usable() ? WorkerFate::continues : WorkerFate::exits;
+      write_frame(out_fd, verdict_frame(id, v, fate));
     }
-    const WorkerFate fate = evaluator->context_usable() ? WorkerFate::continues : WorkerFate::exits;
-    write_frame(out_fd, verdict_frame(id, v, fate));
     if (fate == WorkerFate::exits) {
       // Tearing down handles on a lost context can block in the driver; the process is about to
       // end and the driver reclaims everything.

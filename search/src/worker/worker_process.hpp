@@ -1,5 +1,6 @@
 // The worker side: kdispatch-worker's loop. One process per GPU, driven by its parent over
-// stdin/stdout (protocol.hpp); it evaluates one candidate at a time with an in-process Evaluator.
+// stdin/stdout (protocol.hpp); it evaluates one candidate at a time with an in-process Evaluator,
+// and enumerates cuBLASLt algorithms for the cublaslt proposer.
 // A candidate that hangs is killed from outside (the parent's watchdog); one that traps or
 // touches an illegal address loses the CUDA context, and the worker reports that and exits.
 #pragma once
@@ -11,8 +12,9 @@
 namespace kd::worker {
 
 // Self-test modes stand in for the GPU so that the parent's watchdog and crash handling are
-// tested on machines without one: echo answers every request with a `not_faster` verdict; hang
-// never answers; crash dies by SIGSEGV on the first request; sticky answers `crashed` with
+// tested on machines without one: echo answers every evaluation with a `not_faster` verdict and
+// every cuBLASLt enumeration with two made-up algorithms; hang never answers; crash dies by
+// SIGSEGV on the first request; sticky answers `crashed` (or an enumeration error) with
 // "worker":"exits" and exits, like a lost CUDA context.
 enum class SelfTest { none, echo, hang, crash, sticky };
 std::optional<SelfTest> selftest_from_string(std::string_view name);

@@ -79,5 +79,19 @@ TEST(Config, DefaultAllowedUidsAreSelfAndRoot) {
   EXPECT_EQ(config_keys().size(), c.origins.size());
 }
 
+
+TEST(Config, ProposerIsACommaListOfKnownProposers) {
+  const Config c = load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}, {"KD_PROPOSER", "builtin,cublaslt"}}});
+  EXPECT_EQ(c.proposer, "builtin,cublaslt");
+  std::string error = "no error";
+  try {
+    load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}, {"KD_PROPOSER", "builtin,cublas"}}});
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("KD_PROPOSER"), std::string::npos) << error;
+  EXPECT_NE(error.find("unknown proposer 'cublas'"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace kd::daemon

@@ -90,5 +90,116 @@ TEST(WorkerProtocol, RejectsUnknownRulesAndMalformedRequests) {
   EXPECT_THROW(verdict_from_frame(f), Error);  // not a verdict frame
 }
 
+
+// A cuBLASLt candidate travels as its 64 algorithm bytes (the blob), its workspace and version;
+// no plan, no cubin.
+TEST(WorkerProtocol, CublasLtEvaluateRequestRoundTrips) {
+  eval::EvalRequest r = sample_request();
+  r.cubin.clear();
+  r.plan = {};
+  std::string bytes(kCublasLtAlgoBytes, '\0');
+  for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(i * 37);
+  r.cublaslt = CublasLtAlgo{bytes, 4u << 20, 130100};
+  const Frame f = evaluate_frame(5, r);
+  EXPECT_FALSE(f.header.contains("plan"));
+  EXPECT_EQ(f.blob, bytes);
+  const eval::EvalRequest back = request_from_frame(decode_frame(encode_frame(f)));
+  ASSERT_TRUE(back.cublaslt.has_value());
+  EXPECT_EQ(*back.cublaslt, *r.cublaslt);
+  EXPECT_TRUE(back.cubin.empty());
+  EXPECT_TRUE(back.plan.launches.empty());
+  EXPECT_EQ(back.options, r.options);
+  // A kernel request stays a kernel request.
+  EXPECT_FALSE(request_from_frame(evaluate_frame(6, sample_request())).cublaslt.has_value());
+}
+
+TEST(WorkerProtocol, CublasLtEvaluateRequestWithAWrongSizedAlgorithmIsMalformed) {
+  eval::EvalRequest r = sample_request();
+  r.cublaslt = CublasLtAlgo{std::string(kCublasLtAlgoBytes, 'x'), 0, 130100};
+  Frame f = evaluate_frame(5, r);
+  f.blob.pop_back();
+  try {
+    request_from_frame(f);
+    ADD_FAILURE() << "a 63-byte algorithm was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("64 bytes"), std::string::npos) << e.what();
+  }
+  f = evaluate_frame(5, r);
+  f.header["cublaslt"].erase("version");
+  EXPECT_THROW(request_from_frame(f), Error);
+}
+
+cublaslt::Enumeration sample_enumeration() {
+  cublaslt::Enumeration e;
+  e.version = 130100;
+  for (int i = 0; i < 3; ++i) {
+    cublaslt::AlgoCandidate c;
+    c.algo = {std::string(kCublasLtAlgoBytes, static_cast<char>(0xF0 + i)), static_cast<std::uint64_t>(i) << 22, e.version};
+    c.description = "algo 21 tile 128x64 stages 64x3 split-K " + std::to_string(2 << i) + " (reduce compute_type)";
+    c.origin = i == 0 ? "heuristic #1" : "split-K " + std::to_string(2 << i) + " of heuristic #1";
+    c.waves = 0.5f * static_cast<float>(i + 1);
+    e.algos.push_back(std::move(c));
+  }
+  return e;
+}
+
+TEST(WorkerProtocol, EnumerateRequestAndItsAlgorithmsRoundTrip) {
+  EnumerateRequest req;
+  req.key_line = sample_request().key_line;
+  req.options.heuristics = 8;
+  req.options.splits = {2, 3};
+  req.options.max_candidates = 12;
+  req.options.max_workspace_bytes = 1ull << 33;  // above 32 bits
+  const EnumerateRequest back = enumerate_request_from_frame(decode_frame(encode_frame(enumerate_frame(3, req))));
+  EXPECT_EQ(back.key_line, req.key_line);
+  EXPECT_EQ(back.options, req.options);
+
+  const cublaslt::Enumeration e = sample_enumeration();
+  const AlgosMessage m = algos_from_frame(decode_frame(encode_frame(algos_frame(3, e, WorkerFate::continues))));
+  EXPECT_EQ(m.id, 3u);
+  EXPECT_EQ(m.fate, WorkerFate::continues);
+  ASSERT_TRUE(std::holds_alternative<cublaslt::Enumeration>(m.result));
+  EXPECT_EQ(std::get<cublaslt::Enumeration>(m.result), e);
+
+  const AlgosMessage failed = algos_from_frame(
+      decode_frame(encode_frame(algos_frame(4, std::string("no cuBLASLt: cannot load libcublasLt.so.13"), WorkerFate::exits))));
+  EXPECT_EQ(failed.fate, WorkerFate::exits);
+  ASSERT_TRUE(std::holds_alternative<std::string>(failed.result));
+  EXPECT_NE(std::get<std::string>(failed.result).find("libcublasLt"), std::string::npos);
+}
+
+TEST(WorkerProtocol, MalformedEnumerationsAreRejected) {
+  Frame f = algos_frame(1, sample_enumeration(), WorkerFate::continues);
+  f.header["algos"][1]["algo"] = "abc";  // not 128 hex digits
+  EXPECT_THROW(algos_from_frame(f), Error);
+  f = algos_frame(1, sample_enumeration(), WorkerFate::continues);
+  std::string hex = f.header["algos"][0]["algo"].get<std::string>();
+  hex[7] = 'g';
+  f.header["algos"][0]["algo"] = hex;
+  EXPECT_THROW(algos_from_frame(f), Error);
+  EXPECT_THROW(algos_from_frame(evaluate_frame(1, sample_request())), Error);  // not an algos frame
+
+  Frame req = enumerate_frame(1, {sample_request().key_line, {}});
+  req.header["options"]["heuristics"] = 0;
+  EXPECT_THROW(enumerate_request_from_frame(req), Error);
+  req = enumerate_frame(1, {sample_request().key_line, {}});
+  req.header["options"]["splits"] = "2,4";
+  EXPECT_THROW(enumerate_request_from_frame(req), Error);
+  req = enumerate_frame(1, {sample_request().key_line, {}});
+  req.header.erase("key");
+  EXPECT_THROW(enumerate_request_from_frame(req), Error);
+}
+
+TEST(WorkerProtocol, AlgorithmHexRoundTripsEveryByteValue) {
+  std::string bytes(kCublasLtAlgoBytes, '\0');
+  for (int round = 0; round < 4; ++round) {
+    for (std::size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<char>(round * 64 + static_cast<int>(i));
+    const std::string hex = algo_hex(bytes);
+    EXPECT_EQ(hex.size(), 2 * kCublasLtAlgoBytes);
+    EXPECT_EQ(algo_bytes_from_hex(hex), bytes);
+  }
+  EXPECT_FALSE(algo_bytes_from_hex(std::string(2 * kCublasLtAlgoBytes - 2, '0')).has_value());
+}
+
 }  // namespace
 }  // namespace kd::worker

@@ -97,5 +97,43 @@ TEST(WorkerClient, AWorkerThatCannotStartThrows) {
   EXPECT_THROW(client.evaluate(any_request(), 1s), Error);
 }
 
+
+// The parent's side of enumerate_cublaslt against the echo worker's two made-up algorithms.
+TEST(WorkerClient, EnumeratesCublasLtAlgorithmsInTheSameWorker) {
+  FakeWorkers w;
+  w.set("echo");
+  WorkerClient client(test::fake_worker_spawn(w.mode_file));
+  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  const pid_t pid = client.pid();
+  const EnumerationResult r = client.enumerate_cublaslt({any_request().key_line, {}}, 10s);
+  ASSERT_TRUE(std::holds_alternative<cublaslt::Enumeration>(r)) << std::get<std::string>(r);
+  const auto& e = std::get<cublaslt::Enumeration>(r);
+  ASSERT_EQ(e.algos.size(), 2u);
+  EXPECT_EQ(e.algos[1].algo.bytes, std::string(kCublasLtAlgoBytes, '\x02'));
+  EXPECT_EQ(e.algos[1].algo.workspace_bytes, 2u << 20);
+  EXPECT_EQ(e.algos[0].origin, "heuristic #1");
+  EXPECT_EQ(client.pid(), pid) << "an enumeration must not cost a worker";
+}
+
+TEST(WorkerClient, AnEnumerationThatHangsOrLosesTheContextIsAnErrorAndTheWorkerIsReplaced) {
+  FakeWorkers w;
+  w.set("hang");
+  WorkerClient client(test::fake_worker_spawn(w.mode_file));
+  const EnumerationResult hung = client.enumerate_cublaslt({any_request().key_line, {}}, 300ms);
+  ASSERT_TRUE(std::holds_alternative<std::string>(hung));
+  EXPECT_NE(std::get<std::string>(hung).find("hang_timeout"), std::string::npos) << std::get<std::string>(hung);
+  EXPECT_EQ(client.pid(), 0);
+
+  w.set("sticky");
+  const EnumerationResult lost = client.enumerate_cublaslt({any_request().key_line, {}}, 10s);
+  ASSERT_TRUE(std::holds_alternative<std::string>(lost));
+  EXPECT_NE(std::get<std::string>(lost).find("exit status 70"), std::string::npos) << std::get<std::string>(lost);
+  EXPECT_EQ(client.pid(), 0);
+
+  w.set("echo");
+  EXPECT_TRUE(std::holds_alternative<cublaslt::Enumeration>(client.enumerate_cublaslt({any_request().key_line, {}}, 10s)));
+  EXPECT_EQ(client.restarts(), 2);
+}
+
 }  // namespace
 }  // namespace kd::worker

@@ -1,24 +1,25 @@
 // kdctl search: one branching search in the foreground, with live progress and the tree printed.
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include <sstream>
-#include <variant>
-
 #include "builtin/builtin_proposer.hpp"
-#include "llm/search_adapter.hpp"
 #include "commands.hpp"
 #include "compile/nvrtc_compiler.hpp"
+#include "cublaslt_proposer/cublaslt_proposer.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
+#include "driver/proposer_list.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
 #include "driver/worker_backend.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "llm/search_adapter.hpp"
 #include "store/cache_store.hpp"
 #include "worker/worker_client.hpp"
 
@@ -42,14 +43,17 @@ struct SearchArgs {
   long long llm_tokens = 200000;
 };
 
-// The proposers named by --proposer, in order; an unknown or unavailable one is a usage error.
+// The proposers named by --proposer, in order; an unknown or misconfigured one is a usage error.
 std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_proposers(const SearchArgs& a) {
+  auto names = search::parse_proposer_list(a.proposers);
+  if (auto* err = std::get_if<std::string>(&names)) return "--proposer: " + *err;
   std::vector<std::unique_ptr<search::Proposer>> out;
-  std::istringstream in(a.proposers);
-  for (std::string name; std::getline(in, name, ',');) {
-    if (name == "builtin") {
+  for (const search::ProposerName name : std::get<std::vector<search::ProposerName>>(names)) {
+    if (name == search::ProposerName::builtin) {
       out.push_back(std::make_unique<builtin::BuiltinProposer>());
-    } else if (name == "llm") {
+    } else if (name == search::ProposerName::cublaslt) {
+      out.push_back(std::make_unique<cublaslt::CublasLtProposer>());
+    } else if (name == search::ProposerName::llm) {
       llm::LlmConfig c;
       const auto api = llm::api_kind_from_string(a.llm_api);
       if (!api) return "unknown --llm-api '" + a.llm_api + "' (openai or anthropic)";
@@ -60,13 +64,8 @@ std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_p
       if (!a.llm_key_file.empty()) c.key = llm::KeyFromFile{a.llm_key_file};
       else if (!a.llm_key_env.empty()) c.key = llm::KeyFromEnv{a.llm_key_env};
       out.push_back(std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(a.llm_tokens)));
-    } else if (name == "cublaslt") {
-      return "proposer 'cublaslt' is not available in this build (builtin and llm are)";
-    } else {
-      return "unknown proposer '" + name + "' (builtin, llm)";
     }
   }
-  if (out.empty()) return "no proposer given";
   return out;
 }
 
@@ -94,8 +93,8 @@ void print_summary(const search::SearchOutcome& out) {
   };
   if (out.winner) {
     const search::Node& w = out.tree.node(*out.winner);
-    std::printf("winner: #%d %s %s: %.1f us vs cuBLAS %.1f us, x%.2f%s\n", w.id, w.family.c_str(),
-                w.params.c_str(), w.candidate_us, w.baseline_us, w.baseline_us / w.candidate_us,
+    std::printf("winner: #%d %s %s: %.1f us vs cuBLAS %.1f us, x%.2f%s\n", w.id,
+                (w.family.empty() ? w.proposer : w.family).c_str(), w.params.c_str(), w.candidate_us, w.baseline_us, w.baseline_us / w.candidate_us,
                 roof(w.candidate_us).c_str());
   } else if (auto best = out.tree.best()) {
     const search::Node& b = out.tree.node(*best);
@@ -157,6 +156,10 @@ int run_search_command(const SearchArgs& a) {
   std::printf("search %s\n  on %s (%s, %d SMs)%s\n", key.shape_line().c_str(),
               key.device ? key.device->gpu.c_str() : "no GPU", target.arch.c_str(), target.sms,
               a.dry_run ? ", dry run: compile only" : "");
+  const bool with_cublaslt = std::any_of(owned.begin(), owned.end(), [](const auto& p) { return p->name() == "cublaslt"; });
+  if (a.dry_run && with_cublaslt)
+    std::printf("  note: cublaslt enumeration needs a GPU (the evaluation worker); a dry run proposes no cuBLASLt "
+                "algorithm\n");
   const search::SearchObserver observer = [](const search::SearchEvent& e) {
     if (e.kind == search::SearchEvent::Kind::round_started)
       std::printf("round %d: %s\n", e.round, e.message.c_str());
@@ -186,7 +189,7 @@ int run_search_command(const SearchArgs& a) {
 void setup_search(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<SearchArgs>();
   sub.add_option("--key", a->key, "Canonical key line or `linear dtype= tokens= in= out=` shorthand")->required();
-  sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm")->capture_default_str();
+  sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm, cublaslt")->capture_default_str();
   sub.add_option("--llm-api", a->llm_api, "LLM wire API: openai (chat completions; vLLM, llama.cpp, Ollama, SGLang) or anthropic")->capture_default_str();
   sub.add_option("--llm-url", a->llm_url, "LLM base URL, without /v1/...")->capture_default_str();
   sub.add_option("--llm-model", a->llm_model, "LLM model name");

@@ -77,6 +77,8 @@ void print_record(const Record& r, std::uint64_t stored_bytes) {
                            format_bytes(r.ptx.size()), format_bytes(r.source.size()),
                            format_bytes(r.cublaslt_algo.size())));
   if (r.kind == RecordKind::nvrtc_kernel) line("plan", plan_to_json(r.plan));
+  if (r.kind == RecordKind::cublaslt_algo)
+    line("algorithm", fmt::format("{} (workspace {} bytes)", algo_hex(r.cublaslt_algo), r.plan.workspace_bytes));
   line("alignment", fmt::format("{} bytes", r.alignment_bytes));
   line("times", fmt::format("kernel {:.2f} us, cuBLAS {:.2f} us, {} at SM clock {} MHz",
                             r.candidate_us, r.baseline_us, format_speedup(r.baseline_us, r.candidate_us),
@@ -112,7 +114,7 @@ void print_tree(const search::SearchTree& tree, const std::string& winner_hash) 
                n.baseline_us > 0 ? fmt::format("{:.2f}", n.baseline_us) : "-", n.idea});
   }
   std::fputs(nodes.render().c_str(), stdout);
-  if (!winner_hash.empty()) std::printf("(* = the stored kernel)\n");
+  if (!winner_hash.empty()) std::printf("(* = the stored kernel or cuBLASLt algorithm)\n");
 }
 
 nlohmann::json record_json(const Record& r, std::uint64_t stored_bytes, bool with_source) {
@@ -169,7 +171,10 @@ int run_show(const ShowArgs& a) {
   }
   const Record& r = std::get<Record>(stored->record);
   const auto tree = load_tree(cache, r.search_id);
-  const std::string winner_hash = r.source.empty() ? "" : search::source_hash(r.source);
+  const std::string winner_hash =
+      r.kind == RecordKind::cublaslt_algo
+          ? search::algo_hash({r.cublaslt_algo, r.plan.workspace_bytes, r.cublas_version})
+          : (r.source.empty() ? "" : search::source_hash(r.source));
   if (a.json) {
     nlohmann::json j = record_json(r, stored->stored_bytes, a.source);
     if (const auto* t = std::get_if<search::SearchTree>(&tree)) {

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
+#include "driver/publish.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
@@ -37,7 +38,7 @@ std::optional<DeviceInfo> gpu_or_complain(const char* cmd, int device) {
 }
 
 eval::Verdict evaluate(search::WorkerBackend& backend, const Record& r) {
-  return backend.evaluate({r.key_line, r.cubin, r.plan, {}});
+  return backend.evaluate(search::evaluation_request(r));
 }
 
 std::string us(const std::optional<eval::TimeStats>& t) { return t ? fmt::format("{:.1f}", t->median_us) : "-"; }
