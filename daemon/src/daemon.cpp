@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <optional>
 
 #include <boost/asio.hpp>
@@ -20,6 +21,7 @@
 #include "queue/job_queue.hpp"
 #include "sched/scheduler.hpp"
 #include "server/server.hpp"
+#include "stats/client_stats.hpp"
 
 namespace kd::daemon {
 namespace {
@@ -62,6 +64,10 @@ void write_port_file(const std::filesystem::path& path, std::uint16_t port) {
   std::filesystem::rename(tmp, path);
 }
 
+// How often changed client counters are committed. A daemon killed between saves loses only the
+// counts of processes that exit before it returns (a running process re-sends its cumulative ones).
+constexpr std::chrono::seconds kClientStatsSaveInterval{5};
+
 json job_json(const Job& j) {
   return {{"key", j.key},           {"state", to_string(j.state)}, {"count", j.count},
           {"priority", j.priority()}, {"attempts", j.attempts},    {"reason", j.reason}};
@@ -72,7 +78,9 @@ json job_json(const Job& j) {
 int run_daemon(const Config& config) {
   const auto started = std::chrono::steady_clock::now();
   DaemonLock lock(config.cache_dir);
+  ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
   JobQueue queue(config.cache_dir);
+  load_client_stats(client_stats, queue);
   Metrics metrics;
   asio::io_context io(1);
   Backends backends = make_backends(config);
@@ -105,7 +113,9 @@ int run_daemon(const Config& config) {
            {"clients", server->clients()},
            {"subscribers", server->subscribers()},
            {"running", scheduler->running_keys()},
-           {"transactions_committed", queue.transactions_committed()}};
+           {"transactions_committed", queue.transactions_committed()},
+           {"clients_reporting", client_stats.live()},
+           {"client_totals", client_stats.totals().to_json()}};
     if (top > 0) {
       auto all = queue.jobs();
       const auto n = std::min(top, all.size());
@@ -132,24 +142,38 @@ int run_daemon(const Config& config) {
     return json{{"counters", counters},
                 {"candidates_rejected", metrics.rejected()},
                 {"generation", queue.generation()},
-                {"transactions_committed", queue.transactions_committed()}};
+                {"transactions_committed", queue.transactions_committed()},
+                {"clients", client_stats.to_json()}};
   };
 
-  HttpServer http(io, HttpRoutes{[&] { return prometheus_text(metrics, gauges()); },
+  HttpServer http(io, HttpRoutes{[&] {
+                                   return prometheus_text(metrics, gauges(),
+                                                          {client_stats.totals(), client_stats.live()});
+                                 },
                                  [&] { return status(20).dump(); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::steady_timer save_timer(io);
+  std::function<void()> save_periodically = [&] {
+    save_timer.expires_after(kClientStatsSaveInterval);
+    save_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      save_client_stats(client_stats, queue, /*force=*/false, {});
+      save_periodically();
+    });
+  };
   bool stopping = false;
   const auto shutdown = [&] {
     if (stopping) return;
     stopping = true;
     spdlog::info("shutting down: no new clients; running jobs go back to the queue");
     signals.cancel();
+    save_timer.cancel();
     server->stop();
     http.stop();
   };
 
   server = std::make_unique<Server>(
-      io, config, queue, metrics,
+      io, config, queue, metrics, client_stats,
       ServerHooks{shutdown, [&] { scheduler->notify_work(); },
                   [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats});
   scheduler = std::make_unique<Scheduler>(
@@ -171,11 +195,13 @@ int run_daemon(const Config& config) {
     shutdown();
   });
   scheduler->start();
+  save_periodically();
   spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
                config.cache_dir.string(), queue.counts().by_state[0]);
 
   io.run();
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
+  save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed
   spdlog::info("stopped cleanly");
   return 0;

@@ -29,6 +29,10 @@ constexpr CounterInfo kCounters[] = {
     {Counter::winners_published, "winners_published", "Winning kernels committed to the cache."},
     {Counter::worker_restarts, "worker_restarts", "kdispatch-worker restarts after a crash or hang."},
     {Counter::jobs_failed, "jobs_failed", "Jobs that ran out of attempts."},
+    {Counter::client_stats_received, "client_stats_received",
+     "Counter reports (client_stats) received from client applications."},
+    {Counter::client_stats_rejected, "client_stats_rejected",
+     "Counter reports rejected because a counter went down since the same process's last report."},
 };
 static_assert(std::size(kCounters) == static_cast<std::size_t>(Counter::count_));
 
@@ -64,7 +68,7 @@ std::map<std::string, std::uint64_t> Metrics::rejected() const {
 
 std::string_view counter_name(Counter c) { return kCounters[static_cast<std::size_t>(c)].name; }
 
-std::string prometheus_text(const Metrics& m, const Gauges& g) {
+std::string prometheus_text(const Metrics& m, const Gauges& g, const ClientCounters& c) {
   std::string out;
   for (const auto& info : kCounters) {
     const std::string name = fmt::format("kdispatch_{}_total", info.name);
@@ -93,6 +97,33 @@ std::string prometheus_text(const Metrics& m, const Gauges& g) {
   family(out, "kdispatch_search_backend_available", "gauge",
          "1 when a search backend runs jobs, 0 when jobs stay queued.");
   out += fmt::format("kdispatch_search_backend_available {}\n", g.search_backend ? 1 : 0);
+
+  // Client applications' calls, as their processes report them (client_stats). Persisted across
+  // daemon restarts; `kdctl stats --zero` starts them over (a counter reset to Prometheus).
+  struct AppCounter {
+    std::string_view name;
+    std::uint64_t value;
+    std::string_view help;
+  };
+  const AppCounter app[] = {
+      {"hits", c.totals.hits, "Calls of client applications that ran a tuned kernel."},
+      {"misses", c.totals.misses,
+       "Calls of client applications that found no usable tuned kernel (lookup-stage fallbacks)."},
+      {"loads", c.totals.loads, "Tuned kernels client applications loaded from the cache."},
+      {"swaps", c.totals.swaps, "Loaded kernels client applications replaced by a newer record (hot-swaps)."},
+  };
+  for (const AppCounter& a : app) {
+    const std::string full = fmt::format("kdispatch_app_{}_total", a.name);
+    family(out, full, "counter", a.help);
+    out += fmt::format("{} {}\n", full, a.value);
+  }
+  family(out, "kdispatch_app_fallbacks_total", "counter",
+         "Calls of client applications that ran the vendor library, by reason.");
+  for (const auto& [reason, n] : c.totals.fallbacks)
+    out += fmt::format("kdispatch_app_fallbacks_total{{reason=\"{}\"}} {}\n", escape_label(reason), n);
+  family(out, "kdispatch_app_processes_reporting", "gauge",
+         "Client application processes connected and reporting their counters.");
+  out += fmt::format("kdispatch_app_processes_reporting {}\n", c.processes_live);
   return out;
 }
 

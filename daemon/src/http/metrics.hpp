@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "queue/job_queue.hpp"
+#include "stats/client_stats.hpp"
 
 namespace kd::daemon {
 
@@ -28,6 +29,8 @@ enum class Counter : std::uint8_t {
   winners_published,
   worker_restarts,
   jobs_failed,
+  client_stats_received,  // client_stats reports counted
+  client_stats_rejected,  // client_stats reports whose counters went down (ignored)
   count_,
 };
 
@@ -61,6 +64,13 @@ struct Gauges {
   bool search_backend = false;
 };
 
-std::string prometheus_text(const Metrics& m, const Gauges& g);
+// What client applications reported (stats/client_stats.hpp): the persisted totals, exposed as
+// kdispatch_app_* counters, and the processes reporting now.
+struct ClientCounters {
+  CallCounters totals;
+  std::uint64_t processes_live = 0;
+};
+
+std::string prometheus_text(const Metrics& m, const Gauges& g, const ClientCounters& c);
 
 }  // namespace kd::daemon

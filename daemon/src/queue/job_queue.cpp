@@ -12,6 +12,7 @@ namespace kd::daemon {
 namespace {
 
 constexpr const char* kJobsDb = "jobs";
+constexpr const char* kMetaDb = "meta";
 
 }  // namespace
 
@@ -34,6 +35,7 @@ JobQueue::JobQueue(const std::filesystem::path& cache_dir)
   {
     lmdb::Txn txn(writer_->env(), lmdb::Access::read_write);
     jobs_dbi_ = *lmdb::open_db(txn, kJobsDb, /*create=*/true);
+    meta_dbi_ = *lmdb::open_db(txn, kMetaDb, /*create=*/true);
     std::size_t damaged = 0, resumed = 0;
     std::vector<std::pair<std::string, std::string>> rewrites;
     lmdb::for_each(txn, jobs_dbi_, [&](std::string_view key, std::string_view value) {
@@ -121,6 +123,7 @@ void JobQueue::record_change(Job& job) {
 void JobQueue::commit_group(std::vector<Pending>& group) {
   if (group.empty()) return;
   std::vector<std::pair<std::string, std::string>> records;
+  std::map<std::string, std::string> meta;
   {
     const std::lock_guard lock(table_mu_);
     for (auto& item : group) item.apply();
@@ -129,11 +132,13 @@ void JobQueue::commit_group(std::vector<Pending>& group) {
     records.reserve(dirty_.size());
     for (const auto& key : dirty_) records.emplace_back(key, serialize_job(table_.at(key)));
     dirty_.clear();
+    meta.swap(meta_dirty_);
   }
   CommitResult result{true, {}};
   try {
     lmdb::Txn txn(writer_->env(), lmdb::Access::read_write);
     for (const auto& [key, text] : records) lmdb::put(txn, jobs_dbi_, key, text);
+    for (const auto& [key, value] : meta) lmdb::put(txn, meta_dbi_, key, value);
     txn.commit();
     const std::lock_guard lock(table_mu_);
     ++transactions_;
@@ -272,6 +277,24 @@ void JobQueue::store_tree(const std::string& search_id, std::string tree_json) {
                  [&](const CommitResult& r) { stored.set_value(r); }});
   const CommitResult r = stored.get_future().get();
   if (!r.committed) throw Error(ErrorDomain::lmdb, 0, "store tree " + search_id + ": " + r.error);
+}
+
+void JobQueue::put_meta(std::string key, std::string value, Completion done) {
+  submit(Pending{[this, key = std::move(key), value = std::move(value)]() mutable {
+                   meta_dirty_[key] = std::move(value);  // a later value of the same key wins
+                 },
+                 {}, std::move(done)});
+}
+
+std::optional<std::string> JobQueue::get_meta(const std::string& key) {
+  std::optional<std::string> value;
+  std::promise<CommitResult> read;
+  submit(Pending{{},
+                 [&](CacheWriter& w) { value = w.get_raw(kMetaDb, key); },
+                 [&](const CommitResult& r) { read.set_value(r); }});
+  const CommitResult r = read.get_future().get();
+  if (!r.committed) throw Error(ErrorDomain::lmdb, 0, "read meta " + key + ": " + r.error);
+  return value;
 }
 
 QueueCounts JobQueue::counts() const {

@@ -82,6 +82,12 @@ public:
   // Synchronous: stores a search tree (JSON) under its search id in the `trees` database, so
   // `kdctl show` can explain the job's outcome whether or not it published.
   void store_tree(const std::string& search_id, std::string tree_json);
+  // Stores `value` under `key` in the cache's `meta` database, in the same group commit as the job
+  // changes pending with it; `done` runs after the commit. `key` must not be one of the cache's
+  // own ("schema", "generation").
+  void put_meta(std::string key, std::string value, Completion done);
+  // Synchronous: the `meta` value under `key`, nullopt when absent. Throws kd::Error on LMDB failure.
+  std::optional<std::string> get_meta(const std::string& key);
 
   QueueCounts counts() const;
   std::optional<Job> find(const std::string& key) const;
@@ -101,10 +107,12 @@ private:
 
   std::unique_ptr<CacheWriter> writer_;
   MDB_dbi jobs_dbi_ = 0;
+  MDB_dbi meta_dbi_ = 0;
 
   mutable std::mutex table_mu_;
   std::map<std::string, Job, std::less<>> table_;
   std::vector<std::string> dirty_;  // keys changed by the ops being applied (writer thread only)
+  std::map<std::string, std::string> meta_dirty_;  // meta values to write (writer thread only)
   std::uint64_t generation_ = 0;
   std::uint64_t transactions_ = 0;
 

@@ -1,5 +1,6 @@
 // The request table: one row per client message type (PROTOCOL.md documents each).
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 #include <variant>
 
@@ -11,6 +12,7 @@
 #include "protocol/messages.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
+#include "stats/client_stats.hpp"
 
 namespace kd::daemon {
 namespace {
@@ -91,7 +93,8 @@ void on_hello(Server& server, Session& session, const json& j) {
   (void)string_field(j, "client");
   session.reply(reply_frame("hello_ok", {{"version", protocol::kProtocolVersion},
                                          {"daemon", KD_VERSION_STRING},
-                                         {"generation", server.queue().generation()}}));
+                                         {"generation", server.queue().generation()},
+                                         {"features", {protocol::kFeatureClientStats}}}));
 }
 
 void on_miss(Server& server, Session& session, const json& j) {
@@ -143,6 +146,65 @@ void on_miss(Server& server, Session& session, const json& j) {
 void on_subscribe(Server& server, Session& session, const json&) {
   session.set_subscribed();
   session.reply(reply_frame("ok", {{"generation", server.queue().generation()}}));
+}
+
+// Every field is checked before anything is counted: a report the protocol does not allow drops
+// the client; a well-formed one whose counters went down is counted as rejected and ignored.
+protocol::ClientStats client_stats_of(const json& j) {
+  protocol::ClientStats r;
+  const std::uint64_t pid = unsigned_field(j, "pid", std::nullopt);
+  if (pid > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
+    throw ProtocolViolation{"protocol: field 'pid' is not a process id"};
+  r.pid = static_cast<std::int64_t>(pid);
+  r.program = string_field(j, "program");
+  r.instance = string_field(j, "instance");
+  r.hits = unsigned_field(j, "hits", std::nullopt);
+  r.misses = unsigned_field(j, "misses", std::nullopt);
+  const json& fallbacks = field(j, "fallbacks");
+  if (!fallbacks.is_object())
+    throw ProtocolViolation{"protocol: field 'fallbacks' must be an object of reason -> count"};
+  if (fallbacks.size() > protocol::kMaxFallbackReasons)
+    throw ProtocolViolation{fmt::format("protocol: client_stats 'fallbacks' names more than {} reasons",
+                                        protocol::kMaxFallbackReasons)};
+  for (auto it = fallbacks.begin(); it != fallbacks.end(); ++it) {
+    if (!it.value().is_number_unsigned())
+      throw ProtocolViolation{fmt::format("protocol: fallback count '{}' must be a non-negative integer",
+                                          it.key().substr(0, protocol::kMaxReasonNameBytes))};
+    r.fallbacks[it.key()] = it.value().get<std::uint64_t>();
+  }
+  r.loads = unsigned_field(j, "loads", 0);
+  r.swaps = unsigned_field(j, "swaps", 0);
+  r.final = bool_field(j, "final");
+  if (auto problem = protocol::client_stats_problem(r)) throw ProtocolViolation{*problem};
+  return r;
+}
+
+void on_client_stats(Server& server, Session& session, const json& j) {
+  protocol::ClientStats r = client_stats_of(j);
+  if (!session.stats_instance().empty() && session.stats_instance() != r.instance)
+    throw ProtocolViolation{fmt::format("protocol: this connection reports counters for instance '{}', not '{}'",
+                                        session.stats_instance(), r.instance)};
+  session.set_stats_instance(r.instance);
+  switch (server.client_stats().record(r, session.id(), unix_ms_now())) {
+    case ClientStatsBook::Outcome::counted: server.metrics().add(Counter::client_stats_received); break;
+    case ClientStatsBook::Outcome::counters_went_down:
+      server.metrics().add(Counter::client_stats_rejected);
+      spdlog::debug("client pid {} ({}): client_stats counters went down; report ignored", r.pid, r.program);
+      break;
+  }
+}
+
+void on_zero_stats(Server& server, Session& session, const json&) {
+  spdlog::info("client counters zeroed by client pid {} (uid {})", session.peer_pid(), session.peer_uid());
+  server.client_stats().zero(unix_ms_now());
+  save_client_stats(server.client_stats(), server.queue(), /*force=*/true,
+                    [&io = server.io(), self = session.shared_from_this(),
+                     slot = session.reserve_reply()](bool committed, const std::string& error) {
+                      asio::post(io, [self, slot, committed, error] {
+                        self->fill_reply(slot, committed ? reply_frame("ok", {{"zeroed", true}})
+                                                         : error_frame("commit failed: " + error));
+                      });
+                    });
 }
 
 void on_prewarm(Server& server, Session& session, const json& j) {
@@ -224,9 +286,11 @@ struct RequestType {
   Handler handle;
 };
 constexpr RequestType kRequests[] = {
-    {"hello", on_hello},   {"miss", on_miss},     {"subscribe", on_subscribe},
-    {"prewarm", on_prewarm}, {"status", on_status}, {"stats", on_stats},
-    {"cancel", on_cancel}, {"shutdown", on_shutdown},
+    {"hello", on_hello},       {"miss", on_miss},
+    {"subscribe", on_subscribe}, {"client_stats", on_client_stats},
+    {"prewarm", on_prewarm},   {"status", on_status},
+    {"stats", on_stats},       {"zero_stats", on_zero_stats},
+    {"cancel", on_cancel},     {"shutdown", on_shutdown},
 };
 
 }  // namespace

@@ -31,9 +31,9 @@ std::string error_frame(const std::string& message) {
 }
 
 Server::Server(asio::io_context& io, const Config& config, JobQueue& queue, Metrics& metrics,
-               ServerHooks hooks)
-    : io_(io), config_(config), queue_(queue), metrics_(metrics), hooks_(std::move(hooks)),
-      acceptor_(io) {}
+               ClientStatsBook& client_stats, ServerHooks hooks)
+    : io_(io), config_(config), queue_(queue), metrics_(metrics), client_stats_(client_stats),
+      hooks_(std::move(hooks)), acceptor_(io) {}
 
 Server::~Server() { stop(); }
 
@@ -103,7 +103,8 @@ void Server::accept_next() {
         spdlog::warn("SO_PEERCRED failed ({}); refusing the client", std::strerror(errno));
         metrics_.add(Counter::clients_refused);
       } else {
-        auto session = std::make_shared<Session>(*this, std::move(socket), cred.uid, cred.pid);
+        auto session = std::make_shared<Session>(*this, std::move(socket), cred.uid, cred.pid,
+                                                  next_session_id_++);
         sessions_.insert(session);
         if (!uid_allowed(cred.uid)) {
           metrics_.add(Counter::clients_refused);
@@ -124,7 +125,11 @@ void Server::accept_next() {
   });
 }
 
-void Server::forget(const std::shared_ptr<Session>& session) { sessions_.erase(session); }
+void Server::forget(const std::shared_ptr<Session>& session) {
+  if (!session->stats_instance().empty())
+    client_stats_.disconnected(session->stats_instance(), session->id(), unix_ms_now());
+  sessions_.erase(session);
+}
 
 std::size_t Server::subscribers() const {
   return static_cast<std::size_t>(std::count_if(sessions_.begin(), sessions_.end(),

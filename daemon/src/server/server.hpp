@@ -18,6 +18,7 @@
 #include "config/config.hpp"
 #include "http/metrics.hpp"
 #include "queue/job_queue.hpp"
+#include "stats/client_stats.hpp"
 
 namespace kd::daemon {
 
@@ -35,7 +36,7 @@ struct ServerHooks {
 class Server {
 public:
   Server(boost::asio::io_context& io, const Config& config, JobQueue& queue, Metrics& metrics,
-         ServerHooks hooks);
+         ClientStatsBook& client_stats, ServerHooks hooks);
   ~Server();
 
   // Binds the socket (refusing when another daemon answers on it, replacing a stale file),
@@ -54,6 +55,7 @@ public:
   const Config& config() const noexcept { return config_; }
   JobQueue& queue() noexcept { return queue_; }
   Metrics& metrics() noexcept { return metrics_; }
+  ClientStatsBook& client_stats() noexcept { return client_stats_; }
   const ServerHooks& hooks() const noexcept { return hooks_; }
   void forget(const std::shared_ptr<Session>& session);
   // Handles one frame's payload for `session` (requests.cpp).
@@ -67,10 +69,12 @@ private:
   const Config& config_;
   JobQueue& queue_;
   Metrics& metrics_;
+  ClientStatsBook& client_stats_;
   ServerHooks hooks_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   bool bound_ = false;
+  std::uint64_t next_session_id_ = 1;
 };
 
 // Frames of the daemon's replies ({"v":1,"type":...} plus fields).

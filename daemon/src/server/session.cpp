@@ -8,9 +8,9 @@ namespace kd::daemon {
 
 namespace asio = boost::asio;
 
-Session::Session(Server& server, Socket socket, uid_t peer_uid, pid_t peer_pid)
+Session::Session(Server& server, Socket socket, uid_t peer_uid, pid_t peer_pid, std::uint64_t id)
     : server_(server), socket_(std::move(socket)), frame_timer_(server.io()),
-      peer_uid_(peer_uid), peer_pid_(peer_pid) {}
+      peer_uid_(peer_uid), peer_pid_(peer_pid), id_(id) {}
 
 void Session::start() { read_more(); }
 

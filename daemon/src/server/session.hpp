@@ -28,7 +28,8 @@ class Session : public std::enable_shared_from_this<Session> {
 public:
   using Socket = boost::asio::local::stream_protocol::socket;
 
-  Session(Server& server, Socket socket, uid_t peer_uid, pid_t peer_pid);
+  // `id` is a number the server gives no other connection.
+  Session(Server& server, Socket socket, uid_t peer_uid, pid_t peer_pid, std::uint64_t id);
 
   void start();
   // Sends an error frame, then closes once it is written (reads stop now).
@@ -48,6 +49,11 @@ public:
   bool closed() const noexcept { return closed_; }
   uid_t peer_uid() const noexcept { return peer_uid_; }
   pid_t peer_pid() const noexcept { return peer_pid_; }
+  std::uint64_t id() const noexcept { return id_; }
+  // The client instance this connection reports counters for (client_stats); empty before the
+  // first report. One connection reports for one instance.
+  const std::string& stats_instance() const noexcept { return stats_instance_; }
+  void set_stats_instance(std::string instance) { stats_instance_ = std::move(instance); }
 
 private:
   void read_more();
@@ -61,6 +67,8 @@ private:
   boost::asio::steady_timer frame_timer_;
   uid_t peer_uid_;
   pid_t peer_pid_;
+  std::uint64_t id_;
+  std::string stats_instance_;
   protocol::FrameDecoder decoder_;
   std::array<char, 64 * 1024> read_buffer_{};
 

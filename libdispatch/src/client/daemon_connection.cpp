@@ -4,6 +4,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -73,6 +74,7 @@ void DaemonConnection::disconnect(Clock::time_point now, const std::string& why)
   ::close(fd_);
   fd_ = -1;
   out_.clear();
+  stats_session_ = 0;
   spdlog::info("kdispatch: daemon connection lost ({}); polling the cache until it returns", why);
   next_attempt_ = now + backoff_;
 }
@@ -91,6 +93,42 @@ void DaemonConnection::report_miss(const std::string& full_key_line, std::uint64
     send(protocol::Miss{full_key_line, count});
     ++reports_sent_;
     flush(Clock::now());
+  }
+}
+
+void DaemonConnection::send_stats(const protocol::ClientStats& report) {
+  if (fd_ < 0 || stats_session_ == 0) return;
+  send(report);
+  flush(Clock::now());
+}
+
+void DaemonConnection::note_features(const protocol::Acknowledged& hello_ok) {
+  const auto& f = hello_ok.features;
+  if (std::find(f.begin(), f.end(), protocol::kFeatureClientStats) != f.end())
+    stats_session_ = ++stats_sessions_;
+}
+
+void DaemonConnection::send_final_stats(const protocol::ClientStats& report) noexcept {
+  if (fd_ < 0) return;
+  try {
+    // A short-lived process may stop before the background thread read hello_ok: look for it in
+    // what has already arrived, without waiting and without logging (this runs at exit).
+    char buf[4096];
+    for (ssize_t n; stats_session_ == 0 && (n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT)) > 0;) {
+      in_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
+      for (auto next = in_.next(); std::holds_alternative<std::string>(next); next = in_.next()) {
+        const auto decoded = protocol::decode_message(std::get<std::string>(next));
+        const auto* m = std::get_if<protocol::Message>(&decoded);
+        const auto* a = m != nullptr ? std::get_if<protocol::Acknowledged>(m) : nullptr;
+        if (a != nullptr && a->type == "hello_ok") note_features(*a);
+      }
+    }
+    if (stats_session_ == 0) return;
+    out_ += protocol::encode_message(report);
+    const ssize_t n = ::send(fd_, out_.data(), out_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) out_.erase(0, static_cast<std::size_t>(n));
+  } catch (...) {
+    // out of memory while the process exits: the daemon keeps the last periodic report
   }
 }
 
@@ -144,6 +182,8 @@ std::vector<protocol::Published> DaemonConnection::on_readable(Clock::time_point
       events.push_back(*p);
     } else if (auto* e = std::get_if<protocol::ErrorMessage>(&m)) {
       spdlog::warn("kdispatch: daemon says: {}", e->message);
+    } else if (auto* a = std::get_if<protocol::Acknowledged>(&m); a != nullptr && a->type == "hello_ok") {
+      note_features(*a);
     }
   }
   return events;

@@ -1,5 +1,6 @@
 // The client side of the daemon socket, driven by the background thread: non-blocking connect with
-// exponential backoff, hello + subscribe on connect, miss reports, and `published` events in.
+// exponential backoff, hello + subscribe on connect, miss reports, the process's call counters
+// (client_stats, to a daemon whose hello_ok announces them), and `published` events in.
 //
 // With no daemon the application runs unchanged: a failed connect is logged once (spdlog), retried
 // after 0.5 s, 1 s, 2 s, ... capped at max_backoff, and the dispatcher polls the cache generation
@@ -52,6 +53,18 @@ public:
   std::vector<protocol::Published> on_readable(Clock::time_point now);
   void on_writable(Clock::time_point now);
 
+  // Nonzero once the daemon's hello_ok on the current connection announced client_stats; a new
+  // number for each such connection (a report is re-sent to each). 0 while disconnected, before
+  // hello_ok, or when the daemon is too old to accept client_stats.
+  std::uint64_t stats_session() const noexcept { return stats_session_; }
+  // Sends a counter report now (or as soon as the socket takes it). Requires stats_session() != 0.
+  void send_stats(const protocol::ClientStats& report);
+  // The last report, from the thread that stops the client: one non-blocking send attempt, no
+  // logging, nothing retried. When hello_ok has arrived but was not read yet, it is read here
+  // (without waiting). A report the socket does not take now is dropped (so is a partial one: the
+  // daemon discards a truncated frame). Requires that the background thread has stopped.
+  void send_final_stats(const protocol::ClientStats& report) noexcept;
+
   std::uint64_t reports_sent() const noexcept { return reports_sent_; }
   std::uint64_t reports_dropped() const noexcept { return reports_dropped_; }
 
@@ -60,6 +73,7 @@ private:
   void disconnect(Clock::time_point now, const std::string& why);
   void send(const protocol::Message& m);
   void flush(Clock::time_point now);
+  void note_features(const protocol::Acknowledged& hello_ok);
 
   DaemonConnectionOptions options_;
   int fd_ = -1;
@@ -71,6 +85,8 @@ private:
   std::map<std::string, std::uint64_t> reported_;  // key line -> miss count last reported
   std::uint64_t reports_sent_ = 0;
   std::uint64_t reports_dropped_ = 0;
+  std::uint64_t stats_session_ = 0;
+  std::uint64_t stats_sessions_ = 0;  // connections whose daemon accepted client_stats
 };
 
 }  // namespace kd

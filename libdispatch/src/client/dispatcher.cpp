@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "client/daemon_connection.hpp"
+#include "client/stats_reporter.hpp"
 
 namespace kd {
 namespace {
@@ -58,6 +59,8 @@ DispatcherCounters& dispatcher_counters() noexcept {
 struct Dispatcher::Connection {
   explicit Connection(DaemonConnectionOptions o) : daemon(std::move(o)) {}
   DaemonConnection daemon;
+  StatsReporter stats;
+  bool final_stats_sent = false;
 };
 
 Dispatcher::Dispatcher(DispatcherOptions options, std::unique_ptr<EntryLoader> loader)
@@ -79,6 +82,12 @@ void Dispatcher::stop_background() noexcept {
   try {
     const std::lock_guard lock(stop_mutex_);
     if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+    // The thread is gone, so the connection is this thread's now: one non-blocking attempt at the
+    // final counter report (the exit path must not block the host).
+    if (!thread_.joinable() && connection_ && !connection_->final_stats_sent) {
+      connection_->final_stats_sent = true;
+      connection_->stats.finish(connection_->daemon);
+    }
   } catch (...) {
   }
 }
@@ -145,6 +154,7 @@ void Dispatcher::step(Clock::time_point now) {
         d.forget(p.key);
         recheck = true;
       }
+      connection_->stats.tick(d, now);
     }
     auto& c = dispatcher_counters();
     c.daemon_connected.store(d.connected() ? 1 : 0, std::memory_order_relaxed);

@@ -9,6 +9,8 @@
 //   - when the cache generation moves (a `published` event, or polling every poll_interval while
 //     no daemon is connected) re-checks every known key: new records are loaded and swapped in,
 //     evicted ones fall back;
+//   - reports the process's call counters to the daemon every few seconds when they changed
+//     (stats_reporter.hpp), and once more, without blocking, when it stops;
 //   - frees retired entries once no reader can hold them.
 // Retired CUDA resources (modules, workspaces) are kept until the dispatcher stops: a kernel queued
 // on a stream, or captured in a CUDA graph, may still use them after cuLaunchKernel returned, and
@@ -58,7 +60,8 @@ public:
   ~Dispatcher();
   // Stops and joins the background thread; idempotent; makes no CUDA call. Lookups keep working
   // (misses are no longer reported or loaded). Called at process exit, before the application's
-  // own exit handlers tear CUDA down under a thread that may be loading a module.
+  // own exit handlers tear CUDA down under a thread that may be loading a module. After the join
+  // it makes one non-blocking attempt to send the final counter report (never waits for it).
   void stop_background() noexcept;
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;

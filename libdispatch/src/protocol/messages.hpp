@@ -3,7 +3,11 @@
 //   client -> daemon   {"v":1,"type":"hello","pid":1234,"client":"libkdispatch"}
 //                      {"v":1,"type":"miss","key":"<full key line>","count":3}
 //                      {"v":1,"type":"subscribe"}
-//   daemon -> client   {"v":1,"type":"published","key":"<full key line>","generation":42}
+//                      {"v":1,"type":"client_stats","pid":1234,"program":"python3",
+//                       "instance":"9f3a...","hits":10,"misses":2,"fallbacks":{"no_entry":2},
+//                       "loads":1,"swaps":0}
+//   daemon -> client   {"v":1,"type":"hello_ok","features":["client_stats"],...}
+//                      {"v":1,"type":"published","key":"<full key line>","generation":42}
 //                      {"v":1,"type":"error","message":"..."}
 //
 // Unknown fields are ignored (forward compatibility); a missing or mistyped field, another
@@ -12,13 +16,21 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 namespace kd::protocol {
 
 inline constexpr int kProtocolVersion = 1;
+
+// Optional messages a daemon announces in hello_ok's `features`. A client sends such a message
+// only to a daemon that announced it: an older daemon answers an unknown type with an error and
+// closes the connection.
+inline constexpr std::string_view kFeatureClientStats = "client_stats";
 
 struct Hello {
   std::int64_t pid = 0;
@@ -33,6 +45,22 @@ struct Miss {
 struct Subscribe {
   bool operator==(const Subscribe&) const = default;
 };
+// A process's call counters, cumulative since its dispatcher started (kd_init), so a report that
+// is lost or repeated changes nothing: the daemon counts the difference to the last report of the
+// same `instance`. Fallback reasons are named as kd_fallback_reason_name() names them; zero counts
+// are left out. `final` marks the last report, sent while the process exits.
+struct ClientStats {
+  std::int64_t pid = 0;
+  std::string program;   // the process's short name (program_invocation_short_name)
+  std::string instance;  // random id of this dispatcher: a pid the kernel reuses is another instance
+  std::uint64_t hits = 0;
+  std::uint64_t misses = 0;
+  std::map<std::string, std::uint64_t> fallbacks;
+  std::uint64_t loads = 0;
+  std::uint64_t swaps = 0;
+  bool final = false;
+  bool operator==(const ClientStats&) const = default;
+};
 struct Published {
   std::string key;
   std::uint64_t generation = 0;
@@ -43,18 +71,27 @@ struct ErrorMessage {
   bool operator==(const ErrorMessage&) const = default;
 };
 
-// A daemon reply the client needs no fields of (`hello_ok` to hello, `ok` to subscribe):
-// acknowledged and otherwise ignored.
+// A daemon reply the client needs few fields of (`hello_ok` to hello, `ok` to subscribe).
 struct Acknowledged {
-  std::string type;  // "hello_ok" or "ok"
+  std::string type;                   // "hello_ok" or "ok"
+  std::vector<std::string> features;  // hello_ok's optional messages the daemon accepts
   bool operator==(const Acknowledged&) const = default;
 };
 
-using Message = std::variant<Hello, Miss, Subscribe, Published, ErrorMessage, Acknowledged>;
+using Message =
+    std::variant<Hello, Miss, Subscribe, ClientStats, Published, ErrorMessage, Acknowledged>;
 
 struct ProtocolError {
   std::string message;  // "protocol: bad JSON: ...", "protocol: version 2, expected 1", ...
 };
+
+// Limits of a client_stats message, so that what one client sends stays small in the daemon.
+inline constexpr std::size_t kMaxProgramBytes = 256;      // printable ASCII
+inline constexpr std::size_t kMaxInstanceBytes = 64;     // [A-Za-z0-9_-]
+inline constexpr std::size_t kMaxFallbackReasons = 64;   // names of 1..64 bytes of [a-z0-9_]
+inline constexpr std::size_t kMaxReasonNameBytes = 64;
+// What breaks those limits ("protocol: client_stats 'instance' ..."), or nullopt.
+std::optional<std::string> client_stats_problem(const ClientStats& s);
 
 // The JSON payload of a message (not framed).
 std::string to_json(const Message& m);

@@ -66,6 +66,21 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
 
 }  // namespace
 
+HiddenGpus::HiddenGpus() {
+  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
+    had_ = true;
+    previous_ = v;
+  }
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+}
+
+HiddenGpus::~HiddenGpus() {
+  if (had_)
+    ::setenv("CUDA_VISIBLE_DEVICES", previous_.c_str(), 1);
+  else
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
+}
+
 DaemonProcess::DaemonProcess(std::filesystem::path dir, std::vector<std::string> extra_args,
                              std::string toml)
     : dir_(std::move(dir)), socket_(dir_ / "kd.sock"), cache_dir_(dir_ / "cache"),

@@ -30,6 +30,7 @@ std::uint64_t job_count(const json& status, const std::string& key) {
 }
 
 TEST(DaemonProtocol, HelloStatusAndNoSearchBackend) {
+  test::HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
   test::TempDir dir;
   DaemonProcess d(dir.path());
   struct stat st{};
@@ -116,6 +117,7 @@ TEST(DaemonProtocol, BadKeysAreRejectedNotFatal) {
 }
 
 TEST(DaemonProtocol, PrewarmAndCancel) {
+  test::HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
   test::TempDir dir;
   DaemonProcess d(dir.path());
   Client c(d.socket());

@@ -186,6 +186,7 @@ TEST(DaemonRobustness, KillNineDuringQueueWritesLosesNothingAcknowledged) {
 
 // Prometheus text exposition 0.0.4, checked line by line.
 TEST(DaemonMetrics, ExpositionParsesAndCounts) {
+  test::HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
   test::TempDir dir;
   DaemonProcess d(dir.path());
   {

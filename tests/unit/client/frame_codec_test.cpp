@@ -76,15 +76,74 @@ TEST(Messages, EveryTypeRoundTrips) {
   }
 }
 
-TEST(Messages, CarriesVersionAndType) {
-  EXPECT_EQ(to_json(Subscribe{}), R"({"type":"subscribe","v":1})");
-}
-
 void expect_error(std::string_view payload, std::string_view mentions) {
   auto r = decode_message(payload);
   ASSERT_TRUE(std::holds_alternative<ProtocolError>(r)) << payload;
   EXPECT_NE(std::get<ProtocolError>(r).message.find(mentions), std::string::npos)
       << std::get<ProtocolError>(r).message;
+}
+
+ClientStats sample_stats() {
+  ClientStats c;
+  c.pid = 4321;
+  c.program = "python3";
+  c.instance = "0123456789abcdef";
+  c.hits = 10;
+  c.misses = 3;
+  c.fallbacks = {{"no_entry", 2}, {"not_loaded", 1}, {"misaligned", 4}};
+  c.loads = 2;
+  c.swaps = 1;
+  return c;
+}
+
+TEST(Messages, ClientStatsAndHelloFeaturesRoundTrip) {
+  ClientStats last = sample_stats();
+  last.final = true;
+  const Message all[] = {sample_stats(), last, Acknowledged{"hello_ok", {"client_stats"}},
+                         Acknowledged{"ok", {}}};
+  for (const Message& m : all) {
+    FrameDecoder d;
+    d.feed(encode_message(m));
+    auto decoded = decode_message(payload_of(d.next()));
+    ASSERT_TRUE(std::holds_alternative<Message>(decoded)) << std::get<ProtocolError>(decoded).message;
+    EXPECT_EQ(std::get<Message>(decoded), m) << to_json(m);
+  }
+  // An older daemon's hello_ok has no features: the client then sends no client_stats.
+  auto old = decode_message(R"({"v":1,"type":"hello_ok","version":1,"generation":0})");
+  ASSERT_TRUE(std::holds_alternative<Message>(old));
+  EXPECT_TRUE(std::get<Acknowledged>(std::get<Message>(old)).features.empty());
+}
+
+TEST(Messages, ClientStatsOutsideTheLimitsIsRejected) {
+  const auto with = [](auto change) {
+    ClientStats c = sample_stats();
+    change(c);
+    return client_stats_problem(c);
+  };
+  EXPECT_FALSE(with([](ClientStats&) {}).has_value());
+  EXPECT_NE(with([](ClientStats& c) { c.instance = ""; })->find("'instance'"), std::string::npos);
+  EXPECT_NE(with([](ClientStats& c) { c.instance = "a b"; })->find("'instance'"), std::string::npos);
+  EXPECT_NE(with([](ClientStats& c) { c.instance = std::string(65, 'a'); })->find("'instance'"), std::string::npos);
+  EXPECT_NE(with([](ClientStats& c) { c.program = std::string(257, 'p'); })->find("'program'"), std::string::npos);
+  EXPECT_NE(with([](ClientStats& c) { c.program = "evil\n\x1b[2J"; })->find("printable"), std::string::npos);
+  EXPECT_NE(with([](ClientStats& c) { c.fallbacks["No Entry"] = 1; })->find("No Entry"), std::string::npos);
+  EXPECT_NE(with([](ClientStats& c) {
+              for (int i = 0; i < 65; ++i) c.fallbacks["r" + std::to_string(i)] = 1;
+            })->find("more than 64"),
+            std::string::npos);
+  expect_error(R"({"v":1,"type":"client_stats","pid":1,"program":"p","instance":"i","hits":1,"misses":0})",
+               "'fallbacks'");
+  expect_error(R"({"v":1,"type":"client_stats","pid":1,"program":"p","instance":"i","hits":-1,"misses":0,"fallbacks":{}})",
+               "'hits'");
+  expect_error(R"({"v":1,"type":"client_stats","pid":1,"program":"p","instance":"i","hits":1,"misses":0,"fallbacks":{"no_entry":"3"}})",
+               "no_entry");
+  expect_error(R"({"v":1,"type":"client_stats","pid":1,"program":"p","instance":"i!","hits":1,"misses":0,"fallbacks":{}})",
+               "'instance'");
+  expect_error(R"({"v":1,"type":"hello_ok","features":"client_stats"})", "'features'");
+}
+
+TEST(Messages, CarriesVersionAndType) {
+  EXPECT_EQ(to_json(Subscribe{}), R"({"type":"subscribe","v":1})");
 }
 
 TEST(Messages, RejectsBadInput) {

@@ -1,4 +1,4 @@
-// The job queue in-process: records, deduplication, resume, claiming, cancel, backoff.
+// The job queue in-process: records, deduplication, resume, claiming, cancel, backoff, meta values.
 #include <gtest/gtest.h>
 
 #include <future>
@@ -52,6 +52,25 @@ TEST(Job, PriorityGrowsWithCallsAndShapeSize) {
   b.count = 0;  // a prewarmed key counts as one call
   EXPECT_EQ(a.priority(), 20);
   EXPECT_EQ(b.priority(), 2);
+}
+
+TEST(JobQueue, MetaValuesCommitWithTheGroupAndPersist) {
+  test::TempDir dir;
+  {
+    JobQueue q(dir.path());
+    EXPECT_FALSE(q.get_meta("client_stats").has_value());
+    std::promise<CommitResult> first, second;
+    q.put_meta("client_stats", "one", [&](const CommitResult& r) { first.set_value(r); });
+    q.put_meta("client_stats", "two", [&](const CommitResult& r) { second.set_value(r); });
+    misses_sync(q, {{key(7), 1}});
+    EXPECT_TRUE(first.get_future().get().committed);
+    EXPECT_TRUE(second.get_future().get().committed);
+    EXPECT_EQ(q.get_meta("client_stats"), "two");  // the later value wins
+  }
+  JobQueue again(dir.path());
+  EXPECT_EQ(again.get_meta("client_stats"), "two");
+  EXPECT_TRUE(again.find(key(7)).has_value());
+  EXPECT_EQ(again.generation(), 0u);  // the cache's own meta keys are untouched
 }
 
 TEST(JobQueue, MissesDeduplicateAndPersist) {

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -28,7 +29,11 @@ KdctlRun run_kdctl(const std::filesystem::path& scratch, const std::vector<std::
                    const std::vector<std::string>& env) {
   const std::string out_file = (scratch / "kdctl.stdout").string();
   const std::string err_file = (scratch / "kdctl.stderr").string();
-  std::vector<std::string> argv_text{KD_KDCTL_PATH};
+  // From a bundle (tools/dev/make-bundle.sh) kdctl sits in the bundle's bin/, not the build tree.
+  std::string exe = KD_KDCTL_PATH;
+  if (const char* bundle = std::getenv("KD_BUNDLE_DIR"); bundle != nullptr && *bundle != '\0')
+    exe = std::string(bundle) + "/bin/kdctl";
+  std::vector<std::string> argv_text{exe};
   argv_text.insert(argv_text.end(), args.begin(), args.end());
   std::vector<char*> argv;
   for (auto& a : argv_text) argv.push_back(a.data());
@@ -54,7 +59,7 @@ KdctlRun run_kdctl(const std::filesystem::path& scratch, const std::vector<std::
   pid_t pid = -1;
   const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
-  if (spawned != 0) throw std::runtime_error(std::string("posix_spawn failed for ") + KD_KDCTL_PATH);
+  if (spawned != 0) throw std::runtime_error("posix_spawn failed for " + exe);
 
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {

@@ -14,7 +14,8 @@ struct KdctlRun {
 };
 
 // Runs kdctl with `args`, stdout and stderr captured through files in `scratch`. `env` entries
-// ("NAME=value") are added to (and override) this process's environment.
+// ("NAME=value") are added to (and override) this process's environment. The executable is
+// KD_KDCTL_PATH (a compile definition), or $KD_BUNDLE_DIR/bin/kdctl when that is set (a bundle).
 KdctlRun run_kdctl(const std::filesystem::path& scratch, const std::vector<std::string>& args,
                    const std::vector<std::string>& env = {});
 

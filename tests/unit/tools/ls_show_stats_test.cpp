@@ -131,5 +131,22 @@ TEST_F(KdctlCache, StatsCountsRecordsPerGpuTreesAndJobs) {
   EXPECT_NE(text.out.find("4 record(s)"), std::string::npos) << text.out;
 }
 
+TEST_F(KdctlCache, StatsWithoutADaemonSaysTheClientCountersAreUnavailable) {
+  const auto nowhere = (tmp_.path() / "none.sock").string();
+  const auto r = kdctl({"stats", "--json", "--socket", nowhere});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cache"]["records"], 4);
+  EXPECT_FALSE(j["clients"]["available"].get<bool>());
+  EXPECT_NE(j["clients"]["reason"].get<std::string>().find("no kdispatchd running on " + nowhere), std::string::npos)
+      << j["clients"];
+  EXPECT_TRUE(j["daemon"].is_null());
+
+  const auto text = kdctl({"stats", "--socket", nowhere});
+  EXPECT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("client counters: unavailable: no kdispatchd running on " + nowhere), std::string::npos)
+      << text.out;
+}
+
 }  // namespace
 }  // namespace kd::test

@@ -192,6 +192,11 @@ int run_status(const DaemonArgs& a, bool as_json) {
   std::printf("jobs: %d queued, %d running, %d done, %d failed, %d cancelled; %d clients, %d subscribers\n",
               jobs.value("queued", 0), jobs.value("running", 0), jobs.value("done", 0), jobs.value("failed", 0),
               jobs.value("cancelled", 0), status.value("clients", 0), status.value("subscribers", 0));
+  if (const auto t = status.find("client_totals"); t != status.end() && t->is_object())
+    std::printf("client calls: %llu hits, %llu misses, %llu fallbacks (%llu process(es) reporting; kdctl stats "
+                "has the reasons)\n",
+                t->value("hits", 0ULL), t->value("misses", 0ULL), t->value("fallbacks_total", 0ULL),
+                status.value("clients_reporting", 0ULL));
   for (const json& j : status.value("top_jobs", json::array()))
     std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
                 j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
@@ -215,6 +220,9 @@ void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--wall-seconds", a->wall_s, "Search wall time per shape (default: the daemon's)");
   sub.add_option("--timeout", a->timeout_s, "Stop following after this many seconds (0: until all settle)");
   sub.add_flag("--no-wait", a->no_wait, "Queue and return without following");
+  sub.footer("Exit codes: 0 every shape settled (or queued, with --no-wait), 1 no daemon, the daemon refused, "
+             "or --timeout passed, 2 unreadable shape lines (named file:line) or no shapes, 4 the daemon has no "
+             "GPU to search with (the shapes stay queued).");
   sub.callback([a, &action] { action = [a] { return run_prewarm(*a); }; });
 }
 
@@ -223,6 +231,7 @@ void setup_status(CLI::App& sub, std::function<int()>& action) {
   auto as_json = std::make_shared<bool>(false);
   add_daemon_flags(sub, *a);
   sub.add_flag("--json", *as_json, "Print the daemon's status object as JSON");
+  sub.footer("Exit codes: 0 ok, 1 no daemon reachable on the socket, 2 usage.");
   sub.callback([a, as_json, &action] { action = [a, as_json] { return run_status(*a, *as_json); }; });
 }
 

@@ -1,7 +1,11 @@
-// kdctl stats: what the cache holds (records per GPU, sizes, trees, jobs by state).
-// The daemon's client counters (hits, misses, fallbacks) are not part of this file yet: they need
-// the daemon client's stats request wired in as a second section.
+// kdctl stats: what the cache holds (records per GPU, sizes, trees, jobs by state), the client
+// applications' call counters (hits, misses, fallbacks by reason, loads, swaps; totals and each
+// live process) that kdispatchd collects, and the daemon's own counters.
+// kdctl stats --zero: kdispatchd starts the client counter totals over.
+#include <time.h>
+
 #include <cstdio>
+#include <ctime>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,7 +26,9 @@ namespace {
 
 struct StatsArgs {
   std::string cache_dir;
+  std::string socket;  // empty: the default socket path
   bool json = false;
+  bool zero = false;
 };
 
 struct GpuCount {
@@ -100,37 +106,136 @@ void print(const CacheStats& s) {
   std::printf("\n%s", table.render().c_str());
 }
 
-// The daemon's counters (client misses and hits reported to it, candidates, winners), when a
-// daemon serves this cache; nullopt otherwise.
-std::optional<nlohmann::json> daemon_stats(const std::filesystem::path& cache_dir) {
+// What kdispatchd says, when it serves this cache: its stats reply, else why not.
+struct DaemonView {
+  std::optional<nlohmann::json> stats;
+  std::string unreachable;  // when !stats: the socket and the failure
+};
+
+DaemonView query_daemon(const std::filesystem::path& socket) {
   try {
-    return daemon::Client::stats(protocol::daemon_socket_path(cache_dir));
-  } catch (const std::exception&) {
-    return std::nullopt;
+    return {daemon::Client::stats(socket), {}};
+  } catch (const std::exception& e) {
+    return {std::nullopt, fmt::format("no kdispatchd running on {} ({})", socket.string(), e.what())};
   }
 }
 
+// The client counters object for --json: the daemon's `clients` plus "available": true, or
+// "available": false with the reason.
+nlohmann::json clients_json(const DaemonView& d) {
+  if (!d.stats) return {{"available", false}, {"reason", d.unreachable}};
+  const auto c = d.stats->find("clients");
+  if (c == d.stats->end() || !c->is_object())
+    return {{"available", false},
+            {"reason", "this kdispatchd does not collect client counters (it predates client_stats)"}};
+  nlohmann::json j = *c;
+  j["available"] = true;
+  return j;
+}
+
+std::uint64_t number(const nlohmann::json& j, const char* name) {
+  const auto it = j.find(name);
+  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
+}
+
+std::string local_time(std::int64_t unix_ms) {
+  const std::time_t t = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  char text[64] = "?";
+  if (::localtime_r(&t, &tm) != nullptr) std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S %Z", &tm);
+  return text;
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+  return whole == 0 ? "-" : fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+}
+
+void print_clients(const nlohmann::json& c) {
+  if (!c.value("available", false)) {
+    std::printf("\nclient counters: unavailable: %s\n  (kdispatchd collects hits, misses and fallbacks "
+                "from applications; KD_STATS=1 prints one process's own at exit)\n",
+                c.value("reason", "").c_str());
+    return;
+  }
+  const nlohmann::json& t = c.contains("totals") ? c["totals"] : nlohmann::json::object();
+  const std::uint64_t calls = number(t, "calls"), hits = number(t, "hits");
+  std::printf("\nclient counters (reported to kdispatchd by %llu process(es) since %s; %llu reporting now)\n",
+              static_cast<unsigned long long>(number(c, "processes_seen")),
+              local_time(c.value("since_unix_ms", std::int64_t{0})).c_str(),
+              static_cast<unsigned long long>(number(c, "processes_live")));
+  std::printf("  calls %llu: hits %llu (%s), fallbacks %llu (misses %llu)\n",
+              static_cast<unsigned long long>(calls), static_cast<unsigned long long>(hits),
+              percent(hits, calls).c_str(), static_cast<unsigned long long>(number(t, "fallbacks_total")),
+              static_cast<unsigned long long>(number(t, "misses")));
+  std::printf("  loads %llu, swaps %llu\n", static_cast<unsigned long long>(number(t, "loads")),
+              static_cast<unsigned long long>(number(t, "swaps")));
+  if (const auto f = t.find("fallbacks"); f != t.end() && f->is_object() && !f->empty()) {
+    Table reasons({{"FALLBACK REASON"}, {"CALLS", Align::right}, {"OF CALLS", Align::right}});
+    for (auto it = f->begin(); it != f->end(); ++it) {
+      const std::uint64_t n = it.value().is_number_unsigned() ? it.value().get<std::uint64_t>() : 0;
+      reasons.add({it.key(), std::to_string(n), percent(n, calls)});
+    }
+    std::printf("\n%s", reasons.render().c_str());
+  }
+  const auto live = c.find("live");
+  if (live == c.end() || !live->is_array() || live->empty()) return;
+  Table table({{"PID", Align::right}, {"PROGRAM"}, {"CALLS", Align::right}, {"HITS", Align::right},
+               {"MISSES", Align::right}, {"FALLBACKS", Align::right}, {"LOADS", Align::right},
+               {"SWAPS", Align::right}});
+  for (const nlohmann::json& p : *live)
+    table.add({std::to_string(p.value("pid", std::int64_t{0})), p.value("program", ""),
+               std::to_string(number(p, "calls")), std::to_string(number(p, "hits")),
+               std::to_string(number(p, "misses")), std::to_string(number(p, "fallbacks_total")),
+               std::to_string(number(p, "loads")), std::to_string(number(p, "swaps"))});
+  std::printf("\n%s", table.render().c_str());
+}
+
+std::filesystem::path socket_of(const StatsArgs& a, const std::filesystem::path& cache_dir) {
+  return a.socket.empty() ? protocol::daemon_socket_path(cache_dir) : std::filesystem::path(a.socket);
+}
+
+// kdctl stats --zero: the daemon starts its client counter totals over (and commits that).
+int run_zero(const StatsArgs& a) {
+  const std::filesystem::path socket = socket_of(a, resolve_cache_dir(a.cache_dir));
+  nlohmann::json reply;
+  try {
+    daemon::Client client(socket);
+    reply = client.request({{"type", "zero_stats"}});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kdctl stats: cannot zero the client counters: no kdispatchd running on %s (%s)\n",
+                 socket.c_str(), e.what());
+    return kFailure;
+  }
+  if (reply.value("type", "") != "ok" || !reply.value("zeroed", false)) {
+    std::fprintf(stderr, "kdctl stats: kdispatchd did not zero the client counters: %s\n",
+                 reply.value("message", reply.dump()).c_str());
+    return kFailure;
+  }
+  std::printf("client counters zeroed\n");
+  return kOk;
+}
+
 int run_stats(const StatsArgs& a) {
+  if (a.zero) return run_zero(a);
   const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
   const CacheSnapshot cache(dir);
   const CacheStats s = collect(cache);
-  const auto d = daemon_stats(dir);
+  const DaemonView d = query_daemon(socket_of(a, dir));
   if (a.json) {
     nlohmann::json j = to_json(s);
-    j["daemon"] = d ? *d : nlohmann::json(nullptr);
+    j["clients"] = clients_json(d);
+    j["daemon"] = d.stats ? *d.stats : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump(2).c_str());
-  } else {
-    print(s);
-    if (d) {
-      std::printf("\ndaemon counters:\n");
-      const auto counters = d->find("counters");
-      if (counters != d->end() && counters->is_object())
-        for (auto it = counters->begin(); it != counters->end(); ++it)
-          std::printf("  %-32s %s\n", it.key().c_str(), it.value().dump().c_str());
-    } else {
-      std::printf("\ndaemon: not reachable on %s (client counters live there; KD_STATS=1 prints a "
-                  "process's own at exit)\n", protocol::daemon_socket_path(dir).c_str());
-    }
+    return kOk;
+  }
+  print(s);
+  print_clients(clients_json(d));
+  if (d.stats) {
+    std::printf("\ndaemon counters:\n");
+    const auto counters = d.stats->find("counters");
+    if (counters != d.stats->end() && counters->is_object())
+      for (auto it = counters->begin(); it != counters->end(); ++it)
+        std::printf("  %-32s %s\n", it.key().c_str(), it.value().dump().c_str());
   }
   return kOk;
 }
@@ -140,8 +245,13 @@ int run_stats(const StatsArgs& a) {
 void setup_stats(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<StatsArgs>();
   sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  sub.add_option("--socket", a->socket,
+                 "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
   sub.add_flag("--json", a->json, "Print JSON");
-  sub.footer("Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage.\n");
+  sub.add_flag("-z,--zero", a->zero, "Zero the client counter totals kept by kdispatchd (needs the daemon)");
+  sub.footer("Client counters come from kdispatchd; without a running daemon they are reported as unavailable.\n"
+             "Exit codes: 0 ok (also without a daemon), 1 no cache or unreadable cache, or --zero without a "
+             "daemon, 2 usage.\n");
   sub.callback([a, &action] { action = [a] { return run_stats(*a); }; });
 }
 

@@ -1,0 +1,162 @@
+// kdctl prewarm and kdctl status against the real kdispatchd, on any machine: the daemon runs with
+// `workers = "none"`, so it queues jobs but never searches, exactly as on a machine without a GPU.
+// What is checked is what kdctl documents (README "Exit codes"): 0 done, 1 failed (no daemon),
+// 2 usage (bad shape-list lines, named with their line numbers), 4 no GPU to search with.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "client/client.hpp"
+#include "cuda/driver.hpp"
+#include "daemon_process.hpp"
+#include "kdctl_runner.hpp"
+#include "key/gemm_key.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kd::test {
+namespace {
+
+using nlohmann::json;
+
+const std::string kShapeA =
+    "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 ldc=4096 "
+    "batch=1 epilogue=none beta0=1";
+const std::string kShapeB =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=64 k=64 lda=64 ldb=64 ldc=64 batch=1 "
+    "epilogue=none beta0=0";
+const std::string kShorthand = "linear dtype=bf16 tokens=16 in=4096 out=11008";
+
+std::string canonical(const std::string& line) { return std::get<GemmKey>(parse_key(line)).shape_line(); }
+
+class KdctlDaemon : public ::testing::Test {
+protected:
+  // A daemon that queues but never searches, whatever the machine has.
+  void start_daemon(const std::string& toml = "workers = \"none\"\n") {
+    daemon_ = std::make_unique<DaemonProcess>(tmp_.path(), std::vector<std::string>{}, toml);
+  }
+  KdctlRun kdctl(const std::vector<std::string>& args) { return run_kdctl(tmp_.path(), args); }
+  std::filesystem::path write(const std::string& name, const std::string& text) {
+    write_text(tmp_.path() / name, text);
+    return tmp_.path() / name;
+  }
+  std::string socket() const { return daemon_ ? daemon_->socket().string() : (tmp_.path() / "none.sock").string(); }
+  std::vector<std::string> queued_keys() {
+    std::vector<std::string> keys;
+    // Named: a range-for over status(...).at(...) would iterate a destroyed temporary.
+    const json status = daemon::Client::status(daemon_->socket(), 100);
+    for (const json& j : status.at("top_jobs"))
+      if (j.at("state") == "queued") keys.push_back(j.at("key").get<std::string>());
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  }
+
+  TempDir tmp_;
+  std::unique_ptr<DaemonProcess> daemon_;
+};
+
+TEST_F(KdctlDaemon, StatusPrintsTheDaemonAndItsJson) {
+  start_daemon();
+  const KdctlRun text = kdctl({"status", "--socket", socket()});
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("kdispatchd "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("pid " + std::to_string(daemon_->pid())), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("search: no search backend: workers = none"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("jobs: 0 queued"), std::string::npos) << text.out;
+
+  const KdctlRun as_json = kdctl({"status", "--socket", socket(), "--json"});
+  ASSERT_EQ(as_json.rc, 0) << as_json.err;
+  const json j = json::parse(as_json.out);  // throws (fails the test) when not JSON
+  EXPECT_EQ(j.at("pid"), daemon_->pid());
+  EXPECT_EQ(j.at("cache_dir"), daemon_->cache_dir().string());
+  EXPECT_FALSE(j.at("search_backend").at("available").get<bool>());
+  EXPECT_EQ(j.at("queue_depth"), 0);
+  EXPECT_EQ(j.at("client_totals").at("calls"), 0);
+}
+
+TEST_F(KdctlDaemon, StatusWithoutADaemonIsExitOneNamingTheSocket) {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"status", "--socket", socket()}, {"status", "--socket", socket(), "--json"}}) {
+    const KdctlRun r = kdctl(args);
+    EXPECT_EQ(r.rc, 1);
+    EXPECT_NE(r.err.find("daemon at " + socket() + " not reachable"), std::string::npos) << r.err;
+    EXPECT_TRUE(r.out.empty()) << r.out;
+  }
+}
+
+TEST_F(KdctlDaemon, PrewarmQueuesEveryShapeOnceThenSaysTheDaemonCannotSearch) {
+  start_daemon();
+  const auto file = write("shapes.txt", "# decode shapes\n" + kShapeA + "\n" + kShapeB + "  # calls=3\n" +
+                                            kShorthand + "\n\n" + kShapeA + "\n");
+  const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket()});
+  EXPECT_EQ(r.rc, 4) << r.out << r.err;  // README: 4 = needs a GPU and none is usable
+  EXPECT_NE(r.out.find("queued 3 shapes on " + socket()), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("the daemon cannot search: no search backend: workers = none"), std::string::npos) << r.err;
+
+  std::vector<std::string> expected{canonical(kShapeA), canonical(kShapeB), canonical(kShorthand)};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(queued_keys(), expected);  // the jobs stay queued for a daemon that can search
+  // Prewarming again queues nothing new: one job per canonical key.
+  EXPECT_EQ(kdctl({"prewarm", file.string(), "--socket", socket(), "--no-wait"}).rc, 0);
+  EXPECT_EQ(queued_keys().size(), 3u);
+}
+
+TEST_F(KdctlDaemon, PrewarmNoWaitQueuesAndReturnsAtOnce) {
+  start_daemon();
+  const auto file = write("shapes.txt", kShapeB + "\n");
+  const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket(), "--no-wait", "--proposer",
+                            "builtin", "--rounds", "2"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("queued 1 shapes"), std::string::npos) << r.out;
+  EXPECT_EQ(queued_keys(), std::vector<std::string>{canonical(kShapeB)});
+}
+
+TEST_F(KdctlDaemon, PrewarmOnAMachineWithoutAGpuSaysWhyWithExitFour) {
+  HiddenGpus no_gpu;  // the daemon sees no GPU even on a GPU machine
+  start_daemon("");  // the default `workers = "auto"`: no device, no backend
+  const auto file = write("shapes.txt", kShapeA + "\n");
+  const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket()});
+  EXPECT_EQ(r.rc, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("the daemon cannot search: no search backend"), std::string::npos) << r.err;
+}
+
+TEST_F(KdctlDaemon, PrewarmRejectsMalformedLinesByLineNumberAndQueuesNothing) {
+  start_daemon();
+  const auto file = write("bad.txt", kShapeA + "\n" +                        // 1
+                                         "gemm a=bf16 m=banana\n" +          // 2: not a key
+                                         "# a comment\n" +                   // 3
+                                         "linear dtype=bf16 tokens=16 in=4096\n" +  // 4: no out=
+                                         kShapeB + " # calls=zero\n");       // 5: bad count
+  const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket()});
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  for (const int line : {2, 4, 5})
+    EXPECT_NE(r.err.find(file.string() + ":" + std::to_string(line) + ": "), std::string::npos)
+        << "line " << line << " not named:\n" << r.err;
+  EXPECT_EQ(r.err.find(file.string() + ":1:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(file.string() + ":3:"), std::string::npos) << r.err;
+  EXPECT_TRUE(queued_keys().empty());
+}
+
+TEST_F(KdctlDaemon, PrewarmWithoutADaemonIsExitOneNamingTheSocket) {
+  const auto file = write("shapes.txt", kShapeA + "\n");
+  const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket()});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("daemon at " + socket() + " not reachable"), std::string::npos) << r.err;
+}
+
+TEST_F(KdctlDaemon, PrewarmOfAMissingOrEmptyFile) {
+  const auto missing = (tmp_.path() / "missing.txt").string();
+  const KdctlRun gone = kdctl({"prewarm", missing, "--socket", socket()});
+  EXPECT_EQ(gone.rc, 1);
+  EXPECT_NE(gone.err.find("cannot read " + missing), std::string::npos) << gone.err;
+
+  const auto empty = write("empty.txt", "# nothing here\n\n");
+  const KdctlRun none = kdctl({"prewarm", empty.string(), "--socket", socket()});
+  EXPECT_EQ(none.rc, 2);
+  EXPECT_NE(none.err.find("holds no shapes"), std::string::npos) << none.err;
+}
+
+}  // namespace
+}  // namespace kd::test
