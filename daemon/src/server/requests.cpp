@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "driver/proposer_list.hpp"
 #include "kdispatch/kdispatch.h"
 #include "key/gemm_key.hpp"
 #include "protocol/messages.hpp"
@@ -212,8 +213,12 @@ void on_prewarm(Server& server, Session& session, const json& j) {
   if (!keys.is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
   std::string proposer;
   if (j.contains("proposer")) proposer = string_field(j, "proposer");
-  if (!proposer.empty() && proposer != "builtin" && proposer != "llm" && proposer != "cublaslt")
-    throw ProtocolViolation{"protocol: proposer must be builtin, llm or cublaslt"};
+  if (!proposer.empty()) {
+    // The same comma list the daemon's `proposer` setting takes ("builtin,cublaslt").
+    const auto names = search::parse_proposer_list(proposer);
+    if (const auto* err = std::get_if<std::string>(&names))
+      throw ProtocolViolation{"protocol: proposer: " + *err};
+  }
   JobBudgets budgets;
   if (const auto b = j.find("budgets"); b != j.end()) {
     if (!b->is_object()) throw ProtocolViolation{"protocol: field 'budgets' must be an object"};

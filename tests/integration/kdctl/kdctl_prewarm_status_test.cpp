@@ -113,6 +113,20 @@ TEST_F(KdctlDaemon, PrewarmNoWaitQueuesAndReturnsAtOnce) {
   EXPECT_EQ(queued_keys(), std::vector<std::string>{canonical(kShapeB)});
 }
 
+// A job's proposer is the same comma list as the daemon's setting; a bad one is refused by name.
+TEST_F(KdctlDaemon, PrewarmTakesAProposerListAndRefusesAnUnknownName) {
+  start_daemon();
+  const auto file = write("shapes.txt", kShapeB + "\n");
+  const KdctlRun ok = kdctl({"prewarm", file.string(), "--socket", socket(), "--no-wait", "--proposer",
+                             "builtin,cublaslt"});
+  EXPECT_EQ(ok.rc, 0) << ok.err;
+  EXPECT_EQ(queued_keys(), std::vector<std::string>{canonical(kShapeB)});
+  const KdctlRun bad = kdctl({"prewarm", file.string(), "--socket", socket(), "--no-wait", "--proposer",
+                              "builtin,gpt"});
+  EXPECT_NE(bad.rc, 0) << bad.out;
+  EXPECT_NE(bad.err.find("gpt"), std::string::npos) << bad.err;
+}
+
 TEST_F(KdctlDaemon, PrewarmOnAMachineWithoutAGpuSaysWhyWithExitFour) {
   HiddenGpus no_gpu;  // the daemon sees no GPU even on a GPU machine
   start_daemon("");  // the default `workers = "auto"`: no device, no backend
