@@ -4,7 +4,8 @@
 # stages: gpu-tests gate-table bench-registry search6 search-tc quickstart e2e validate bench-verify
 #         fullfile lab:FILE:CFG
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file) through kdctl prewarm
-# with per-shape budgets (KD_FULL_ROUNDS, KD_FULL_CANDIDATES, KD_FULL_WALL), then kdctl bench times
+# with per-shape budgets (KD_FULL_ROUNDS, KD_FULL_CANDIDATES, KD_FULL_WALL; KD_FULL_PROPOSER adds
+# proposers to builtin, e.g. cublaslt), then kdctl bench times
 # every shape (cuBLAS, tuned, roofline) in one run and draws the chart.
 # Logs go to $OUT (the device tool's folder) or BUNDLE/logs.
 set -uo pipefail
@@ -82,7 +83,8 @@ for stage in "$@"; do
       t0=$(date +%s)
       timeout "${KD_FULL_PREWARM_LIMIT:-420}" kdctl prewarm tools/shapes/llama3-8b.txt --socket "$c/s.sock" \
         --cache-dir "$c" --rounds "${KD_FULL_ROUNDS:-4}" --max-candidates "${KD_FULL_CANDIDATES:-48}" \
-        --wall-seconds "${KD_FULL_WALL:-8}" >"$logs/full-prewarm.log" 2>&1
+        --wall-seconds "${KD_FULL_WALL:-8}" ${KD_FULL_PROPOSER:+--proposer "$KD_FULL_PROPOSER"} \
+        >"$logs/full-prewarm.log" 2>&1
       rc=$?
       summary+=("fullfile prewarm rc=$rc in $(( $(date +%s) - t0 )) s")
       kill "$dpid"; wait "$dpid" 2>/dev/null
