@@ -25,14 +25,24 @@ LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream
   const CudaDriver* d = cu_driver();
   if (d == nullptr) return fall_back(FallbackReason::no_gpu);
 
-  kd_gemm_args a = args;
-  a.workspace = reinterpret_cast<void*>(entry.workspace);
+  // The kernel sees the entry's workspace; the caller's struct is copied only when its workspace
+  // field differs (usually both are null), which keeps a 128-byte copy off the common hit.
+  kd_gemm_args with_workspace;
+  const kd_gemm_args* pa = &args;
+  if (args.workspace != reinterpret_cast<void*>(entry.workspace)) {
+    with_workspace = args;
+    with_workspace.workspace = reinterpret_cast<void*>(entry.workspace);
+    pa = &with_workspace;
+  }
   if (entry.workspace_bytes > 0) {
     // One workspace per entry, owned by the first stream that launches it (kernels on one stream
-    // run in order). A capture would bake the buffer into a graph replayed on any stream.
-    CUstream owner = nullptr;
-    if (!entry.workspace_stream.compare_exchange_strong(owner, stream, std::memory_order_acq_rel) &&
-        owner != stream)
+    // run in order). A capture would bake the buffer into a graph replayed on any stream. The
+    // owner is read first so the owning stream's calls take no locked instruction.
+    CUstream owner = entry.workspace_stream.load(std::memory_order_acquire);
+    if (owner != stream &&
+        (owner != nullptr ||
+         (!entry.workspace_stream.compare_exchange_strong(owner, stream, std::memory_order_acq_rel) &&
+          owner != stream)))
       return fall_back(FallbackReason::workspace_busy);
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     if (d->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS ||
@@ -41,9 +51,10 @@ LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream
   }
 
   if (entry.kind == EntryKind::cublaslt)
-    return launch_cublaslt(*entry.cublaslt, a, a.workspace, entry.workspace_bytes, stream);
+    return launch_cublaslt(*entry.cublaslt, *pa, pa->workspace, entry.workspace_bytes, stream);
 
-  void* params[] = {&a};
+  // cuLaunchKernel copies the parameter bytes before it returns; it never writes through them.
+  void* params[] = {const_cast<kd_gemm_args*>(pa)};
   for (std::uint32_t i = 0; i < entry.launch_count; ++i) {
     const KernelLaunch& l = entry.launches[i];
     const CUresult rc = d->cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0],

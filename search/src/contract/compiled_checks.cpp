@@ -35,17 +35,22 @@ std::string trim(std::string_view s) {
 
 // "128, 1, 1" -> {128, 1, 1}; anything but digits separates numbers.
 std::vector<std::uint32_t> parse_dims(std::string_view text) {
+  // A plain flag and value rather than std::optional: GCC 12 at -O1 reports the optional's payload
+  // as maybe-uninitialized here (a false positive that -Werror turns into a build failure).
   std::vector<std::uint32_t> dims;
-  std::optional<std::uint64_t> current;
+  bool in_number = false;
+  std::uint64_t current = 0;
   for (const char c : text) {
     if (c >= '0' && c <= '9') {
-      current = std::min<std::uint64_t>(current.value_or(0) * 10 + static_cast<std::uint64_t>(c - '0'), UINT32_MAX);
-    } else if (current) {
-      dims.push_back(static_cast<std::uint32_t>(*current));
-      current.reset();
+      current = std::min<std::uint64_t>(current * 10 + static_cast<std::uint64_t>(c - '0'), UINT32_MAX);
+      in_number = true;
+    } else if (in_number) {
+      dims.push_back(static_cast<std::uint32_t>(current));
+      current = 0;
+      in_number = false;
     }
   }
-  if (current) dims.push_back(static_cast<std::uint32_t>(*current));
+  if (in_number) dims.push_back(static_cast<std::uint32_t>(current));
   return dims;
 }
 
