@@ -187,6 +187,8 @@ TEST_F(KdctlOnGpu, BenchPrintsTheTableAndWritesAPngChart) {
   EXPECT_NE(r.out.find("tuned_us"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("  user"), std::string::npos) << "the tuned row names its proposer:\n" << r.out;
   EXPECT_NE(r.out.find("no tuned kernel (not_found)"), std::string::npos) << r.out;
+  // The untuned shape still gets cuBLAS's time and floor fraction (speedup 1.00x: cuBLAS is kept).
+  EXPECT_NE(r.out.find("1.00x"), std::string::npos) << "the untuned row has no cuBLAS time:\n" << r.out;
   EXPECT_NE(r.out.find("chart: " + chart.string()), std::string::npos) << r.out;
 
   const auto [width, height] = png_size(read_text(chart));

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
+#include "cublaslt_proposer/algo_enumeration.hpp"
 #include "driver/publish.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/verdict.hpp"
@@ -39,6 +40,26 @@ std::optional<DeviceInfo> gpu_or_complain(const char* cmd, int device) {
 
 eval::Verdict evaluate(search::WorkerBackend& backend, const Record& r) {
   return backend.evaluate(search::evaluation_request(r));
+}
+
+// For a shape with no record: the exact cuBLAS call timed the way the gate times a baseline, with
+// the roofline floor. The worker times the baseline interleaved with a candidate, so cuBLASLt's
+// first heuristic algorithm (what cuBLAS itself would pick, near enough) stands in as the
+// candidate. nullopt when that cannot run (no cuBLASLt, the algorithm fails the gate).
+std::optional<eval::Verdict> time_cublas(search::WorkerBackend& backend, const GemmKey& key) {
+  cublaslt::EnumerationOptions one;
+  one.heuristics = 1;
+  one.splitk_algos = 0;
+  one.max_candidates = 1;
+  auto algos = backend.cublaslt_algos(key, one);
+  const auto* e = std::get_if<cublaslt::Enumeration>(&algos);
+  if (e == nullptr || e->algos.empty()) return std::nullopt;
+  eval::EvalRequest request;
+  request.key_line = key.full_line();
+  request.cublaslt = e->algos.front().algo;
+  eval::Verdict v = backend.evaluate(request);
+  if (!v.baseline_time) return std::nullopt;
+  return v;
 }
 
 std::string us(const std::optional<eval::TimeStats>& t) { return t ? fmt::format("{:.1f}", t->median_us) : "-"; }
@@ -114,7 +135,15 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
     bar.label = fmt::format("{} {} {}x{}x{}", to_string(key.a), key.ta == Transpose::T ? "T" : "N", key.m, key.n,
                             key.k);
     if (r == nullptr) {
-      note = fmt::format("no tuned kernel ({})", to_string(std::get<LookupMiss>(hit)));
+      note = fmt::format("cuBLAS kept: no tuned kernel ({})", to_string(std::get<LookupMiss>(hit)));
+      if (const auto v = time_cublas(backend, key)) {
+        const double c = v->baseline_time->median_us;
+        cublas = fmt::format("{:.1f}", c);
+        speedup = "1.00x";
+        if (v->floor_us > 0) rc = fmt::format("{:.0f}%", 100 * v->floor_us / c);
+        bar.speedup = 1.0;
+        bar.roofline_frac = bar.roofline_cublas = v->floor_us > 0 ? v->floor_us / c : 0;
+      }
     } else {
       const eval::Verdict v = evaluate(backend, *r);
       if (!v.correct() || !v.candidate_time || !v.baseline_time) {
