@@ -3,29 +3,6 @@
 #include <cstring>
 
 namespace kd {
-namespace {
-
-cudaDataType_t data_type(DType t) {
-  switch (t) {
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-    case DType::f32: return CUDA_R_32F;
-  }
-  return CUDA_R_32F;
-}
-
-cublasComputeType_t compute_type(PrecisionClass p) {
-  switch (p) {
-    case PrecisionClass::f32: return CUBLAS_COMPUTE_32F;
-    case PrecisionClass::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case PrecisionClass::f16: return CUBLAS_COMPUTE_16F;
-  }
-  return CUBLAS_COMPUTE_32F;
-}
-
-cublasOperation_t op(Transpose t) { return t == Transpose::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
-
-}  // namespace
 
 LtMatmul::LtMatmul(const CublasLtLibrary& lt, const GemmKey& key)
     : lt_(&lt), key_(key), desc_(nullptr, DescDeleter{&lt}), a_(nullptr, LayoutDeleter{&lt}),
@@ -33,11 +10,11 @@ LtMatmul::LtMatmul(const CublasLtLibrary& lt, const GemmKey& key)
   const std::string what = key.shape_line();
   half_scale_ = key.precision == PrecisionClass::f16;
   cublasLtMatmulDesc_t desc = nullptr;
-  KD_LT_CHECK(lt.cublasLtMatmulDescCreate(&desc, compute_type(key.precision),
+  KD_LT_CHECK(lt.cublasLtMatmulDescCreate(&desc, cublas_compute_type(key.precision),
                                           half_scale_ ? CUDA_R_16F : CUDA_R_32F),
               what);
   desc_.reset(desc);
-  const cublasOperation_t ta = op(key.ta), tb = op(key.tb);
+  const cublasOperation_t ta = cublas_op(key.ta), tb = cublas_op(key.tb);
   KD_LT_CHECK(lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)), what);
   KD_LT_CHECK(lt.cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)), what);
   if (key.epilogue == Epilogue::bias) {
@@ -53,7 +30,7 @@ LtMatmul::LtMatmul(const CublasLtLibrary& lt, const GemmKey& key)
 LtMatmul::Layout LtMatmul::layout(DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                   std::int64_t stride, const char* what) {
   cublasLtMatrixLayout_t raw = nullptr;
-  KD_LT_CHECK(lt_->cublasLtMatrixLayoutCreate(&raw, data_type(t), static_cast<std::uint64_t>(rows),
+  KD_LT_CHECK(lt_->cublasLtMatrixLayoutCreate(&raw, cuda_data_type(t), static_cast<std::uint64_t>(rows),
                                               static_cast<std::uint64_t>(cols), ld),
               what);
   Layout l(raw, LayoutDeleter{lt_});

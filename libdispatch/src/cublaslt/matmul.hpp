@@ -23,6 +23,27 @@
 
 namespace kd {
 
+// The key's enums as cuBLAS and cuBLASLt name them; also used by the gate's vendor baseline.
+inline cudaDataType_t cuda_data_type(DType t) noexcept {
+  switch (t) {
+    case DType::f16: return CUDA_R_16F;
+    case DType::bf16: return CUDA_R_16BF;
+    case DType::f32: return CUDA_R_32F;
+  }
+  return CUDA_R_32F;
+}
+
+inline cublasComputeType_t cublas_compute_type(PrecisionClass p) noexcept {
+  switch (p) {
+    case PrecisionClass::f32: return CUBLAS_COMPUTE_32F;
+    case PrecisionClass::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
+    case PrecisionClass::f16: return CUBLAS_COMPUTE_16F;
+  }
+  return CUBLAS_COMPUTE_32F;
+}
+
+inline cublasOperation_t cublas_op(Transpose t) noexcept { return t == Transpose::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
 class LtMatmul {
 public:
   // Creates the descriptor and the three layouts for `key` through `lt`. Throws kd::Error (cuda)

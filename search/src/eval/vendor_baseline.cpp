@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "cublaslt/matmul.hpp"
 #include "cuda/driver.hpp"
 #include "eval/device_memory.hpp"
 
@@ -23,26 +24,6 @@ void check_cublas(cublasStatus_t st, const char* call) {
   }
 }
 #define KD_CUBLAS_CHECK(call) check_cublas((call), #call)
-
-cudaDataType_t data_type(DType t) {
-  switch (t) {
-    case DType::f16: return CUDA_R_16F;
-    case DType::bf16: return CUDA_R_16BF;
-    case DType::f32: return CUDA_R_32F;
-  }
-  return CUDA_R_32F;
-}
-
-cublasComputeType_t compute_type(PrecisionClass p) {
-  switch (p) {
-    case PrecisionClass::f32: return CUBLAS_COMPUTE_32F;
-    case PrecisionClass::tf32: return CUBLAS_COMPUTE_32F_FAST_TF32;
-    case PrecisionClass::f16: return CUBLAS_COMPUTE_16F;
-  }
-  return CUBLAS_COMPUTE_32F;
-}
-
-cublasOperation_t op(Transpose t) { return t == Transpose::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
 int as_int(std::int64_t v, const char* what) {
   if (v > std::numeric_limits<int>::max()) {
@@ -107,7 +88,7 @@ struct VendorBaseline::Impl {
   cublasLtMatrixLayout_t layout(DType t, std::int64_t rows, std::int64_t cols, std::int64_t ld,
                                 std::int64_t stride) {
     cublasLtMatrixLayout_t l = nullptr;
-    KD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, data_type(t), static_cast<std::uint64_t>(rows),
+    KD_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&l, cuda_data_type(t), static_cast<std::uint64_t>(rows),
                                                static_cast<std::uint64_t>(cols), ld));
     if (key.batch > 1) {
       const std::int32_t count = static_cast<std::int32_t>(key.batch);
@@ -123,8 +104,8 @@ struct VendorBaseline::Impl {
     KD_CUBLAS_CHECK(cublasLtCreate(&lt));
     const cudaDataType_t scale_type =
         key.precision == PrecisionClass::f16 ? CUDA_R_16F : CUDA_R_32F;
-    KD_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, compute_type(key.precision), scale_type));
-    const cublasOperation_t ta = op(key.ta), tb = op(key.tb);
+    KD_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, cublas_compute_type(key.precision), scale_type));
+    const cublasOperation_t ta = cublas_op(key.ta), tb = cublas_op(key.tb);
     KD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
     KD_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
     const cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_BIAS;
@@ -188,16 +169,16 @@ void VendorBaseline::run(const GemmOperands& ops, double alpha, double beta) {
   const int m = as_int(k.m, "m"), n = as_int(k.n, "n"), kk = as_int(k.k, "k");
   const int lda = as_int(k.lda, "lda"), ldb = as_int(k.ldb, "ldb"), ldc = as_int(k.ldc, "ldc");
   if (k.batch == 1) {
-    KD_CUBLAS_CHECK(cublasGemmEx(impl_->handle, op(k.ta), op(k.tb), m, n, kk, sa.ptr(k.precision),
-                                 ptr(ops.a), data_type(k.a), lda, ptr(ops.b), data_type(k.b), ldb,
-                                 sb.ptr(k.precision), ptr(ops.c), data_type(k.c), ldc,
-                                 compute_type(k.precision), CUBLAS_GEMM_DEFAULT));
+    KD_CUBLAS_CHECK(cublasGemmEx(impl_->handle, cublas_op(k.ta), cublas_op(k.tb), m, n, kk, sa.ptr(k.precision),
+                                 ptr(ops.a), cuda_data_type(k.a), lda, ptr(ops.b), cuda_data_type(k.b), ldb,
+                                 sb.ptr(k.precision), ptr(ops.c), cuda_data_type(k.c), ldc,
+                                 cublas_compute_type(k.precision), CUBLAS_GEMM_DEFAULT));
   } else {
     KD_CUBLAS_CHECK(cublasGemmStridedBatchedEx(
-        impl_->handle, op(k.ta), op(k.tb), m, n, kk, sa.ptr(k.precision), ptr(ops.a), data_type(k.a),
-        lda, k.stride_a, ptr(ops.b), data_type(k.b), ldb, k.stride_b, sb.ptr(k.precision),
-        ptr(ops.c), data_type(k.c), ldc, k.stride_c, as_int(k.batch, "batch"),
-        compute_type(k.precision), CUBLAS_GEMM_DEFAULT));
+        impl_->handle, cublas_op(k.ta), cublas_op(k.tb), m, n, kk, sa.ptr(k.precision), ptr(ops.a), cuda_data_type(k.a),
+        lda, k.stride_a, ptr(ops.b), cuda_data_type(k.b), ldb, k.stride_b, sb.ptr(k.precision),
+        ptr(ops.c), cuda_data_type(k.c), ldc, k.stride_c, as_int(k.batch, "batch"),
+        cublas_compute_type(k.precision), CUBLAS_GEMM_DEFAULT));
   }
 }
 
