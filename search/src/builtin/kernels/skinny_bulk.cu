@@ -72,10 +72,10 @@ __device__ __forceinline__ void kd_mma_tf32(float (&d)[4], unsigned a0, unsigned
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
+// Round to TF32, to nearest with ties away from zero (cvt.rna's result for finite values) in two
+// integer ops, which the compiler also shares between the m and n tiles that use one value.
 __device__ __forceinline__ unsigned kd_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
+  return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
 struct kd_split { unsigned hi, lo; };
 __device__ __forceinline__ kd_split kd_split3(unsigned bits) {
