@@ -26,6 +26,7 @@ constexpr char kStages[] = "KD_STAGES";
 constexpr char kSplit[] = "KD_SPLITK";
 constexpr char kMinCtas[] = "KD_MIN_CTAS";
 constexpr char k3x[] = "KD_3XTF32";
+constexpr char kPromote[] = "KD_PROMOTE";
 constexpr long long kReduceThreads = 256;
 constexpr long long kMaxSplit = 16;
 
@@ -33,10 +34,13 @@ long long warps_of(const Params& p) { return (get(p, kBm) / get(p, kWm)) * (get(
 long long tiles_of(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, get(p, kBm)) * ceil_div(key.n, get(p, kBn)) * key.batch;
 }
-// Bytes of one ring stage; mirrors kALd/kATile/kBTile in tc_tiled.cu (rows padded by 16 bytes when
-// k-contiguous, by 8 elements when m-contiguous).
+// f32 with ta = T: both operands k-contiguous, read in 16-byte fragments (tc_tiled.cu's kF32Vec).
+bool f32_vec(const GemmKey& key) { return key.a == DType::f32 && key.ta == Transpose::T; }
+// Bytes of one ring stage; mirrors kPadK/kALd/kATile/kBTile in tc_tiled.cu (k-contiguous rows padded
+// by 16 bytes, or to 16 mod 32 words for f32 with ta = T; m-contiguous rows by 8 elements).
 long long stage_bytes(const GemmKey& key, const Params& p) {
-  const long long e = elem_bytes(key), pad_k = 16 / e, bk = get(p, kBk);
+  const long long e = elem_bytes(key), bk = get(p, kBk);
+  const long long pad_k = f32_vec(key) ? (48 - bk % 32) % 32 : 16 / e;
   const long long a = key.ta == Transpose::T ? get(p, kBm) * (bk + pad_k) : bk * (get(p, kBm) + 8);
   return (a + get(p, kBn) * (bk + pad_k)) * e;
 }
@@ -68,18 +72,31 @@ std::optional<std::string> tc_rejects(const GemmKey& key) {
 Params tile(long long bm, long long bn, long long bk, long long wm, long long wn, long long stages) {
   return {{kBm, bm}, {kBn, bn}, {kBk, bk}, {kWm, wm}, {kWn, wn}, {kStages, stages}, {kSplit, 1}, {kMinCtas, 1}};
 }
+Params tile_f32(long long bm, long long bn, long long bk, long long wm, long long wn, long long stages,
+                long long promote) {
+  Params p = tile(bm, bn, bk, wm, wn, stages);
+  p[kPromote] = promote;
+  return p;
+}
 
 std::vector<Params> tc_seeds(const GemmKey& key, const Target& t) {
   std::vector<Params> out;
   const bool f32 = key.a == DType::f32;
   const bool big = key.n >= 512 && key.m >= 512;
   if (f32) {
-    // 3xTF32 holds 2 x 4 more fragment registers per k8 step: BK 16 with a 64x32 warp tile.
+    // The best 3xTF32 tiles of the kernel lab (tools/dev/lab_tc_f32.json, H200): 64x32 warp tiles,
+    // two k8 steps per FADD; 4096^3 (ta = N) 128x64x16 at 1.22x cuBLAS, 4096x128x4096 (ta = T)
+    // 128x128x32 split 4 at 1.20x.
     if (big) {
-      out = {tile(128, 128, 16, 64, 32, 4), tile(128, 64, 32, 32, 32, 3), tile(64, 64, 32, 32, 32, 3)};
+      out = {tile_f32(128, 64, 16, 64, 32, 4, 2), tile_f32(128, 128, 32, 64, 32, 3, 2),
+             tile_f32(128, 128, 16, 64, 32, 4, 2)};
     } else {
-      const long long bn = key.n <= 64 ? 64 : 128;
-      out = {tile(128, bn, 16, 64, 32, 4), tile(64, bn, 32, 32, 32, 3), tile(64, 64, 32, 32, 32, 4)};
+      if (key.n > 64)
+        out = {tile_f32(128, 128, 32, 64, 32, 3, 2), tile_f32(64, 64, 32, 32, 32, 4, 4),
+               tile_f32(128, 128, 16, 64, 32, 4, 2)};
+      else
+        out = {tile_f32(128, 64, 16, 64, 32, 4, 2), tile_f32(64, 64, 32, 32, 32, 4, 4),
+               tile_f32(64, 64, 16, 32, 32, 6, 2)};
     }
   } else if (big) {
     out = {tile(128, 128, 32, 64, 32, 4), tile(128, 256, 32, 64, 64, 3), tile(128, 128, 64, 64, 32, 3)};
@@ -93,6 +110,8 @@ std::vector<Params> tc_seeds(const GemmKey& key, const Target& t) {
 
 Params tc_complete(const GemmKey& key, const Target&, Params p) {
   // f32 inputs on a strict-fp32 call need the error-compensated path; a TF32 call may skip it.
+  if (key.a != DType::f32) p.erase(kPromote);
+  else if (get(p, kPromote) < 1) p[kPromote] = 1;
   if (key.a != DType::f32) p[k3x] = 0;
   else if (key.precision == PrecisionClass::f32) p[k3x] = 1;
   else if (!p.contains(k3x)) p[k3x] = 0;
@@ -109,15 +128,29 @@ bool tc_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (bm < 16 || bn < 8 || bm > 256 || bn > 256 || bk < 8 || bk > 128) return false;
   if (wm < 16 || wn < 8 || wm % 16 || wn % (f32 ? 8 : 16) || bm % wm || bn % wn) return false;
   if (bk % (f32 ? 8 : 16) || bk % vec || bm % vec) return false;
+  if (f32_vec(key) && bk % 16) return false;
+  if (f32) {
+    // ptxas -v on sm_90: a 64-element warp tile (64x32) fits beside one group's hi/lo fragments
+    // only with two k8 steps per group (KD_PROMOTE 1 with ta = T loads two anyway and spills); one
+    // of 32 elements takes any group.
+    const long long promote = get(p, kPromote);
+    if ((promote != 1 && promote != 2 && promote != 4) || bk % (8 * promote)) return false;
+    // A 64-element tile also spills with BK 64, and with BK 32 in a CTA of fewer than 8 warps.
+    const long long acc_f32 = wm * wn / 32;
+    if (acc_f32 > 64 || (acc_f32 > 32 && promote != 2 && !(promote == 1 && !f32_vec(key)))) return false;
+    if (acc_f32 > 32 && (bk > 32 || (bk > 16 && warps_of(p) < 8))) return false;
+  } else if (p.contains(kPromote)) {
+    return false;
+  }
   const long long warps = warps_of(p);
   if (warps < 1 || warps > 16 || stages < 2 || stages > 6 || ctas < 1 || ctas > 4) return false;
   // Registers: the accumulators are wm*wn/32 per thread; 64x64 is the most that fits beside the
-  // fragments; 3xTF32 also holds hi/lo fragments for every k8 step of a k tile (spills beyond).
+  // 16-bit fragments (f32: see above).
   const long long acc = wm * wn / 32;
   // 16-bit: 64x64 warp tiles spill with BK 64 (NVRTC, -lineinfo), so acc * BK/16 <= 256.
-  if (acc > 128 || (f32 && acc * (bk / 8) > 128) || (!f32 && acc * (bk / 16) > 256)) return false;
+  if (acc > 128 || (!f32 && acc * (bk / 16) > 256)) return false;
   // Register file: 64 K per SM; the estimate follows ptxas -v on sm_90 (16-bit: 64x32 141,
-  // 64x64 250; 3xTF32 up to 242 at the bound above).
+  // 64x64 250; 3xTF32 241-255).
   const long long regs = f32 ? 255 : std::min(255LL, 72 + 3 * acc / 2);
   if (warps * 32 * ctas * regs > 65536) return false;
   if (f32 && get(p, k3x) == 0 && key.precision == PrecisionClass::f32) return false;
@@ -218,6 +251,13 @@ std::string wm_half(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("shrink the warp tile to {}x{}: twice the warps to hide mma and load latency",
                      get(p, kWm) / 2, get(p, kWn));
 }
+std::string promote_up(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("chain {} k8 steps of 3xTF32 mma before each FADD into the f32 sum: fewer FADDs per mma, "
+                     "the chain still short enough for the strict-fp32 gate", 2 * get(p, kPromote));
+}
+std::string promote_down(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("promote every {} k8 steps: fewer live fragment registers per chain", get(p, kPromote) / 2);
+}
 std::string two_ctas(const GemmKey&, const Target&, const Params&) {
   return "two CTAs per SM: one CTA's epilogue and pipeline fill overlap the other's main loop";
 }
@@ -234,6 +274,8 @@ const IdeaMove kIdeas[] = {
     {"tc_tiled", "tc.wn_double", wn_double, scale<kWn, 2, 1, 8, 128>},
     {"tc_tiled", "tc.wm_half", wm_half, scale<kWm, 1, 2, 16, 128>},
     {"tc_tiled", "tc.two_ctas", two_ctas, scale<kMinCtas, 2, 1, 1, 2>},
+    {"tc_tiled", "tc.promote_up", promote_up, scale<kPromote, 2, 1, 1, 4>},
+    {"tc_tiled", "tc.promote_down", promote_down, scale<kPromote, 1, 2, 1, 4>},
 };
 
 Family make_family() {

@@ -186,11 +186,13 @@ TEST(TcTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   }
 }
 
-// tools/dev/lab_tc.json (the GPU lab's variants) agrees with the family's rules: every variant is
-// valid for its case's key and carries exactly the family's launch plan.
-TEST(TcTiled, LabConfigMatchesTheFamilyRules) {
-  std::ifstream in(source_dir() + "/tools/dev/lab_tc.json");
-  ASSERT_TRUE(in.good());
+// tools/dev/lab_tc.json and lab_tc_f32.json (the GPU lab's variants) agree with the family's rules:
+// every variant is valid for its case's key and carries exactly the family's launch plan.
+class TcTiledLab : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TcTiledLab, ConfigMatchesTheFamilyRules) {
+  std::ifstream in(source_dir() + "/tools/dev/" + GetParam());
+  ASSERT_TRUE(in.good()) << GetParam();
   const nlohmann::json cfg = nlohmann::json::parse(in);
   const Family& f = tc_tiled_family();
   const Target t;
@@ -227,6 +229,7 @@ TEST(TcTiled, LabConfigMatchesTheFamilyRules) {
   EXPECT_GT(variants, 20);
   EXPECT_LE(variants, 150);
 }
+INSTANTIATE_TEST_SUITE_P(Labs, TcTiledLab, ::testing::Values("lab_tc.json", "lab_tc_f32.json"));
 
 }  // namespace
 }  // namespace kd::builtin

@@ -7,10 +7,13 @@
 //    (src-size < 16), one commit group per k tile, empty groups past the end keep the count exact;
 //  - 16-bit types: mma.sync m16n8k16 fed by ldmatrix (.trans for an m-contiguous A) from rows
 //    padded by 16 bytes (conflict-free 8-row phases);
-//  - f32: KD_3XTF32 = 1 is error-compensated TF32 (x = hi + lo, both rounded with cvt.rna; products
+//  - f32: KD_3XTF32 = 1 is error-compensated TF32 (x = hi + lo, both rounded to nearest; products
 //    lo*hi + hi*lo + hi*hi in m16n8k8) for strict-fp32 calls. The tensor cores' accumulation
-//    truncates, so every k8 step's three mmas go into a fresh temporary (C operand 0) that is added
-//    to the running sum with an IEEE FADD; KD_3XTF32 = 0 is plain TF32 (precision=tf32 calls only);
+//    truncates, so the mmas of KD_PROMOTE k8 steps (1, 2 or 4) chain into a fresh temporary that is
+//    added to the running sum with an IEEE FADD; KD_3XTF32 = 0 is plain TF32 (precision=tf32 calls
+//    only). With ta = T both operands are k-contiguous and lane t's k slots (t, t+4) of the two k8
+//    steps of a k16 block are the physical k 4t .. 4t+3 (the same permutation for A and B, so the
+//    sum is unchanged): one 16-byte shared load per row per k16, rows padded to 16 mod 32 words;
 //  - KD_SPLITK > 1 splits the k tiles over blockIdx.z (z = batch * KD_SPLITK + split): each split
 //    writes its f32 partial tile to the workspace [split][batch][n][m] and a second launch,
 //    kd_tc_tiled_reduce, sums the splits in a fixed order (deterministic) and runs the epilogue.
@@ -21,7 +24,8 @@
 //   KD_A_T, KD_B_T, KD_C_T element types   KD_TA 0 = N, 1 = T   KD_TB 0 (N only)
 //   KD_BM, KD_BN, KD_BK CTA tile   KD_WM, KD_WN warp tile (multiples of 16 and 8; 16 for 16-bit)
 //   KD_STAGES ring depth (2..6)   KD_SPLITK k splits (1..16)   KD_MIN_CTAS launch-bounds minimum
-//   KD_3XTF32 0|1 (f32 only)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_3XTF32 0|1 (f32 only)   KD_PROMOTE 1|2|4 (f32: k8 steps per FADD; divides BK / 8)
+//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: launch 0 kd_tc_tiled: grid = [ceil(m/BM), ceil(n/BN), batch * SPLITK],
 //   block = [32 * (BM/WM) * (BN/WN)], smem = STAGES * (A tile + B tile) bytes (see tc_smem below);
 //   when SPLITK > 1, workspace = SPLITK * batch * m * n * 4 bytes and launch 1 kd_tc_tiled_reduce:
@@ -72,6 +76,9 @@
 #ifndef KD_3XTF32
 #define KD_3XTF32 1
 #endif
+#ifndef KD_PROMOTE
+#define KD_PROMOTE 1
+#endif
 #ifndef KD_BETA_ZERO
 #define KD_BETA_ZERO 1
 #endif
@@ -90,7 +97,11 @@ typedef KD_A_T kd_t;
 constexpr int kElem = (int)sizeof(kd_t);
 constexpr bool kF32 = kElem == 4;
 constexpr int kVec = 16 / kElem;          // elements per 16-byte cp.async
-constexpr int kPadK = 16 / kElem;         // k-contiguous rows: +16 bytes
+// f32 with ta = T loads 16 bytes per lane from rows of both tiles: a row stride of 16 mod 32 words
+// keeps each 8-lane phase (two rows x four lanes) on distinct banks. Otherwise k-contiguous rows get
+// +16 bytes (conflict-free 8-row ldmatrix phases, scalar f32 loads).
+constexpr bool kF32Vec = kF32 && KD_TA;
+constexpr int kPadK = kF32Vec ? (48 - KD_BK % 32) % 32 : 16 / kElem;
 constexpr int kPadM = 8;                  // m-contiguous rows: +8 elements (16 B for 16-bit, 32 B for f32)
 constexpr int kKStep = kF32 ? 8 : 16;     // k per mma
 constexpr int kMT = KD_WM / 16, kNT = KD_WN / 8;
@@ -105,6 +116,7 @@ static_assert(KD_BM % KD_WM == 0 && KD_BN % KD_WN == 0, "warp tiles must divide 
 static_assert(KD_WM % 16 == 0 && KD_WN % (kF32 ? 8 : 16) == 0, "warp tile granularity");
 static_assert(KD_BK % kKStep == 0 && KD_BK % kVec == 0 && KD_BM % kVec == 0, "k tile granularity");
 static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
+static_assert(!kF32Vec || KD_BK % 16 == 0, "f32 with ta = T works in k16 blocks");
 
 __device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -160,10 +172,17 @@ __device__ __forceinline__ void kd_mma_tf32(float (&d)[4], const unsigned (&a)[4
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "f"(c[0]), "f"(c[1]),
         "f"(c[2]), "f"(c[3]));
 }
+// Round to TF32 (10 stored mantissa bits), to nearest with ties away from zero: cvt.rna's result
+// for finite values, in two integer ops; cvt.rna itself measured 10-13% slower for 3xTF32 tiles on
+// an H200. An infinity stays infinite; a NaN may become an infinity here, but its lo part
+// (x - hi) is NaN, so NaN still propagates to the result.
 __device__ __forceinline__ unsigned kd_tf32(float x) {
-  unsigned r;
-  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-  return r;
+  return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
+}
+struct kd_hilo { unsigned hi, lo; };
+__device__ __forceinline__ kd_hilo kd_split(float x) {
+  const unsigned hi = kd_tf32(x);
+  return {hi, kd_tf32(x - __uint_as_float(hi))};
 }
 
 // Copies one tile of OUTER rows x CONTIG contiguous elements (row r at X + (outer0 + r) * ld +
@@ -189,6 +208,36 @@ __device__ __forceinline__ void kd_load_tile(kd_t* s, int sld, const kd_t* X, lo
   }
 }
 
+// The same tile when it lies wholly inside the matrix: no bounds checks. A thread's chunks sit
+// kRowStep rows apart at one column, so one source offset (row * ld + column, computed once per CTA)
+// and one row step serve them all; a k tile only moves the base pointer. Tiles whose rows do not
+// split evenly over the threads keep the checked copy.
+template <int OUTER, int CONTIG>
+struct kd_tile_offsets {
+  static constexpr int kChunksPerRow = CONTIG / kVec;
+  static constexpr int kChunks = OUTER * kChunksPerRow;
+  static constexpr bool kEven = KD_THREADS % kChunksPerRow == 0;
+  static constexpr int kRowStep = KD_THREADS / kChunksPerRow;
+  static constexpr int kPerThread = (kChunks + KD_THREADS - 1) / KD_THREADS;
+  long long src0 = 0, step = 0;
+  int dst0 = 0;
+  __device__ __forceinline__ void init(long long ld, int sld) {
+    const int r = threadIdx.x / kChunksPerRow, e = (threadIdx.x % kChunksPerRow) * kVec;
+    src0 = r * ld + e;
+    step = kRowStep * ld;
+    dst0 = r * sld + e;
+  }
+  __device__ __forceinline__ void copy(kd_t* s, int sld, const kd_t* base) const {
+    const kd_t* src = base + src0;
+#pragma unroll
+    for (int i = 0; i < kPerThread; ++i) {
+      if (kChunks % KD_THREADS != 0 && threadIdx.x + i * KD_THREADS >= kChunks) break;
+      kd_cp_async16(s + dst0 + i * kRowStep * sld, src, 16);
+      src += step;
+    }
+  }
+};
+
 __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C, long long row,
                                             long long col, float sum) {
   if (row >= args.m || col >= args.n) return;
@@ -203,12 +252,152 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C,
   kd_store(dst, out);
 }
 
+// f32: one k tile of the warp's sub-tile, KD_PROMOTE k8 steps at a time. Fragment registers of
+// m16n8k8 tf32 for lane (g, t) and step j: a0 = A(g, k0), a1 = A(g+8, k0), a2 = A(g, k1),
+// a3 = A(g+8, k1), b0 = B(k0, g), b1 = B(k1, g), where (k0, k1) = (t, t+4) of the step when A is
+// m-contiguous, and (4t+2q, 4t+2q+1) of the step's k16 block (q = j % 2) when both operands are
+// k-contiguous (see the header).
+constexpr int kPromote = KD_PROMOTE;
+static_assert(kPromote == 1 || kPromote == 2 || kPromote == 4, "KD_PROMOTE is 1, 2 or 4");
+static_assert(!kF32 || KD_BK % (8 * kPromote) == 0, "KD_PROMOTE k8 steps must divide BK");
+
+// Raw fragments of P consecutive k8 steps starting at ks: B for every n8 tile, A for one m16 tile.
+template <int P>
+__device__ __forceinline__ void kd_f32_b_frags(float (&b)[P][kNT][2], const float* sb, int wn0, int g,
+                                               int t, int ks) {
+#pragma unroll
+  for (int nt = 0; nt < kNT; ++nt) {
+    const float* row = sb + (wn0 + nt * 8 + g) * kBLd + ks;
+    if constexpr (kF32Vec) {
+#pragma unroll
+      for (int blk = 0; blk < (P + 1) / 2; ++blk) {
+        const float4 v = *reinterpret_cast<const float4*>(row + blk * 16 + 4 * t);
+        b[2 * blk][nt][0] = v.x;
+        b[2 * blk][nt][1] = v.y;
+        if (2 * blk + 1 < P) {
+          b[2 * blk + 1][nt][0] = v.z;
+          b[2 * blk + 1][nt][1] = v.w;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        b[j][nt][0] = row[8 * j + t];
+        b[j][nt][1] = row[8 * j + t + 4];
+      }
+    }
+  }
+}
+template <int P>
+__device__ __forceinline__ void kd_f32_a_frags(float (&a)[P][4], const float* sa, int r0, int t, int ks) {
+  if constexpr (kF32Vec) {
+#pragma unroll
+    for (int blk = 0; blk < (P + 1) / 2; ++blk) {
+      const float4 lo = *reinterpret_cast<const float4*>(sa + r0 * kALd + ks + blk * 16 + 4 * t);
+      const float4 hi = *reinterpret_cast<const float4*>(sa + (r0 + 8) * kALd + ks + blk * 16 + 4 * t);
+      a[2 * blk][0] = lo.x;
+      a[2 * blk][1] = hi.x;
+      a[2 * blk][2] = lo.y;
+      a[2 * blk][3] = hi.y;
+      if (2 * blk + 1 < P) {
+        a[2 * blk + 1][0] = lo.z;
+        a[2 * blk + 1][1] = hi.z;
+        a[2 * blk + 1][2] = lo.w;
+        a[2 * blk + 1][3] = hi.w;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < P; ++j)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int row = r0 + (i & 1) * 8, kk = ks + 8 * j + t + (i >> 1) * 4;
+        a[j][i] = KD_TA ? sa[row * kALd + kk] : sa[kk * kALd + row];
+      }
+  }
+}
+
+__device__ __forceinline__ void kd_compute_tile_f32(float (&acc)[kMT][kNT][4], const float* sa,
+                                                    const float* sb, int wm0, int wn0, int lane) {
+  constexpr int P = kPromote;
+  // With one k8 step per group and k-contiguous operands, a k16 block is loaded once per two groups.
+  constexpr int kLoad = kF32Vec && P == 1 ? 2 : P;
+  const int g = lane >> 2, t = lane & 3;
+  // Not unrolled: with the whole k tile unrolled the compiler hoists every group's fragments and
+  // splits, which spills at a 64x32 warp tile.
+#pragma unroll 1
+  for (int ks = 0; ks < KD_BK; ks += 8 * kLoad) {
+    float braw[kLoad][kNT][2];
+    kd_f32_b_frags<kLoad>(braw, sb, wn0, g, t, ks);
+#if KD_3XTF32
+    kd_hilo bs[kLoad][kNT][2];
+#pragma unroll
+    for (int j = 0; j < kLoad; ++j)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) bs[j][nt][i] = kd_split(braw[j][nt][i]);
+#endif
+#pragma unroll
+    for (int mt = 0; mt < kMT; ++mt) {
+      float araw[kLoad][4];
+      kd_f32_a_frags<kLoad>(araw, sa, wm0 + mt * 16 + g, t, ks);
+#if KD_3XTF32
+      kd_hilo as[kLoad][4];
+#pragma unroll
+      for (int j = 0; j < kLoad; ++j)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) as[j][i] = kd_split(araw[j][i]);
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int j0 = 0; j0 < kLoad; j0 += P) {
+          // The small products first, then hi*hi: the chain's truncation is then relative to the
+          // group's own magnitude.
+          float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int j = j0; j < j0 + P; ++j) {
+            const unsigned alo[4] = {as[j][0].lo, as[j][1].lo, as[j][2].lo, as[j][3].lo};
+            const unsigned ahi[4] = {as[j][0].hi, as[j][1].hi, as[j][2].hi, as[j][3].hi};
+            kd_mma_tf32(tmp, alo, bs[j][nt][0].hi, bs[j][nt][1].hi, tmp);
+            kd_mma_tf32(tmp, ahi, bs[j][nt][0].lo, bs[j][nt][1].lo, tmp);
+          }
+#pragma unroll
+          for (int j = j0; j < j0 + P; ++j) {
+            const unsigned ahi[4] = {as[j][0].hi, as[j][1].hi, as[j][2].hi, as[j][3].hi};
+            kd_mma_tf32(tmp, ahi, bs[j][nt][0].hi, bs[j][nt][1].hi, tmp);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tmp[i];
+        }
+#else
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int j0 = 0; j0 < kLoad; j0 += P) {
+          float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+          for (int j = j0; j < j0 + P; ++j) {
+            const unsigned ah[4] = {kd_tf32(araw[j][0]), kd_tf32(araw[j][1]), kd_tf32(araw[j][2]),
+                                    kd_tf32(araw[j][3])};
+            kd_mma_tf32(tmp, ah, kd_tf32(braw[j][nt][0]), kd_tf32(braw[j][nt][1]), tmp);
+          }
+#pragma unroll
+          for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tmp[i];
+        }
+#endif
+    }
+  }
+}
+
 // One k tile of the warp's sub-tile: acc[mt][nt] += A(rows) * B(cols). A template on the element
 // type so that the branch for the other type is discarded, not compiled.
 template <typename T>
 __device__ __forceinline__ void kd_compute_tile(float (&acc)[kMT][kNT][4], const T* sa, const T* sb,
                                                 int wm0, int wn0, int lane) {
-  const int g = lane >> 2, t = lane & 3;
+  if constexpr (sizeof(T) == 4) {
+    kd_compute_tile_f32(acc, sa, sb, wm0, wn0, lane);
+  } else {
 #pragma unroll
   for (int ks = 0; ks < KD_BK; ks += kKStep) {
     if constexpr (sizeof(T) != 4) {
@@ -240,73 +429,8 @@ __device__ __forceinline__ void kd_compute_tile(float (&acc)[kMT][kNT][4], const
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
           kd_mma16(acc[mt][nt], a[mt], b[nt][0], b[nt][1], static_cast<T*>(nullptr));
-    } else {
-      // m16n8k8 tf32 fragments: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); b0 (k t, n g),
-      // b1 (k t+4, n g).
-      float af[kMT][4], bf[kNT][2];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        const int r0 = wm0 + mt * 16 + g;
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          const int row = r0 + (i & 1) * 8, kk = ks + t + (i >> 1) * 4;
-          af[mt][i] = KD_TA ? sa[row * kALd + kk] : sa[kk * kALd + row];
-        }
-      }
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) bf[nt][i] = sb[(wn0 + nt * 8 + g) * kBLd + ks + t + i * 4];
-      const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-#if KD_3XTF32
-      // B's hi/lo for the whole step, A's one m16 tile at a time (fewer live registers).
-      unsigned bhi[kNT][2], blo[kNT][2];
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          bhi[nt][i] = kd_tf32(bf[nt][i]);
-          blo[nt][i] = kd_tf32(bf[nt][i] - __uint_as_float(bhi[nt][i]));
-        }
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt) {
-        unsigned ahi[4], alo[4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-          ahi[i] = kd_tf32(af[mt][i]);
-          alo[i] = kd_tf32(af[mt][i] - __uint_as_float(ahi[i]));
-        }
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          float tmp[4];
-          kd_mma_tf32(tmp, alo, bhi[nt][0], bhi[nt][1], zero);
-          kd_mma_tf32(tmp, ahi, blo[nt][0], blo[nt][1], tmp);
-          kd_mma_tf32(tmp, ahi, bhi[nt][0], bhi[nt][1], tmp);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tmp[i];
-        }
-      }
-#else
-      unsigned ah[kMT][4], bh[kNT][2];
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) ah[mt][i] = kd_tf32(af[mt][i]);
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) bh[nt][i] = kd_tf32(bf[nt][i]);
-#pragma unroll
-      for (int mt = 0; mt < kMT; ++mt)
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          float tmp[4];
-          kd_mma_tf32(tmp, ah[mt], bh[nt][0], bh[nt][1], zero);
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tmp[i];
-        }
-#endif
     }
+  }
   }
 }
 
@@ -330,10 +454,22 @@ extern "C" __global__ void __launch_bounds__(KD_THREADS, KD_MIN_CTAS) kd_tc_tile
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
   const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
 
+  // Interior tiles (the CTA's rows and columns inside m and n, the k tile inside k) take the
+  // precomputed-offset copy; edge tiles the bounds-checked one.
+  const bool inside_mn = m0 + KD_BM <= m && n0 + KD_BN <= n;
+  kd_tile_offsets<KD_TA ? KD_BM : KD_BK, KD_TA ? KD_BK : KD_BM> a_off;
+  kd_tile_offsets<KD_BN, KD_BK> b_off;
+  a_off.init(args.lda, kALd);
+  b_off.init(args.ldb, kBLd);
   auto load_stage = [&](int slot, long long kt) {
     kd_t* sa = smem + slot * kStageElems;
     kd_t* sb = sa + kATile;
     const long long kbase = kt * KD_BK;
+    if (decltype(a_off)::kEven && decltype(b_off)::kEven && inside_mn && kbase + KD_BK <= k) {
+      a_off.copy(sa, kALd, KD_TA ? A + m0 * args.lda + kbase : A + kbase * args.lda + m0);
+      b_off.copy(sb, kBLd, B + n0 * args.ldb + kbase);
+      return;
+    }
     if constexpr (KD_TA)
       kd_load_tile<KD_BM, KD_BK>(sa, kALd, A, args.lda, m, k, m0, kbase);
     else
