@@ -179,10 +179,15 @@ __device__ __forceinline__ void kd_mma_tf32(float (&d)[4], const unsigned (&a)[4
 __device__ __forceinline__ unsigned kd_tf32(float x) {
   return (__float_as_uint(x) + 0x1000u) & 0xffffe000u;
 }
+// x as TF32 hi + lo for 3xTF32; plain TF32 (precision=tf32 keys) uses hi alone and lo is dead code.
 struct kd_hilo { unsigned hi, lo; };
-__device__ __forceinline__ kd_hilo kd_split(float x) {
+__device__ __forceinline__ kd_hilo kd_round(float x) {
   const unsigned hi = kd_tf32(x);
+#if KD_3XTF32
   return {hi, kd_tf32(x - __uint_as_float(hi))};
+#else
+  return {hi, 0u};
+#endif
 }
 
 // Copies one tile of OUTER rows x CONTIG contiguous elements (row r at X + (outer0 + r) * ld +
@@ -327,34 +332,34 @@ __device__ __forceinline__ void kd_compute_tile_f32(float (&acc)[kMT][kNT][4], c
   // splits, which spills at a 64x32 warp tile.
 #pragma unroll 1
   for (int ks = 0; ks < KD_BK; ks += 8 * kLoad) {
+    // B's fragments are rounded once per group for all m16 tiles, A's once per m16 tile for all n8
+    // tiles.
     float braw[kLoad][kNT][2];
     kd_f32_b_frags<kLoad>(braw, sb, wn0, g, t, ks);
-#if KD_3XTF32
     kd_hilo bs[kLoad][kNT][2];
 #pragma unroll
     for (int j = 0; j < kLoad; ++j)
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
-        for (int i = 0; i < 2; ++i) bs[j][nt][i] = kd_split(braw[j][nt][i]);
-#endif
+        for (int i = 0; i < 2; ++i) bs[j][nt][i] = kd_round(braw[j][nt][i]);
 #pragma unroll
     for (int mt = 0; mt < kMT; ++mt) {
       float araw[kLoad][4];
       kd_f32_a_frags<kLoad>(araw, sa, wm0 + mt * 16 + g, t, ks);
-#if KD_3XTF32
       kd_hilo as[kLoad][4];
 #pragma unroll
       for (int j = 0; j < kLoad; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) as[j][i] = kd_split(araw[j][i]);
+        for (int i = 0; i < 4; ++i) as[j][i] = kd_round(araw[j][i]);
 #pragma unroll
       for (int nt = 0; nt < kNT; ++nt)
 #pragma unroll
         for (int j0 = 0; j0 < kLoad; j0 += P) {
+          float tmp[4] = {0.f, 0.f, 0.f, 0.f};
+#if KD_3XTF32
           // The small products first, then hi*hi: the chain's truncation is then relative to the
           // group's own magnitude.
-          float tmp[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
           for (int j = j0; j < j0 + P; ++j) {
             const unsigned alo[4] = {as[j][0].lo, as[j][1].lo, as[j][2].lo, as[j][3].lo};
@@ -362,6 +367,7 @@ __device__ __forceinline__ void kd_compute_tile_f32(float (&acc)[kMT][kNT][4], c
             kd_mma_tf32(tmp, alo, bs[j][nt][0].hi, bs[j][nt][1].hi, tmp);
             kd_mma_tf32(tmp, ahi, bs[j][nt][0].lo, bs[j][nt][1].lo, tmp);
           }
+#endif
 #pragma unroll
           for (int j = j0; j < j0 + P; ++j) {
             const unsigned ahi[4] = {as[j][0].hi, as[j][1].hi, as[j][2].hi, as[j][3].hi};
@@ -370,22 +376,6 @@ __device__ __forceinline__ void kd_compute_tile_f32(float (&acc)[kMT][kNT][4], c
 #pragma unroll
           for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tmp[i];
         }
-#else
-#pragma unroll
-      for (int nt = 0; nt < kNT; ++nt)
-#pragma unroll
-        for (int j0 = 0; j0 < kLoad; j0 += P) {
-          float tmp[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-          for (int j = j0; j < j0 + P; ++j) {
-            const unsigned ah[4] = {kd_tf32(araw[j][0]), kd_tf32(araw[j][1]), kd_tf32(araw[j][2]),
-                                    kd_tf32(araw[j][3])};
-            kd_mma_tf32(tmp, ah, kd_tf32(braw[j][nt][0]), kd_tf32(braw[j][nt][1]), tmp);
-          }
-#pragma unroll
-          for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tmp[i];
-        }
-#endif
     }
   }
 }
