@@ -7,7 +7,8 @@ usage: kernel_lab.py FAMILY_SOURCE CONFIGS.json [--out DIR]
 CONFIGS.json: {"cases":[{"dtype":"bf16","m":4096,"n":16,"k":4096,"variants":[{"KD_MT":1,...}, ...]}]}
 Each variant is a dict of -D macros plus "grid" / "block" computed here by the family's rule.
 Optional, per case: "ta": "T" (default, nn.Linear: A stored k x m) or "N" (torch.mm: A stored m x k,
-column-major); "defines": -D macros shared by every variant (types, layout); "err_floor" (default
+column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
+wgmma); "err_floor" (default
 1e-6) added to 2x cuBLAS's norm error. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
 "workspace": bytes of device workspace handed in the args (not zeroed, poisoned once)."""
@@ -34,9 +35,9 @@ def ck(rc, what):
         raise RuntimeError(f"{what}: CUresult {rc}")
 
 def compile_variant(job):
-    name, defs = job
+    name, defs, arch = job
     cubin = os.path.join(out_dir, name + ".cubin")
-    cmd = ["nvcc", "-arch=sm_90", "-cubin", "-std=c++17", "-I", inc, "-o", cubin, src] + [f"-D{k}={v}" for k, v in defs.items()]
+    cmd = ["nvcc", f"-arch={arch}", "-cubin", "-std=c++17", "-I", inc, "-o", cubin, src] + [f"-D{k}={v}" for k, v in defs.items()]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return name, cubin if r.returncode == 0 else None, r.stderr[-2000:]
 
@@ -80,7 +81,8 @@ for case in cfg["cases"]:
     ta = case.get("ta", "T")
     skip = ("grid", "block", "smem", "launches", "workspace")
     jobs = [(f"{case['dtype']}_{ta}_{m}x{n}x{k}_{i}",
-             {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}})
+             {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}},
+             case.get("arch", "sm_90"))
             for i, v in enumerate(case["variants"])]
     with cf.ThreadPoolExecutor(16) as ex:
         compiled = list(ex.map(compile_variant, jobs))

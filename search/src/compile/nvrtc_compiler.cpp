@@ -41,6 +41,11 @@ std::vector<std::string> cuda_include_options() {
   return {};
 }
 
+// The exact GPU's arch with its arch-specific features: sm_90 compiles as sm_90a, so that
+// candidates may use wgmma and setmaxnreg. Such a cubin runs only on compute capability 9.0, which
+// is all an exact-arch cubin does anyway.
+std::string feature_arch(const std::string& arch) { return arch == "sm_90" ? "sm_90a" : arch; }
+
 std::string virtual_arch(std::string arch) {
   if (arch.rfind("sm_", 0) == 0) arch.replace(0, 3, "compute_");
   return arch;
@@ -95,7 +100,7 @@ std::string program_ptx(nvrtcProgram prog, const std::string& name) {
 
 std::vector<std::string> compile_options(const CompileRequest& request) {
   static const std::vector<std::string> include_options = cuda_include_options();
-  std::vector<std::string> options = {"--gpu-architecture=" + request.arch, "--std=c++17",
+  std::vector<std::string> options = {"--gpu-architecture=" + feature_arch(request.arch), "--std=c++17",
                                       "-default-device", "-lineinfo"};
   options.insert(options.end(), include_options.begin(), include_options.end());
   options.insert(options.end(), request.extra_options.begin(), request.extra_options.end());
@@ -125,7 +130,7 @@ CompileOutput compile_cuda(const CompileRequest& request) {
     out.ptx = program_ptx(prog.get(), request.name);
   } else {
     std::vector<std::string> ptx_options = options;
-    ptx_options.front() = "--gpu-architecture=" + virtual_arch(request.arch);
+    ptx_options.front() = "--gpu-architecture=" + virtual_arch(feature_arch(request.arch));
     std::string ptx_log;
     Program ptx_prog = compile_program(request, ptx_options, ptx_log);
     if (!ptx_prog) {

@@ -26,7 +26,8 @@ struct CompileOutput {
   std::chrono::microseconds compile_time{0};  // wall time inside NVRTC
 };
 
-// The full NVRTC option list for `request`: --gpu-architecture=<arch>, --std=c++17,
+// The full NVRTC option list for `request`: --gpu-architecture=<arch> (sm_90 as sm_90a, the
+// arch-specific features of the exact GPU: wgmma), --std=c++17,
 // -default-device (a candidate is device code only, so unannotated functions are device
 // functions), -lineinfo, the toolkit include directories (cuda_fp16.h, cuda_bf16.h, mma.h,
 // cuda_pipeline.h; CCCL's cuda/barrier, cuda/pipeline, cuda/std/*, cooperative_groups.h) when

@@ -34,7 +34,7 @@ TEST(NvrtcCompile, OptionsAreExactArchLineinfoAndCallerExtras) {
   const std::vector<std::string> options =
       compile_options({.arch = "sm_90", .extra_options = {"--use_fast_math"}});
   const auto has = [&](std::string_view o) { return std::find(options.begin(), options.end(), o) != options.end(); };
-  EXPECT_TRUE(has("--gpu-architecture=sm_90"));
+  EXPECT_TRUE(has("--gpu-architecture=sm_90a"));  // the exact GPU's arch-specific features (wgmma)
   EXPECT_TRUE(has("--std=c++17"));
   EXPECT_TRUE(has("-default-device"));
   EXPECT_TRUE(has("-lineinfo"));

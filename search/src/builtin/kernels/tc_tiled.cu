@@ -312,13 +312,15 @@ __device__ __forceinline__ void kd_f32_a_frags(float (&a)[P][4], const float* sa
       }
     }
   } else {
+    // One per-thread base pointer; every fragment is a constant offset from it (pointer arithmetic
+    // in 64 bits cannot fold int index constants that NVVM turned into ORs).
+    const float* p = KD_TA ? sa + r0 * kALd + ks + t : sa + (ks + t) * kALd + r0;
 #pragma unroll
     for (int j = 0; j < P; ++j)
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int row = r0 + (i & 1) * 8, kk = ks + 8 * j + t + (i >> 1) * 4;
-        a[j][i] = KD_TA ? sa[row * kALd + kk] : sa[kk * kALd + row];
-      }
+      for (int i = 0; i < 4; ++i)
+        a[j][i] = KD_TA ? p[(i & 1) * 8 * kALd + 8 * j + (i >> 1) * 4]
+                        : p[(8 * j + (i >> 1) * 4) * kALd + (i & 1) * 8];
   }
 }
 
