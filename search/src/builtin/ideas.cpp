@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "builtin/family_tc_tiled.hpp"
+#include "builtin/family_wg_tiled.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -154,6 +155,7 @@ std::span<const IdeaMove> idea_catalogue() {
   static const std::vector<IdeaMove> all = [] {
     std::vector<IdeaMove> v(std::begin(kIdeas), std::end(kIdeas));
     for (const IdeaMove& m : tc_tiled_ideas()) v.push_back(m);
+    for (const IdeaMove& m : wg_tiled_ideas()) v.push_back(m);
     return v;
   }();
   return all;

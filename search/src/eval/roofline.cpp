@@ -29,7 +29,7 @@ double roofline_floor_s(const GemmKey& key, const Roofline& r, double slack) {
 }
 
 nlohmann::json to_json(const Roofline& r) {
-  return {{"gpu", r.gpu}, {"bandwidth_bytes_per_s", r.bandwidth_bytes_per_s},
+  return {{"version", kRooflineVersion}, {"gpu", r.gpu}, {"bandwidth_bytes_per_s", r.bandwidth_bytes_per_s},
           {"peak_flops_per_s", r.peak_flops_per_s}};
 }
 
@@ -55,7 +55,9 @@ std::optional<Roofline> load_roofline(const std::filesystem::path& dir, const st
   std::ifstream in(dir / roofline_file_name(gpu));
   if (!in) return std::nullopt;
   try {
-    Roofline r = roofline_from_json(nlohmann::json::parse(in));
+    const nlohmann::json j = nlohmann::json::parse(in);
+    if (j.value("version", 1) != kRooflineVersion) return std::nullopt;  // measured by older rules
+    Roofline r = roofline_from_json(j);
     if (r.gpu != gpu || r.bandwidth_bytes_per_s <= 0.0) return std::nullopt;
     return r;
   } catch (const std::exception&) {

@@ -25,6 +25,10 @@ struct Roofline {
 // The peak a key is held to: input type and precision class, "bf16/f32", "f32/tf32", "f16/f16".
 std::string peak_class(const GemmKey& key);
 
+// The stored file's format and measuring rules; a file of another version is measured again.
+// 2: the strict-f32 peak counts 3xTF32 tensor-core GEMMs (roofline_measure.hpp).
+inline constexpr int kRooflineVersion = 2;
+
 // Measured figures are what the copy engine and cuBLAS reach, not hardware limits; a candidate
 // may beat them by a little. A time is impossible only below this fraction of the floor.
 inline constexpr double kRooflineSlack = 0.75;

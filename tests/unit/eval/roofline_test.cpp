@@ -72,5 +72,17 @@ TEST(Roofline, DamagedFileIsRemeasuredNotFatal) {
   EXPECT_FALSE(load_roofline(dir.path(), gpu).has_value());  // zero bandwidth: not a measurement
 }
 
+TEST(Roofline, FileOfOlderRulesIsRemeasured) {
+  test::TempDir dir;
+  const std::string gpu = "GPU X";
+  // Version 1 (no field) held strict f32 to a SIMT SGEMM's peak, which 3xTF32 kernels beat.
+  std::ofstream(dir.path() / roofline_file_name(gpu))
+      << R"({"gpu":"GPU X","bandwidth_bytes_per_s":4e12,"peak_flops_per_s":{"f32/f32":5e13}})";
+  EXPECT_FALSE(load_roofline(dir.path(), gpu).has_value());
+  std::ofstream(dir.path() / roofline_file_name(gpu))
+      << R"({"version":2,"gpu":"GPU X","bandwidth_bytes_per_s":4e12,"peak_flops_per_s":{"f32/f32":1.6e14}})";
+  EXPECT_TRUE(load_roofline(dir.path(), gpu).has_value());
+}
+
 }  // namespace
 }  // namespace kd::eval

@@ -1,0 +1,595 @@
+// Family wg_tiled: Hopper warpgroup GEMM (wgmma.mma_async, sm_90a), C = alpha * op(A) op(B)
+// (+ beta C) (+ bias[row]), tb = N (k contiguous), A and B of one type, f32 accumulation, strided
+// batch.
+//  - KD_WG warpgroups of 128 threads; warpgroup w owns rows [64 * KD_MW * w, 64 * KD_MW * (w + 1))
+//    of the CTA tile (KD_MW m64 blocks) and all KD_BN columns: one m64nBN wgmma per m64 block and
+//    k step, accumulators in registers;
+//  - every k tile is 128 bytes of k (64 16-bit or 32 f32 elements): smem rows of 128 bytes in the
+//    128-byte swizzle (16-byte chunk c of row r at chunk c ^ (r % 8); tiles 1024-byte aligned), the
+//    layout wgmma's shared-memory descriptors read k-major;
+//  - a KD_STAGES-deep ring filled by cp.async.cg (zero-filled past m, n and k), KD_STAGES - 2 k
+//    tiles ahead: the slot refilled in iteration i held tile i - 2, whose wgmmas every warpgroup
+//    retired (wait_group 1) before the iteration's barrier;
+//  - 16-bit types (ta = T only): A and B straight from shared memory, k16 per wgmma;
+//  - f32 (KD_3XTF32 = 1, strict fp32): error-compensated TF32, x = hi + lo. B is split once per k
+//    tile in shared memory (hi in place, lo in one of two side buffers) by all threads while the
+//    previous tile's wgmmas run; A (ta = T or N) is read into registers and split there (wgmma's
+//    register-A form, the mma.sync m16n8k8 fragment per warp). A k tile's 3 x 4 products (lo*hi,
+//    hi*lo, then hi*hi, per k8) chain in a temporary accumulator that is added to the f32 sum with
+//    an IEEE FADD (the promotion of ARCHITECTURE.md), so the tile's wgmmas are waited for before the
+//    next begins. KD_3XTF32 = 0 is plain TF32 (precision=tf32 keys only);
+//  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled.
+// Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
+// bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
+//
+// Named parameters:
+//   KD_A_T, KD_B_T, KD_C_T element types   KD_TA 1 = T (0 = N: f32 only)   KD_TB 0
+//   KD_WG warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; 1 for f32; MW * BN <= 256)
+//   KD_BN 64 | 128 | 256 (f32: 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
+//   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+// Plan: launch 0 kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK],
+//   block = [128 * WG], smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32: 2 B-lo
+//   buffers), see wg_smem below; when SPLITK > 1, workspace = SPLITK * batch * m * n * 4 bytes and
+//   launch 1 kd_wg_tiled_reduce: grid = [any], block = [256].
+#include <kdispatch/gemm.cuh>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#ifndef KD_A_T
+#define KD_A_T __nv_bfloat16
+#endif
+#ifndef KD_B_T
+#define KD_B_T KD_A_T
+#endif
+#ifndef KD_C_T
+#define KD_C_T KD_A_T
+#endif
+#ifndef KD_TA
+#define KD_TA 1
+#endif
+#ifndef KD_TB
+#define KD_TB 0
+#endif
+#ifndef KD_WG
+#define KD_WG 2
+#endif
+#ifndef KD_MW
+#define KD_MW 1
+#endif
+#ifndef KD_BN
+#define KD_BN 128
+#endif
+#ifndef KD_STAGES
+#define KD_STAGES 4
+#endif
+#ifndef KD_SPLITK
+#define KD_SPLITK 1
+#endif
+#ifndef KD_3XTF32
+#define KD_3XTF32 1
+#endif
+#ifndef KD_BETA_ZERO
+#define KD_BETA_ZERO 1
+#endif
+#ifndef KD_BIAS
+#define KD_BIAS 0
+#endif
+
+#if KD_TB != 0
+#error "wg_tiled: only tb = N"
+#endif
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL) && defined(__CUDA_ARCH__)
+#error "wg_tiled: needs sm_90a (wgmma)"
+#endif
+
+// KD_F32: whether the element type is float, for the preprocessor (the two main loops call different
+// wgmma forms, and the generated wrappers exist only for the shapes each type allows).
+#define KD_CAT2(a, b) a##b
+#define KD_CAT(a, b) KD_CAT2(a, b)
+#define KD_IS_F32_float 1
+#if KD_CAT(KD_IS_F32_, KD_A_T)
+#define KD_F32 1
+#else
+#define KD_F32 0
+#endif
+
+typedef KD_A_T kd_t;
+constexpr int kElem = (int)sizeof(kd_t);
+constexpr bool kF32 = kElem == 4;
+constexpr int kThreads = 128 * KD_WG;
+constexpr int kBM = 64 * KD_WG * KD_MW;
+constexpr int kBK = 128 / kElem;              // one 128-byte swizzle row of k
+constexpr int kVec = 16 / kElem;              // elements per 16-byte chunk
+constexpr int kAcc = KD_BN / 2;               // accumulator registers per m64 block
+// Shared memory per stage, bytes: A then B, each 1024-aligned. f32 A is read by ordinary loads:
+// [BM][32 + 4] (ta = T: lane (g, t) reads rows g.. at k t, banks 4g + t) or [32][BM + 8] (ta = N:
+// k t, rows g.., banks 8t + g).
+constexpr int kALdF32 = KD_TA ? kBK + 4 : kBM + 8;
+constexpr int kABytesRaw = kF32 ? (KD_TA ? kBM * kALdF32 : kBK * kALdF32) * 4 : kBM * 128;
+constexpr int kABytes = (kABytesRaw + 1023) / 1024 * 1024;
+constexpr int kBBytes = KD_BN * 128;
+constexpr int kStageBytes = kABytes + kBBytes;
+
+static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
+static_assert(KD_MW == 1 || (KD_MW == 2 && !kF32), "KD_MW is 1 (or 2 for 16-bit types)");
+static_assert(KD_MW * KD_BN <= 256, "at most 128 accumulator registers per thread");
+static_assert(KD_BN == 64 || KD_BN == 128 || (KD_BN == 256 && !kF32), "KD_BN is 64, 128 or 256 (f32: 64, 128)");
+static_assert(KD_STAGES >= (kF32 ? 4 : 3) && KD_STAGES <= 8, "KD_STAGES out of range");
+static_assert(kF32 || KD_TA, "16-bit types need ta = T (k-major A for the descriptor)");
+static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
+
+__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float kd_to_float(float v) { return v; }
+__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void kd_cp_async16(unsigned dst, const void* src, int bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void kd_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kd_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+// Generic-proxy shared-memory writes (cp.async, st.shared) become visible to wgmma's async proxy.
+__device__ __forceinline__ void kd_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+__device__ __forceinline__ void kd_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void kd_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kd_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// Keeps the compiler from moving accumulator reads or writes across a wgmma wait.
+template <int R>
+__device__ __forceinline__ void kd_fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor, k-major, 128-byte swizzle: start address >> 4 (bits 0-13),
+// leading byte offset (unused by this layout, 1), stride byte offset 1024 >> 4 between 8-row groups
+// (bits 32-45), layout 1 = 128B swizzle (bits 62-63). A k step inside the 128-byte row moves the
+// start address; the swizzle is applied to the final address, hence the 1024-byte tile alignment.
+__device__ __forceinline__ unsigned long long kd_desc(unsigned addr) {
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// Round to TF32 to nearest (ties away), as tc_tiled: two integer ops for finite values; NaN
+// propagates through the lo part.
+__device__ __forceinline__ unsigned kd_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+// Copies a ROWS x 128-byte tile (row r at X + (row0 + r) * ld + k0) into the swizzled layout at
+// smem byte address `dst`; rows past rows_n and elements past k zero-fill.
+template <int ROWS>
+__device__ __forceinline__ void kd_load_swz(unsigned dst, const kd_t* X, long long ld, long long rows_n,
+                                            long long k, long long row0, long long k0) {
+  constexpr int kChunks = ROWS * 8;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kChunks % kThreads != 0 && c >= kChunks) break;
+    const int r = c >> 3, ch = c & 7;
+    const long long gr = row0 + r, gk = k0 + ch * kVec;
+    long long left = k - gk;
+    left = left < 0 ? 0 : (left > kVec ? kVec : left);
+    const int bytes = gr < rows_n ? static_cast<int>(left) * kElem : 0;
+    const kd_t* src = bytes > 0 ? X + gr * ld + gk : X;
+    kd_cp_async16(dst + r * 128 + ((ch ^ (r & 7)) << 4), src, bytes);
+  }
+}
+// f32 A, ta = N: a 32 (k) x BM (m) tile, row stride kALdF32 floats, unswizzled.
+__device__ __forceinline__ void kd_load_a_kn(unsigned dst, const float* X, long long ld, long long m,
+                                             long long k, long long m0, long long k0) {
+  constexpr int kPerRow = kBM / 4, kChunks = kBK * kPerRow;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kChunks % kThreads != 0 && c >= kChunks) break;
+    const int r = c / kPerRow, e = (c % kPerRow) * 4;
+    const long long gk = k0 + r, gm = m0 + e;
+    long long left = m - gm;
+    left = left < 0 ? 0 : (left > 4 ? 4 : left);
+    const int bytes = gk < k ? static_cast<int>(left) * 4 : 0;
+    const float* src = bytes > 0 ? X + gk * ld + gm : X;
+    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
+  }
+}
+// f32 A, ta = T: BM (m) x 32 (k), row stride kALdF32 floats, unswizzled.
+__device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long long ld, long long m,
+                                             long long k, long long m0, long long k0) {
+  constexpr int kChunks = kBM * 8;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    if (kChunks % kThreads != 0 && c >= kChunks) break;
+    const int r = c >> 3, e = (c & 7) * 4;
+    const long long gm = m0 + r, gk = k0 + e;
+    long long left = k - gk;
+    left = left < 0 ? 0 : (left > 4 ? 4 : left);
+    const int bytes = gm < m ? static_cast<int>(left) * 4 : 0;
+    const float* src = bytes > 0 ? X + gm * ld + gk : X;
+    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
+  }
+}
+
+#if KD_BN == 64
+__device__ __forceinline__ void kd_wgmma(float (&d)[32], unsigned long long da, unsigned long long db, int scale_d, __nv_bfloat16*) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void kd_wgmma(float (&d)[32], unsigned long long da, unsigned long long db, int scale_d, __half*) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void kd_wgmma_tf32(float (&d)[32], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+#endif
+#if KD_BN == 128
+__device__ __forceinline__ void kd_wgmma(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d, __nv_bfloat16*) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void kd_wgmma(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d, __half*) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void kd_wgmma_tf32(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+
+#endif
+#if KD_BN == 256
+__device__ __forceinline__ void kd_wgmma(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d, __nv_bfloat16*) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
+      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+__device__ __forceinline__ void kd_wgmma(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d, __half*) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
+      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+#endif
+
+// f32: splits B's k tile at `hi` (raw values, 128-byte swizzled rows) into TF32 hi (in place) and
+// lo (at the same offsets from `lo`). The split is elementwise, so the swizzle does not matter.
+__device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
+  constexpr int kChunks = KD_BN * 8;
+#pragma unroll
+  for (int i = 0; i < kChunks / kThreads; ++i) {
+    const int c = threadIdx.x + i * kThreads;
+    float4 v = hi[c];
+    float* e = reinterpret_cast<float*>(&v);
+#if KD_3XTF32
+    float4 l;
+    float* le = reinterpret_cast<float*>(&l);
+#endif
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float h = __uint_as_float(kd_tf32(e[j]));
+#if KD_3XTF32
+      le[j] = __uint_as_float(kd_tf32(e[j] - h));
+#endif
+      e[j] = h;
+    }
+    hi[c] = v;
+#if KD_3XTF32
+    lo[c] = l;
+#else
+    (void)lo;
+#endif
+  }
+}
+
+__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C, long long row,
+                                            long long col, float sum) {
+  if (row >= args.m || col >= args.n) return;
+  float out = args.alpha * sum;
+  KD_C_T* dst = C + row + col * args.ldc;
+#if !KD_BETA_ZERO
+  out += args.beta * kd_to_float(*dst);
+#endif
+#if KD_BIAS
+  out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[row]);
+#endif
+  kd_store(dst, out);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_args args) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const unsigned raw_addr = kd_smem_addr(smem_raw);
+  const unsigned base = (raw_addr + 1023u) & ~1023u;
+  const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const long long m = args.m, n = args.n, k = args.k;
+  const long long z = blockIdx.z / KD_SPLITK;
+  const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
+  const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
+  const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
+  const long long m0 = static_cast<long long>(blockIdx.x) * kBM;
+  const long long n0 = static_cast<long long>(blockIdx.y) * KD_BN;
+
+  const long long ktiles = (k + kBK - 1) / kBK;
+  const long long per = (ktiles + KD_SPLITK - 1) / KD_SPLITK;
+  const long long kt0 = split * per;
+  const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
+  const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
+
+  auto load_stage = [&](int slot, long long kt) {
+    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
+    const long long k0 = kt * kBK;
+    if constexpr (!kF32)
+      kd_load_swz<kBM>(sa, A, args.lda, m, k, m0, k0);
+    else if constexpr (KD_TA)
+      kd_load_a_mk(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
+    else
+      kd_load_a_kn(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
+    kd_load_swz<KD_BN>(sb, B, args.ldb, n, k, n0, k0);
+  };
+
+  // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end).
+#pragma unroll
+  for (int s = 0; s < KD_STAGES - 2; ++s) {
+    if (s < nk) load_stage(s, kt0 + s);
+    kd_cp_commit();
+  }
+
+  float acc[KD_MW][kAcc];
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mw][i] = 0.f;
+
+#if !KD_F32
+  {
+    // Before iteration i, STAGES-2+i groups are committed (tiles 0 .. i+STAGES-3): at most STAGES-3
+    // pending means tile i has landed.
+    for (int i = 0; i < nk; ++i) {
+      kd_cp_wait<KD_STAGES - 3>();
+      kd_fence_async();
+      __syncthreads();
+      const int next = i + KD_STAGES - 2;
+      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
+      kd_cp_commit();
+      const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
+      const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+      kd_wg_fence();
+#pragma unroll
+      for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+        for (int mw = 0; mw < KD_MW; ++mw)
+          kd_wgmma(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1,
+                   static_cast<kd_t*>(nullptr));
+      kd_wg_commit();
+      kd_wg_wait<1>();
+    }
+    kd_wg_wait<0>();
+#pragma unroll
+    for (int mw = 0; mw < KD_MW; ++mw) kd_fence_regs(acc[mw]);
+  }
+#else
+  {
+    unsigned char* smem = smem_raw + (base - raw_addr);
+    auto split_tile = [&](int i) {
+      kd_split_b(reinterpret_cast<float4*>(smem + (i % KD_STAGES) * kStageBytes + kABytes),
+                 reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i & 1) * kBBytes));
+      kd_fence_async();
+    };
+    if (nk > 0) {
+      kd_cp_wait<KD_STAGES - 3>();
+      __syncthreads();
+      split_tile(0);
+    }
+    float tmp[kAcc];
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
+    const int row = wg * 64 + warp * 16 + g;  // the thread's A rows: row, row + 8
+    // Before iteration i, tiles 0 .. i+STAGES-3 are committed; at most STAGES-4 pending means tile
+    // i+1 has landed (this iteration splits it). The barrier also publishes tile i's split.
+    for (int i = 0; i < nk; ++i) {
+      kd_cp_wait<KD_STAGES - 4>();
+      __syncthreads();
+      const int next = i + KD_STAGES - 2;
+      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
+      kd_cp_commit();
+      // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
+      const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
+                        (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
+      unsigned ahi[4][4];
+#if KD_3XTF32
+      unsigned alo[4][4];
+#endif
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float x = KD_TA ? sa[(q & 1) * 8 * kALdF32 + 8 * j + (q >> 1) * 4]
+                                : sa[(8 * j + (q >> 1) * 4) * kALdF32 + (q & 1) * 8];
+          ahi[j][q] = kd_tf32(x);
+#if KD_3XTF32
+          alo[j][q] = kd_tf32(x - __uint_as_float(ahi[j][q]));
+#endif
+        }
+      const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+      kd_wg_fence();
+#if KD_3XTF32
+      const unsigned sl = base + KD_STAGES * kStageBytes + (i & 1) * kBBytes;  // B lo
+      // Small products first, then hi*hi: the chain's truncation is relative to the tile's own sum.
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        kd_wgmma_tf32(tmp, alo[j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
+        kd_wgmma_tf32(tmp, ahi[j], kd_desc(sl + j * 32), 1);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[j], kd_desc(sb + j * 32), 1);
+#else
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
+#endif
+      kd_wg_commit();
+      if (i + 1 < nk) split_tile(i + 1);
+      kd_wg_wait<0>();
+      kd_fence_regs(tmp);
+#pragma unroll
+      for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+    }
+  }
+#endif
+  kd_cp_wait<0>();
+
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw) {
+    const long long r0 = m0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
+    if constexpr (KD_SPLITK == 1) {
+      KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+#pragma unroll
+      for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          kd_epilogue(args, C, r0 + (q >> 1) * 8, n0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
+    } else {
+      // Partial tile to workspace [split][batch][n][m] (f32, column-major like C).
+      float* W = static_cast<float*>(args.workspace) + (static_cast<long long>(split) * args.batch + z) * m * n;
+#pragma unroll
+      for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const long long r = r0 + (q >> 1) * 8, c = n0 + 8 * j + 2 * t + (q & 1);
+          if (r < m && c < n) W[r + c * m] = acc[mw][4 * j + q];
+        }
+    }
+  }
+}
+
+// Split-K reduction: the KD_SPLITK partials of every output summed in split order (deterministic),
+// then the epilogue. Grid-stride over batch * m * n outputs, m fastest.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_tiled_reduce(kd_gemm_args args) {
+  const long long m = args.m, n = args.n, mn = m * n, total = mn * args.batch;
+  const float* W = static_cast<const float*>(args.workspace);
+  for (long long idx = blockIdx.x * 256LL + threadIdx.x; idx < total; idx += 256LL * gridDim.x) {
+    const long long z = idx / mn, rem = idx % mn, row = rem % m, col = rem / m;
+    float sum = 0.f;
+#pragma unroll
+    for (int s = 0; s < KD_SPLITK; ++s) sum += W[static_cast<long long>(s) * total + idx];
+    kd_epilogue(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, row, col, sum);
+  }
+}
