@@ -6,17 +6,13 @@
 #include <fmt/format.h>
 
 #include "builtin/embedded_kernels.hpp"
+#include "builtin/family_rules.hpp"
 #include "builtin/family_tc_tiled.hpp"
 #include "builtin/family_wg_tiled.hpp"
 
 namespace kd::builtin {
 namespace {
 
-long long get(const Params& p, const char* name) {
-  const auto it = p.find(name);
-  return it == p.end() ? 0 : it->second;
-}
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 std::string_view type_name(DType t) {
   switch (t) {
     case DType::f16: return "__half";
@@ -25,7 +21,6 @@ std::string_view type_name(DType t) {
   }
   return "float";
 }
-std::uint32_t u32(long long v) { return static_cast<std::uint32_t>(v); }
 
 // The linear layout (ta=T tb=N) with 16-byte rows: what the skinny families stream.
 std::optional<std::string> rejects_linear_layout(const GemmKey& key, int max_n) {
@@ -43,14 +38,14 @@ std::optional<std::string> rejects_linear_layout(const GemmKey& key, int max_n) 
 // ---- skinny_bulk ------------------------------------------------------------------------------
 constexpr int kBulkRowPad = 64;
 long long bulk_scratch(const GemmKey& key, const Params& p) {
-  return get(p, "KD_WARPS") * (get(p, "KD_ROWS") / 16) * ceil_div(key.n, 8) * 4 * 32 * 4;
+  return param(p, "KD_WARPS") * (param(p, "KD_ROWS") / 16) * ceil_div(key.n, 8) * 4 * 32 * 4;
 }
 long long bulk_stage(const GemmKey& key, const Params& p) {
-  return get(p, "KD_ROWS") * (get(p, "KD_KC") * static_cast<long long>(dtype_bytes(key.a)) + kBulkRowPad);
+  return param(p, "KD_ROWS") * (param(p, "KD_KC") * static_cast<long long>(dtype_bytes(key.a)) + kBulkRowPad);
 }
 // Fills KD_STAGES (as deep as the shared memory of KD_CTAS_PER_SM blocks allows, at most 6) and KD_NT.
 Params bulk_complete(const GemmKey& key, const Target& t, Params p) {
-  const long long cps = std::max(1LL, get(p, "KD_CTAS_PER_SM"));
+  const long long cps = std::max(1LL, param(p, "KD_CTAS_PER_SM"));
   const long long budget = t.smem_optin_bytes / cps - 1024 - bulk_scratch(key, p);
   p["KD_STAGES"] = std::min(6LL, budget / std::max(1LL, bulk_stage(key, p)));
   p["KD_NT"] = ceil_div(key.n, 8);
@@ -77,20 +72,20 @@ std::vector<Params> bulk_seeds(const GemmKey& key, const Target& t) {
   return out;
 }
 bool bulk_valid(const GemmKey& key, const Target& t, const Params& p) {
-  const long long rows = get(p, "KD_ROWS"), kc = get(p, "KD_KC"), warps = get(p, "KD_WARPS");
-  const long long stages = get(p, "KD_STAGES"), cps = get(p, "KD_CTAS_PER_SM");
+  const long long rows = param(p, "KD_ROWS"), kc = param(p, "KD_KC"), warps = param(p, "KD_WARPS");
+  const long long stages = param(p, "KD_STAGES"), cps = param(p, "KD_CTAS_PER_SM");
   if (rows % 16 || rows < 16 || rows > 64 || kc % 32 || kc < 128 || kc > 4096) return false;
   if (warps < 1 || warps > 16 || stages < 2 || stages > 6 || cps < 1 || cps > 4) return false;
-  if (get(p, "KD_NT") != ceil_div(key.n, 8)) return false;
+  if (param(p, "KD_NT") != ceil_div(key.n, 8)) return false;
   return stages * bulk_stage(key, p) + bulk_scratch(key, p) + 1024 <= t.smem_optin_bytes / cps;
 }
 LaunchPlan bulk_plan(const GemmKey& key, const Target& t, const Params& p) {
-  const long long blocks = ceil_div(key.m, get(p, "KD_ROWS"));
+  const long long blocks = ceil_div(key.m, param(p, "KD_ROWS"));
   LaunchSpec s;
   s.entry = "kd_skinny_bulk";
-  s.grid = {u32(std::min(blocks, t.sms * get(p, "KD_CTAS_PER_SM"))), 1, u32(key.batch)};
-  s.block = {u32(32 * (get(p, "KD_WARPS") + 1)), 1, 1};
-  s.smem_bytes = u32(get(p, "KD_STAGES") * bulk_stage(key, p) + bulk_scratch(key, p));
+  s.grid = {u32(std::min(blocks, t.sms * param(p, "KD_CTAS_PER_SM"))), 1, u32(key.batch)};
+  s.block = {u32(32 * (param(p, "KD_WARPS") + 1)), 1, 1};
+  s.smem_bytes = u32(param(p, "KD_STAGES") * bulk_stage(key, p) + bulk_scratch(key, p));
   return LaunchPlan{{s}, 0};
 }
 
@@ -105,15 +100,15 @@ std::vector<Params> mma_seeds(const GemmKey& key, const Target&) {
           {{"KD_MT", 2}, {"KD_NT", nt}, {"KD_WARPS_K", 16}, {"KD_UNROLL", 4}}};
 }
 bool mma_valid(const GemmKey& key, const Target&, const Params& p) {
-  const long long mt = get(p, "KD_MT"), wk = get(p, "KD_WARPS_K"), un = get(p, "KD_UNROLL");
+  const long long mt = param(p, "KD_MT"), wk = param(p, "KD_WARPS_K"), un = param(p, "KD_UNROLL");
   return (mt == 1 || mt == 2) && wk >= 1 && wk <= 16 && un >= 1 && un <= 8 &&
-         get(p, "KD_NT") == ceil_div(key.n, 8) && mt * un <= 16;
+         param(p, "KD_NT") == ceil_div(key.n, 8) && mt * un <= 16;
 }
 LaunchPlan mma_plan(const GemmKey& key, const Target&, const Params& p) {
   LaunchSpec s;
   s.entry = "kd_skinny_mma";
-  s.grid = {u32(ceil_div(key.m, 16 * get(p, "KD_MT"))), 1, u32(key.batch)};
-  s.block = {u32(32 * get(p, "KD_WARPS_K")), 1, 1};
+  s.grid = {u32(ceil_div(key.m, 16 * param(p, "KD_MT"))), 1, u32(key.batch)};
+  s.block = {u32(32 * param(p, "KD_WARPS_K")), 1, 1};
   return LaunchPlan{{s}, 0};
 }
 
@@ -128,8 +123,8 @@ std::vector<Params> simt_seeds(const GemmKey& key, const Target&) {
   return {tile(64, 64, 16, 4, 4), tile(128, 64, 16, 8, 4), tile(32, 32, 16, 2, 2)};
 }
 bool simt_valid(const GemmKey&, const Target&, const Params& p) {
-  const long long bm = get(p, "KD_BM"), bn = get(p, "KD_BN"), bk = get(p, "KD_BK");
-  const long long tm = get(p, "KD_TM"), tn = get(p, "KD_TN");
+  const long long bm = param(p, "KD_BM"), bn = param(p, "KD_BN"), bk = param(p, "KD_BK");
+  const long long tm = param(p, "KD_TM"), tn = param(p, "KD_TN");
   if (bm < 8 || bn < 8 || bk < 4 || tm < 1 || tn < 1 || bm % tm || bn % tn) return false;
   if (bm > 256 || bn > 256 || bk > 64 || tm > 16 || tn > 16 || tm * tn > 128) return false;
   const long long threads = (bm / tm) * (bn / tn);
@@ -139,8 +134,8 @@ bool simt_valid(const GemmKey&, const Target&, const Params& p) {
 LaunchPlan simt_plan(const GemmKey& key, const Target&, const Params& p) {
   LaunchSpec s;
   s.entry = "kd_simt_tiled";
-  s.grid = {u32(ceil_div(key.m, get(p, "KD_BM"))), u32(ceil_div(key.n, get(p, "KD_BN"))), u32(key.batch)};
-  s.block = {u32((get(p, "KD_BM") / get(p, "KD_TM")) * (get(p, "KD_BN") / get(p, "KD_TN"))), 1, 1};
+  s.grid = {u32(ceil_div(key.m, param(p, "KD_BM"))), u32(ceil_div(key.n, param(p, "KD_BN"))), u32(key.batch)};
+  s.block = {u32((param(p, "KD_BM") / param(p, "KD_TM")) * (param(p, "KD_BN") / param(p, "KD_TN"))), 1, 1};
   return LaunchPlan{{s}, 0};
 }
 

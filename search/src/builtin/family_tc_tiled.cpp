@@ -5,16 +5,11 @@
 #include <fmt/format.h>
 
 #include "builtin/embedded_kernels.hpp"
+#include "builtin/family_rules.hpp"
 
 namespace kd::builtin {
 namespace {
 
-long long get(const Params& p, const char* name) {
-  const auto it = p.find(name);
-  return it == p.end() ? 0 : it->second;
-}
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-std::uint32_t u32(long long v) { return static_cast<std::uint32_t>(v); }
 long long elem_bytes(const GemmKey& key) { return static_cast<long long>(dtype_bytes(key.a)); }
 
 constexpr char kBm[] = "KD_BM";
@@ -27,32 +22,31 @@ constexpr char kSplit[] = "KD_SPLITK";
 constexpr char kMinCtas[] = "KD_MIN_CTAS";
 constexpr char k3x[] = "KD_3XTF32";
 constexpr char kPromote[] = "KD_PROMOTE";
-constexpr long long kReduceThreads = 256;
 constexpr long long kMaxSplit = 16;
 
-long long warps_of(const Params& p) { return (get(p, kBm) / get(p, kWm)) * (get(p, kBn) / get(p, kWn)); }
+long long warps_of(const Params& p) { return (param(p, kBm) / param(p, kWm)) * (param(p, kBn) / param(p, kWn)); }
 long long tiles_of(const GemmKey& key, const Params& p) {
-  return ceil_div(key.m, get(p, kBm)) * ceil_div(key.n, get(p, kBn)) * key.batch;
+  return ceil_div(key.m, param(p, kBm)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
 // f32 with ta = T: both operands k-contiguous, read in 16-byte fragments (tc_tiled.cu's kF32Vec).
 bool f32_vec(const GemmKey& key) { return key.a == DType::f32 && key.ta == Transpose::T; }
 // Bytes of one ring stage; mirrors kPadK/kALd/kATile/kBTile in tc_tiled.cu (k-contiguous rows padded
 // by 16 bytes, or to 16 mod 32 words for f32 with ta = T; m-contiguous rows by 8 elements).
 long long stage_bytes(const GemmKey& key, const Params& p) {
-  const long long e = elem_bytes(key), bk = get(p, kBk);
+  const long long e = elem_bytes(key), bk = param(p, kBk);
   const long long pad_k = f32_vec(key) ? (48 - bk % 32) % 32 : 16 / e;
-  const long long a = key.ta == Transpose::T ? get(p, kBm) * (bk + pad_k) : bk * (get(p, kBm) + 8);
-  return (a + get(p, kBn) * (bk + pad_k)) * e;
+  const long long a = key.ta == Transpose::T ? param(p, kBm) * (bk + pad_k) : bk * (param(p, kBm) + 8);
+  return (a + param(p, kBn) * (bk + pad_k)) * e;
 }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
-  const long long split = get(p, kSplit);
+  const long long split = param(p, kSplit);
   return split > 1 ? split * key.batch * key.m * key.n * 4 : 0;
 }
 
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at
 // least one CTA per SM.
 long long split_to_fill(const GemmKey& key, const Target& t, const Params& p) {
-  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, get(p, kBk));
+  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, param(p, kBk));
   long long s = 1;
   while (tiles * s < t.sms && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
   return s;
@@ -111,18 +105,18 @@ std::vector<Params> tc_seeds(const GemmKey& key, const Target& t) {
 Params tc_complete(const GemmKey& key, const Target&, Params p) {
   // f32 inputs on a strict-fp32 call need the error-compensated path; a TF32 call may skip it.
   if (key.a != DType::f32) p.erase(kPromote);
-  else if (get(p, kPromote) < 1) p[kPromote] = 1;
+  else if (param(p, kPromote) < 1) p[kPromote] = 1;
   if (key.a != DType::f32) p[k3x] = 0;
   else if (key.precision == PrecisionClass::f32) p[k3x] = 1;
   else if (!p.contains(k3x)) p[k3x] = 0;
-  if (get(p, kSplit) < 1) p[kSplit] = 1;
-  if (get(p, kMinCtas) < 1) p[kMinCtas] = 1;
+  if (param(p, kSplit) < 1) p[kSplit] = 1;
+  if (param(p, kMinCtas) < 1) p[kMinCtas] = 1;
   return p;
 }
 
 bool tc_valid(const GemmKey& key, const Target& t, const Params& p) {
-  const long long bm = get(p, kBm), bn = get(p, kBn), bk = get(p, kBk), wm = get(p, kWm), wn = get(p, kWn);
-  const long long stages = get(p, kStages), split = get(p, kSplit), ctas = get(p, kMinCtas);
+  const long long bm = param(p, kBm), bn = param(p, kBn), bk = param(p, kBk), wm = param(p, kWm), wn = param(p, kWn);
+  const long long stages = param(p, kStages), split = param(p, kSplit), ctas = param(p, kMinCtas);
   const bool f32 = key.a == DType::f32;
   const long long vec = 16 / elem_bytes(key);
   if (bm < 16 || bn < 8 || bm > 256 || bn > 256 || bk < 8 || bk > 128) return false;
@@ -133,7 +127,7 @@ bool tc_valid(const GemmKey& key, const Target& t, const Params& p) {
     // ptxas -v on sm_90: a 64-element warp tile (64x32) fits beside one group's hi/lo fragments
     // only with two k8 steps per group (KD_PROMOTE 1 with ta = T loads two anyway and spills); one
     // of 32 elements takes any group.
-    const long long promote = get(p, kPromote);
+    const long long promote = param(p, kPromote);
     if ((promote != 1 && promote != 2 && promote != 4) || bk % (8 * promote)) return false;
     // A 64-element tile also spills with BK 64, and with BK 32 in a CTA of fewer than 8 warps.
     const long long acc_f32 = wm * wn / 32;
@@ -153,7 +147,7 @@ bool tc_valid(const GemmKey& key, const Target& t, const Params& p) {
   // 64x64 250; 3xTF32 241-255).
   const long long regs = f32 ? 255 : std::min(255LL, 72 + 3 * acc / 2);
   if (warps * 32 * ctas * regs > 65536) return false;
-  if (f32 && get(p, k3x) == 0 && key.precision == PrecisionClass::f32) return false;
+  if (f32 && param(p, k3x) == 0 && key.precision == PrecisionClass::f32) return false;
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, bk)) return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
@@ -164,118 +158,97 @@ LaunchPlan tc_plan(const GemmKey& key, const Target& t, const Params& p) {
   LaunchPlan plan;
   LaunchSpec main;
   main.entry = "kd_tc_tiled";
-  main.grid = {u32(ceil_div(key.m, get(p, kBm))), u32(ceil_div(key.n, get(p, kBn))),
-               u32(key.batch * get(p, kSplit))};
+  main.grid = {u32(ceil_div(key.m, param(p, kBm))), u32(ceil_div(key.n, param(p, kBn))),
+               u32(key.batch * param(p, kSplit))};
   main.block = {u32(32 * warps_of(p)), 1, 1};
-  main.smem_bytes = u32(get(p, kStages) * stage_bytes(key, p));
+  main.smem_bytes = u32(param(p, kStages) * stage_bytes(key, p));
   plan.launches.push_back(main);
-  if (get(p, kSplit) > 1) {
-    LaunchSpec reduce;
-    reduce.entry = "kd_tc_tiled_reduce";
-    const long long outputs = key.batch * key.m * key.n;
-    reduce.grid = {u32(std::clamp(ceil_div(outputs, kReduceThreads), 1LL, 8LL * t.sms)), 1, 1};
-    reduce.block = {u32(kReduceThreads), 1, 1};
-    plan.launches.push_back(reduce);
+  if (param(p, kSplit) > 1) {
+    plan.launches.push_back(splitk_reduce_launch(key, t, "kd_tc_tiled_reduce"));
     plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   }
   return plan;
 }
 
 // ---- ideas ------------------------------------------------------------------------------------
-template <const char* Name, long long Num, long long Den, long long Lo, long long Hi>
-std::optional<Params> scale(const GemmKey&, const Target&, const Params& p) {
-  const long long v = get(p, Name) * Num / Den;
-  if (v < Lo || v > Hi || v == get(p, Name)) return std::nullopt;
-  Params out = p;
-  out[Name] = v;
-  return out;
-}
-template <const char* Name, long long Delta, long long Lo, long long Hi>
-std::optional<Params> step(const GemmKey&, const Target&, const Params& p) {
-  const long long v = get(p, Name) + Delta;
-  if (v < Lo || v > Hi) return std::nullopt;
-  Params out = p;
-  out[Name] = v;
-  return out;
-}
 
 std::string split_double(const GemmKey& key, const Target& t, const Params& p) {
-  return fmt::format("split K across {} CTAs: {} tiles of {}x{} cannot fill {} SMs", 2 * get(p, kSplit),
-                     tiles_of(key, p), get(p, kBm), get(p, kBn), t.sms);
+  return fmt::format("split K across {} CTAs: {} tiles of {}x{} cannot fill {} SMs", 2 * param(p, kSplit),
+                     tiles_of(key, p), param(p, kBm), param(p, kBn), t.sms);
 }
 std::string split_half(const GemmKey& key, const Target&, const Params& p) {
-  return fmt::format("halve the K split to {}: the reduction pass moves {} MB of f32 partials", get(p, kSplit) / 2,
+  return fmt::format("halve the K split to {}: the reduction pass moves {} MB of f32 partials", param(p, kSplit) / 2,
                      2 * workspace_bytes(key, p) / 1000000);
 }
 std::string bk_double(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("double BK to {} to halve the barriers and pipeline waits per output tile", 2 * get(p, kBk));
+  return fmt::format("double BK to {} to halve the barriers and pipeline waits per output tile", 2 * param(p, kBk));
 }
 std::string bk_half(const GemmKey& key, const Target&, const Params& p) {
   return fmt::format("halve BK to {}: {}-byte stages leave room for a deeper ring and fewer fragment registers",
-                     get(p, kBk) / 2, stage_bytes(key, p) / 2);
+                     param(p, kBk) / 2, stage_bytes(key, p) / 2);
 }
 std::string stages_up(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("deepen the cp.async ring to {} stages: more bytes in flight per SM to cover DRAM latency",
-                     get(p, kStages) + 1);
+                     param(p, kStages) + 1);
 }
 std::string stages_down(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("shorten the ring to {} stages: less shared memory, room for a second CTA per SM",
-                     get(p, kStages) - 1);
+                     param(p, kStages) - 1);
 }
 std::optional<Params> bm_half(const GemmKey&, const Target&, const Params& p) {
-  if (get(p, kBm) < 32) return std::nullopt;
+  if (param(p, kBm) < 32) return std::nullopt;
   Params out = p;
-  out[kBm] = get(p, kBm) / 2;
-  out[kWm] = std::min(get(p, kWm), out[kBm]);
+  out[kBm] = param(p, kBm) / 2;
+  out[kWm] = std::min(param(p, kWm), out[kBm]);
   return out;
 }
 std::string bm_half_text(const GemmKey& key, const Target& t, const Params& p) {
   return fmt::format("halve BM to {}: {} tiles instead of {} for {} SMs, at the price of re-reading B more often",
-                     get(p, kBm) / 2, 2 * tiles_of(key, p), tiles_of(key, p), t.sms);
+                     param(p, kBm) / 2, 2 * tiles_of(key, p), tiles_of(key, p), t.sms);
 }
 std::optional<Params> bn_double(const GemmKey& key, const Target&, const Params& p) {
-  if (get(p, kBn) >= key.n) return std::nullopt;
+  if (param(p, kBn) >= key.n) return std::nullopt;
   Params out = p;
-  out[kBn] = get(p, kBn) * 2;
+  out[kBn] = param(p, kBn) * 2;
   return out;
 }
 std::string bn_double_text(const GemmKey& key, const Target&, const Params& p) {
-  return fmt::format("double BN to {}: A ({} MB) is streamed {} times instead of {}", 2 * get(p, kBn),
-                     key.m * key.k * elem_bytes(key) / 1000000, ceil_div(key.n, 2 * get(p, kBn)),
-                     ceil_div(key.n, get(p, kBn)));
+  return fmt::format("double BN to {}: A ({} MB) is streamed {} times instead of {}", 2 * param(p, kBn),
+                     key.m * key.k * elem_bytes(key) / 1000000, ceil_div(key.n, 2 * param(p, kBn)),
+                     ceil_div(key.n, param(p, kBn)));
 }
 std::string wn_double(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("grow the warp tile to {}x{}: more mma per ldmatrix, fewer warps", get(p, kWm), 2 * get(p, kWn));
+  return fmt::format("grow the warp tile to {}x{}: more mma per ldmatrix, fewer warps", param(p, kWm), 2 * param(p, kWn));
 }
 std::string wm_half(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("shrink the warp tile to {}x{}: twice the warps to hide mma and load latency",
-                     get(p, kWm) / 2, get(p, kWn));
+                     param(p, kWm) / 2, param(p, kWn));
 }
 std::string promote_up(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("chain {} k8 steps of 3xTF32 mma before each FADD into the f32 sum: fewer FADDs per mma, "
-                     "the chain still short enough for the strict-fp32 gate", 2 * get(p, kPromote));
+                     "the chain still short enough for the strict-fp32 gate", 2 * param(p, kPromote));
 }
 std::string promote_down(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("promote every {} k8 steps: fewer live fragment registers per chain", get(p, kPromote) / 2);
+  return fmt::format("promote every {} k8 steps: fewer live fragment registers per chain", param(p, kPromote) / 2);
 }
 std::string two_ctas(const GemmKey&, const Target&, const Params&) {
   return "two CTAs per SM: one CTA's epilogue and pipeline fill overlap the other's main loop";
 }
 
 const IdeaMove kIdeas[] = {
-    {"tc_tiled", "tc.split_double", split_double, scale<kSplit, 2, 1, 1, kMaxSplit>},
-    {"tc_tiled", "tc.split_half", split_half, scale<kSplit, 1, 2, 1, kMaxSplit>},
-    {"tc_tiled", "tc.bk_double", bk_double, scale<kBk, 2, 1, 8, 128>},
-    {"tc_tiled", "tc.bk_half", bk_half, scale<kBk, 1, 2, 8, 128>},
-    {"tc_tiled", "tc.stages_up", stages_up, step<kStages, 1, 2, 6>},
-    {"tc_tiled", "tc.stages_down", stages_down, step<kStages, -1, 2, 6>},
+    {"tc_tiled", "tc.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
+    {"tc_tiled", "tc.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
+    {"tc_tiled", "tc.bk_double", bk_double, scale_param<kBk, 2, 1, 8, 128>},
+    {"tc_tiled", "tc.bk_half", bk_half, scale_param<kBk, 1, 2, 8, 128>},
+    {"tc_tiled", "tc.stages_up", stages_up, step_param<kStages, 1, 2, 6>},
+    {"tc_tiled", "tc.stages_down", stages_down, step_param<kStages, -1, 2, 6>},
     {"tc_tiled", "tc.bm_half", bm_half_text, bm_half},
     {"tc_tiled", "tc.bn_double", bn_double_text, bn_double},
-    {"tc_tiled", "tc.wn_double", wn_double, scale<kWn, 2, 1, 8, 128>},
-    {"tc_tiled", "tc.wm_half", wm_half, scale<kWm, 1, 2, 16, 128>},
-    {"tc_tiled", "tc.two_ctas", two_ctas, scale<kMinCtas, 2, 1, 1, 2>},
-    {"tc_tiled", "tc.promote_up", promote_up, scale<kPromote, 2, 1, 1, 4>},
-    {"tc_tiled", "tc.promote_down", promote_down, scale<kPromote, 1, 2, 1, 4>},
+    {"tc_tiled", "tc.wn_double", wn_double, scale_param<kWn, 2, 1, 8, 128>},
+    {"tc_tiled", "tc.wm_half", wm_half, scale_param<kWm, 1, 2, 16, 128>},
+    {"tc_tiled", "tc.two_ctas", two_ctas, scale_param<kMinCtas, 2, 1, 1, 2>},
+    {"tc_tiled", "tc.promote_up", promote_up, scale_param<kPromote, 2, 1, 1, 4>},
+    {"tc_tiled", "tc.promote_down", promote_down, scale_param<kPromote, 1, 2, 1, 4>},
 };
 
 Family make_family() {

@@ -5,16 +5,11 @@
 #include <fmt/format.h>
 
 #include "builtin/embedded_kernels.hpp"
+#include "builtin/family_rules.hpp"
 
 namespace kd::builtin {
 namespace {
 
-long long get(const Params& p, const char* name) {
-  const auto it = p.find(name);
-  return it == p.end() ? 0 : it->second;
-}
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-std::uint32_t u32(long long v) { return static_cast<std::uint32_t>(v); }
 
 constexpr char kWg[] = "KD_WG";
 constexpr char kMw[] = "KD_MW";
@@ -23,26 +18,25 @@ constexpr char kStages[] = "KD_STAGES";
 constexpr char kSplit[] = "KD_SPLITK";
 constexpr char k3x[] = "KD_3XTF32";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
-constexpr long long kReduceThreads = 256;
 constexpr long long kMaxSplit = 16;
 // Narrower outputs are mostly padding in a 64-column wgmma; the skinny families stream them.
 constexpr long long kMinN = 48;
 
-long long bm_of(const Params& p) { return 64 * get(p, kWg) * get(p, kMw); }
+long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {
-  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, get(p, kBn)) * key.batch;
+  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
 // Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes in wg_tiled.cu: 1024 bytes of
 // alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then two
 // B-lo buffers.
 long long smem_bytes(const GemmKey& key, const Params& p) {
-  const long long bm = bm_of(p), b = get(p, kBn) * 128;
+  const long long bm = bm_of(p), b = param(p, kBn) * 128;
   const long long a_raw = key.ta == Transpose::T ? bm * (kBk + 4) * 4 : kBk * (bm + 8) * 4;
   const long long a = ceil_div(a_raw, 1024) * 1024;
-  return 1024 + get(p, kStages) * (a + b) + 2 * b;
+  return 1024 + param(p, kStages) * (a + b) + 2 * b;
 }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
-  const long long split = get(p, kSplit);
+  const long long split = param(p, kSplit);
   return split > 1 ? split * key.batch * key.m * key.n * 4 : 0;
 }
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
@@ -87,17 +81,17 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   // Strict-fp32 calls need the error compensation; a TF32 call may skip it.
   if (key.precision == PrecisionClass::f32) p[k3x] = 1;
   else if (!p.contains(k3x)) p[k3x] = 0;
-  if (get(p, kSplit) < 1) p[kSplit] = 1;
+  if (param(p, kSplit) < 1) p[kSplit] = 1;
   return p;
 }
 
 bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // wgmma exists only on compute capability 9.0 (sm_90a).
   if (t.arch != "sm_90" && t.arch != "sm_90a") return false;
-  const long long wg = get(p, kWg), bn = get(p, kBn), stages = get(p, kStages), split = get(p, kSplit);
-  if ((wg != 1 && wg != 2) || get(p, kMw) != 1 || (bn != 64 && bn != 128)) return false;
+  const long long wg = param(p, kWg), bn = param(p, kBn), stages = param(p, kStages), split = param(p, kSplit);
+  if ((wg != 1 && wg != 2) || param(p, kMw) != 1 || (bn != 64 && bn != 128)) return false;
   if (stages < 4 || stages > 8) return false;
-  const long long x3 = get(p, k3x);
+  const long long x3 = param(p, k3x);
   if ((x3 != 0 && x3 != 1) || (x3 == 0 && key.precision == PrecisionClass::f32)) return false;
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
@@ -109,67 +103,46 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   LaunchPlan plan;
   LaunchSpec main;
   main.entry = "kd_wg_tiled";
-  main.grid = {u32(ceil_div(key.m, bm_of(p))), u32(ceil_div(key.n, get(p, kBn))), u32(key.batch * get(p, kSplit))};
-  main.block = {u32(128 * get(p, kWg)), 1, 1};
+  main.grid = {u32(ceil_div(key.m, bm_of(p))), u32(ceil_div(key.n, param(p, kBn))), u32(key.batch * param(p, kSplit))};
+  main.block = {u32(128 * param(p, kWg)), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   plan.launches.push_back(main);
-  if (get(p, kSplit) > 1) {
-    LaunchSpec reduce;
-    reduce.entry = "kd_wg_tiled_reduce";
-    const long long outputs = key.batch * key.m * key.n;
-    reduce.grid = {u32(std::clamp(ceil_div(outputs, kReduceThreads), 1LL, 8LL * t.sms)), 1, 1};
-    reduce.block = {u32(kReduceThreads), 1, 1};
-    plan.launches.push_back(reduce);
+  if (param(p, kSplit) > 1) {
+    plan.launches.push_back(splitk_reduce_launch(key, t, "kd_wg_tiled_reduce"));
     plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   }
   return plan;
 }
 
 // ---- ideas ------------------------------------------------------------------------------------
-template <const char* Name, long long Num, long long Den, long long Lo, long long Hi>
-std::optional<Params> scale(const GemmKey&, const Target&, const Params& p) {
-  const long long v = get(p, Name) * Num / Den;
-  if (v < Lo || v > Hi || v == get(p, Name)) return std::nullopt;
-  Params out = p;
-  out[Name] = v;
-  return out;
-}
-template <const char* Name, long long Delta, long long Lo, long long Hi>
-std::optional<Params> step(const GemmKey&, const Target&, const Params& p) {
-  const long long v = get(p, Name) + Delta;
-  if (v < Lo || v > Hi) return std::nullopt;
-  Params out = p;
-  out[Name] = v;
-  return out;
-}
 
 std::string split_double(const GemmKey& key, const Target& t, const Params& p) {
-  return fmt::format("split K across {} CTAs: {} tiles of {}x{} are {:.2f} waves on {} SMs", 2 * get(p, kSplit),
-                     tiles_of(key, p) * get(p, kSplit), bm_of(p), get(p, kBn),
-                     static_cast<double>(tiles_of(key, p) * get(p, kSplit)) / t.sms, t.sms);
+  return fmt::format("split K across {} CTAs: {} tiles of {}x{} are {:.2f} waves on {} SMs", 2 * param(p, kSplit),
+                     tiles_of(key, p) * param(p, kSplit), bm_of(p), param(p, kBn),
+                     static_cast<double>(tiles_of(key, p) * param(p, kSplit)) / t.sms, t.sms);
 }
 std::string split_half(const GemmKey& key, const Target&, const Params& p) {
-  return fmt::format("halve the K split to {}: the reduction pass moves {} MB of f32 partials", get(p, kSplit) / 2,
+  return fmt::format("halve the K split to {}: the reduction pass moves {} MB of f32 partials", param(p, kSplit) / 2,
                      2 * workspace_bytes(key, p) / 1000000);
 }
 std::string stages_up(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("deepen the cp.async ring to {} stages ({} k tiles in flight) to cover DRAM latency",
-                     get(p, kStages) + 1, get(p, kStages) - 1);
+                     param(p, kStages) + 1, param(p, kStages) - 1);
 }
 std::string stages_down(const GemmKey& key, const Target&, const Params& p) {
   Params fewer = p;
-  fewer[kStages] = get(p, kStages) - 1;
-  return fmt::format("shorten the ring to {} stages: {} KB of shared memory instead of {} KB", get(fewer, kStages),
+  fewer[kStages] = param(p, kStages) - 1;
+  return fmt::format("shorten the ring to {} stages: {} KB of shared memory instead of {} KB", param(fewer, kStages),
                      smem_bytes(key, fewer) / 1024, smem_bytes(key, p) / 1024);
 }
 std::string bn_half(const GemmKey& key, const Target& t, const Params& p) {
   return fmt::format("m64n{} wgmmas: twice the tiles ({} for {} SMs) and fewer accumulator registers",
-                     get(p, kBn) / 2, 2 * tiles_of(key, p), t.sms);
+                     param(p, kBn) / 2, 2 * tiles_of(key, p), t.sms);
 }
 std::string bn_double(const GemmKey& key, const Target&, const Params& p) {
   return fmt::format("m64n{} wgmmas: each A fragment feeds twice the columns, A ({} MB) is read {} times instead of {}",
-                     2 * get(p, kBn), key.m * key.k * 4 / 1000000, ceil_div(key.n, 2 * get(p, kBn)),
-                     ceil_div(key.n, get(p, kBn)));
+                     2 * param(p, kBn), key.m * key.k * 4 / 1000000, ceil_div(key.n, 2 * param(p, kBn)),
+                     ceil_div(key.n, param(p, kBn)));
 }
 std::string wg_double(const GemmKey&, const Target&, const Params&) {
   return "two warpgroups per CTA: one's FADD promotion and fragment loads overlap the other's wgmmas";
@@ -180,14 +153,14 @@ std::string wg_half(const GemmKey& key, const Target& t, const Params& p) {
 }
 
 const IdeaMove kIdeas[] = {
-    {"wg_tiled", "wg.split_double", split_double, scale<kSplit, 2, 1, 1, kMaxSplit>},
-    {"wg_tiled", "wg.split_half", split_half, scale<kSplit, 1, 2, 1, kMaxSplit>},
-    {"wg_tiled", "wg.stages_up", stages_up, step<kStages, 1, 4, 8>},
-    {"wg_tiled", "wg.stages_down", stages_down, step<kStages, -1, 4, 8>},
-    {"wg_tiled", "wg.bn_half", bn_half, scale<kBn, 1, 2, 64, 128>},
-    {"wg_tiled", "wg.bn_double", bn_double, scale<kBn, 2, 1, 64, 128>},
-    {"wg_tiled", "wg.wg_double", wg_double, scale<kWg, 2, 1, 1, 2>},
-    {"wg_tiled", "wg.wg_half", wg_half, scale<kWg, 1, 2, 1, 2>},
+    {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
+    {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
+    {"wg_tiled", "wg.stages_up", stages_up, step_param<kStages, 1, 4, 8>},
+    {"wg_tiled", "wg.stages_down", stages_down, step_param<kStages, -1, 4, 8>},
+    {"wg_tiled", "wg.bn_half", bn_half, scale_param<kBn, 1, 2, 64, 128>},
+    {"wg_tiled", "wg.bn_double", bn_double, scale_param<kBn, 2, 1, 64, 128>},
+    {"wg_tiled", "wg.wg_double", wg_double, scale_param<kWg, 2, 1, 1, 2>},
+    {"wg_tiled", "wg.wg_half", wg_half, scale_param<kWg, 1, 2, 1, 2>},
 };
 
 Family make_family() {

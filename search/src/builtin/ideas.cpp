@@ -5,27 +5,12 @@
 
 #include <fmt/format.h>
 
+#include "builtin/family_rules.hpp"
 #include "builtin/family_tc_tiled.hpp"
 #include "builtin/family_wg_tiled.hpp"
 
 namespace kd::builtin {
 namespace {
-
-long long get(const Params& p, const char* name) {
-  const auto it = p.find(name);
-  return it == p.end() ? 0 : it->second;
-}
-long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
-
-// A move that multiplies one parameter by `num/den` within [lo, hi].
-template <const char* Name, long long Num, long long Den, long long Lo, long long Hi>
-std::optional<Params> scale(const GemmKey&, const Target&, const Params& p) {
-  const long long v = get(p, Name) * Num / Den;
-  if (v < Lo || v > Hi || v == get(p, Name)) return std::nullopt;
-  Params out = p;
-  out[Name] = v;
-  return out;
-}
 
 constexpr char kKc[] = "KD_KC";
 constexpr char kRows[] = "KD_ROWS";
@@ -40,28 +25,28 @@ constexpr char kTn[] = "KD_TN";
 
 std::string bulk_kc_double(const GemmKey& key, const Target&, const Params& p) {
   return fmt::format("double the k chunk to {}: {}-byte bulk copies per row, half the stage "
-                     "hand-offs per row block", 2 * get(p, kKc), 2 * get(p, kKc) * dtype_bytes(key.a));
+                     "hand-offs per row block", 2 * param(p, kKc), 2 * param(p, kKc) * dtype_bytes(key.a));
 }
 std::string bulk_kc_half(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("halve the k chunk to {}: smaller stages make a deeper ring, keeping more "
-                     "requests in flight per SM", get(p, kKc) / 2);
+                     "requests in flight per SM", param(p, kKc) / 2);
 }
 std::string bulk_rows_double(const GemmKey& key, const Target&, const Params& p) {
   return fmt::format("double the rows per block to {}: B ({} columns) is re-read from L2 half as "
-                     "often per byte of A", 2 * get(p, kRows), key.n);
+                     "often per byte of A", 2 * param(p, kRows), key.n);
 }
 std::string bulk_rows_half(const GemmKey& key, const Target& t, const Params& p) {
   return fmt::format("halve the rows per block to {}: {} row blocks instead of {} for {} SMs",
-                     get(p, kRows) / 2, ceil_div(key.m, get(p, kRows) / 2),
-                     ceil_div(key.m, get(p, kRows)), t.sms);
+                     param(p, kRows) / 2, ceil_div(key.m, param(p, kRows) / 2),
+                     ceil_div(key.m, param(p, kRows)), t.sms);
 }
 std::string bulk_warps_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("double the consumer warps to {}: more shared-memory load bandwidth per stage",
-                     2 * get(p, kWarps));
+                     2 * param(p, kWarps));
 }
 std::string bulk_warps_half(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("halve the consumer warps to {}: less cross-warp reduction per row block",
-                     get(p, kWarps) / 2);
+                     param(p, kWarps) / 2);
 }
 std::string bulk_ctas_two(const GemmKey&, const Target&, const Params&) {
   return "two blocks per SM: one block's reduction and epilogue overlap the other's streaming";
@@ -71,80 +56,80 @@ std::string bulk_ctas_one(const GemmKey&, const Target&, const Params&) {
 }
 std::string mma_unroll_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("double the unroll to {}: twice the bytes in flight per warp before the "
-                     "first mma", 2 * get(p, kUnroll));
+                     "first mma", 2 * param(p, kUnroll));
 }
 std::string mma_unroll_half(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("halve the unroll to {}: fewer registers, more resident warps", get(p, kUnroll) / 2);
+  return fmt::format("halve the unroll to {}: fewer registers, more resident warps", param(p, kUnroll) / 2);
 }
 std::string mma_splitk_double(const GemmKey& key, const Target& t, const Params& p) {
   return fmt::format("split K over {} warps: {} blocks of {} rows are few warps for {} SMs",
-                     2 * get(p, kWarpsK), ceil_div(key.m, 16 * get(p, kMt)), 16 * get(p, kMt), t.sms);
+                     2 * param(p, kWarpsK), ceil_div(key.m, 16 * param(p, kMt)), 16 * param(p, kMt), t.sms);
 }
 std::string mma_splitk_half(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("split K over {} warps: less shared-memory reduction per output", get(p, kWarpsK) / 2);
+  return fmt::format("split K over {} warps: less shared-memory reduction per output", param(p, kWarpsK) / 2);
 }
 std::string mma_mt_double(const GemmKey&, const Target&, const Params&) {
   return "two m16 tiles per warp: each B fragment feeds twice the rows";
 }
 std::string simt_bk_double(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("double BK to {} to halve the barriers per output tile", 2 * get(p, kBk));
+  return fmt::format("double BK to {} to halve the barriers per output tile", 2 * param(p, kBk));
 }
 std::string simt_bk_half(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("halve BK to {}: less shared memory per block, more resident blocks", get(p, kBk) / 2);
+  return fmt::format("halve BK to {}: less shared memory per block, more resident blocks", param(p, kBk) / 2);
 }
 std::string simt_tm_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("grow the thread tile to {}x{}: more FMAs per shared-memory load",
-                     2 * get(p, kTm), get(p, kTn));
+                     2 * param(p, kTm), param(p, kTn));
 }
 std::string simt_tn_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("grow the thread tile to {}x{}: more FMAs per shared-memory load",
-                     get(p, kTm), 2 * get(p, kTn));
+                     param(p, kTm), 2 * param(p, kTn));
 }
 std::optional<Params> simt_tile_half(const GemmKey&, const Target&, const Params& p) {
-  if (get(p, "KD_BM") < 32 || get(p, "KD_BN") < 16) return std::nullopt;
+  if (param(p, "KD_BM") < 32 || param(p, "KD_BN") < 16) return std::nullopt;
   Params out = p;
-  out["KD_BM"] = get(p, "KD_BM") / 2;
-  out["KD_BN"] = get(p, "KD_BN") / 2;
-  out["KD_TM"] = std::max(1LL, get(p, kTm) / 2);
-  out["KD_TN"] = std::max(1LL, get(p, kTn) / 2);
+  out["KD_BM"] = param(p, "KD_BM") / 2;
+  out["KD_BN"] = param(p, "KD_BN") / 2;
+  out["KD_TM"] = std::max(1LL, param(p, kTm) / 2);
+  out["KD_TN"] = std::max(1LL, param(p, kTn) / 2);
   return out;
 }
 std::string simt_tile_half_text(const GemmKey& key, const Target& t, const Params& p) {
-  const long long tiles = ceil_div(key.m, get(p, "KD_BM")) * ceil_div(key.n, get(p, "KD_BN")) * key.batch;
-  return fmt::format("halve the block tile to {}x{}: {} tiles cannot fill {} SMs", get(p, "KD_BM") / 2,
-                     get(p, "KD_BN") / 2, tiles, t.sms);
+  const long long tiles = ceil_div(key.m, param(p, "KD_BM")) * ceil_div(key.n, param(p, "KD_BN")) * key.batch;
+  return fmt::format("halve the block tile to {}x{}: {} tiles cannot fill {} SMs", param(p, "KD_BM") / 2,
+                     param(p, "KD_BN") / 2, tiles, t.sms);
 }
 std::optional<Params> simt_tile_double(const GemmKey&, const Target&, const Params& p) {
   Params out = p;
-  out["KD_BM"] = get(p, "KD_BM") * 2;
-  out["KD_BN"] = get(p, "KD_BN") * 2;
-  out["KD_TM"] = get(p, kTm) * 2;
-  out["KD_TN"] = get(p, kTn) * 2;
+  out["KD_BM"] = param(p, "KD_BM") * 2;
+  out["KD_BN"] = param(p, "KD_BN") * 2;
+  out["KD_TM"] = param(p, kTm) * 2;
+  out["KD_TN"] = param(p, kTn) * 2;
   return out;
 }
 std::string simt_tile_double_text(const GemmKey&, const Target&, const Params& p) {
-  return fmt::format("double the block tile to {}x{}: half the global loads per output", 2 * get(p, "KD_BM"),
-                     2 * get(p, "KD_BN"));
+  return fmt::format("double the block tile to {}x{}: half the global loads per output", 2 * param(p, "KD_BM"),
+                     2 * param(p, "KD_BN"));
 }
 
 const IdeaMove kIdeas[] = {
-    {"skinny_bulk", "bulk.kc_double", bulk_kc_double, scale<kKc, 2, 1, 128, 4096>},
-    {"skinny_bulk", "bulk.kc_half", bulk_kc_half, scale<kKc, 1, 2, 128, 4096>},
-    {"skinny_bulk", "bulk.rows_double", bulk_rows_double, scale<kRows, 2, 1, 16, 64>},
-    {"skinny_bulk", "bulk.rows_half", bulk_rows_half, scale<kRows, 1, 2, 16, 64>},
-    {"skinny_bulk", "bulk.warps_double", bulk_warps_double, scale<kWarps, 2, 1, 1, 16>},
-    {"skinny_bulk", "bulk.warps_half", bulk_warps_half, scale<kWarps, 1, 2, 1, 16>},
-    {"skinny_bulk", "bulk.ctas_two", bulk_ctas_two, scale<kCtas, 2, 1, 1, 2>},
-    {"skinny_bulk", "bulk.ctas_one", bulk_ctas_one, scale<kCtas, 1, 2, 1, 2>},
-    {"skinny_mma", "mma.unroll_double", mma_unroll_double, scale<kUnroll, 2, 1, 1, 8>},
-    {"skinny_mma", "mma.unroll_half", mma_unroll_half, scale<kUnroll, 1, 2, 1, 8>},
-    {"skinny_mma", "mma.splitk_double", mma_splitk_double, scale<kWarpsK, 2, 1, 1, 16>},
-    {"skinny_mma", "mma.splitk_half", mma_splitk_half, scale<kWarpsK, 1, 2, 1, 16>},
-    {"skinny_mma", "mma.mt_double", mma_mt_double, scale<kMt, 2, 1, 1, 2>},
-    {"simt_tiled", "simt.bk_double", simt_bk_double, scale<kBk, 2, 1, 4, 64>},
-    {"simt_tiled", "simt.bk_half", simt_bk_half, scale<kBk, 1, 2, 4, 64>},
-    {"simt_tiled", "simt.tm_double", simt_tm_double, scale<kTm, 2, 1, 1, 16>},
-    {"simt_tiled", "simt.tn_double", simt_tn_double, scale<kTn, 2, 1, 1, 16>},
+    {"skinny_bulk", "bulk.kc_double", bulk_kc_double, scale_param<kKc, 2, 1, 128, 4096>},
+    {"skinny_bulk", "bulk.kc_half", bulk_kc_half, scale_param<kKc, 1, 2, 128, 4096>},
+    {"skinny_bulk", "bulk.rows_double", bulk_rows_double, scale_param<kRows, 2, 1, 16, 64>},
+    {"skinny_bulk", "bulk.rows_half", bulk_rows_half, scale_param<kRows, 1, 2, 16, 64>},
+    {"skinny_bulk", "bulk.warps_double", bulk_warps_double, scale_param<kWarps, 2, 1, 1, 16>},
+    {"skinny_bulk", "bulk.warps_half", bulk_warps_half, scale_param<kWarps, 1, 2, 1, 16>},
+    {"skinny_bulk", "bulk.ctas_two", bulk_ctas_two, scale_param<kCtas, 2, 1, 1, 2>},
+    {"skinny_bulk", "bulk.ctas_one", bulk_ctas_one, scale_param<kCtas, 1, 2, 1, 2>},
+    {"skinny_mma", "mma.unroll_double", mma_unroll_double, scale_param<kUnroll, 2, 1, 1, 8>},
+    {"skinny_mma", "mma.unroll_half", mma_unroll_half, scale_param<kUnroll, 1, 2, 1, 8>},
+    {"skinny_mma", "mma.splitk_double", mma_splitk_double, scale_param<kWarpsK, 2, 1, 1, 16>},
+    {"skinny_mma", "mma.splitk_half", mma_splitk_half, scale_param<kWarpsK, 1, 2, 1, 16>},
+    {"skinny_mma", "mma.mt_double", mma_mt_double, scale_param<kMt, 2, 1, 1, 2>},
+    {"simt_tiled", "simt.bk_double", simt_bk_double, scale_param<kBk, 2, 1, 4, 64>},
+    {"simt_tiled", "simt.bk_half", simt_bk_half, scale_param<kBk, 1, 2, 4, 64>},
+    {"simt_tiled", "simt.tm_double", simt_tm_double, scale_param<kTm, 2, 1, 1, 16>},
+    {"simt_tiled", "simt.tn_double", simt_tn_double, scale_param<kTn, 2, 1, 1, 16>},
     {"simt_tiled", "simt.tile_half", simt_tile_half_text, simt_tile_half},
     {"simt_tiled", "simt.tile_double", simt_tile_double_text, simt_tile_double},
 };
