@@ -17,6 +17,8 @@ constexpr char kBn[] = "KD_BN";
 constexpr char kStages[] = "KD_STAGES";
 constexpr char kSplit[] = "KD_SPLITK";
 constexpr char k3x[] = "KD_3XTF32";
+constexpr char kPromote[] = "KD_PROMOTE";
+constexpr char kLate[] = "KD_LATE";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // Narrower outputs are mostly padding in a 64-column wgmma; the skinny families stream them.
@@ -26,14 +28,14 @@ long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
-// Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes in wg_tiled.cu: 1024 bytes of
-// alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then two
-// B-lo buffers.
+// Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes/kLoBufs in wg_tiled.cu: 1024 bytes of
+// alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then the
+// B-lo buffers (two, three when two k tiles share a promotion).
 long long smem_bytes(const GemmKey& key, const Params& p) {
   const long long bm = bm_of(p), b = param(p, kBn) * 128;
   const long long a_raw = key.ta == Transpose::T ? bm * (kBk + 4) * 4 : kBk * (bm + 8) * 4;
   const long long a = ceil_div(a_raw, 1024) * 1024;
-  return 1024 + param(p, kStages) * (a + b) + 2 * b;
+  return 1024 + param(p, kStages) * (a + b) + (param(p, kPromote) == 2 ? 3 : 2) * b;
 }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
   const long long split = param(p, kSplit);
@@ -58,19 +60,19 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
   return std::nullopt;
 }
 
-Params tile(long long wg, long long bn, long long stages) {
-  return {{kWg, wg}, {kMw, 1}, {kBn, bn}, {kStages, stages}, {kSplit, 1}};
+Params tile(long long wg, long long bn, long long stages, long long promote, long long late) {
+  return {{kWg, wg}, {kMw, 1}, {kBn, bn}, {kStages, stages}, {kSplit, 1}, {kPromote, promote}, {kLate, late}};
 }
 
 std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
-  // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): two warpgroups of m64n128; 4096^3
-  // (ta = N) 5 stages at 1.58-1.64x cuBLAS, the n = 128 shapes 4-5 stages with split-K to fill the
-  // SMs at 1.28-1.57x.
+  // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): two warpgroups of m64n128 promoting
+  // every two k tiles; 4096^3 (ta = N) 5 stages, copies first, at 1.87x cuBLAS; the n = 128 shapes
+  // 4-5 stages, split-K to fill the SMs, copies first or late, at 1.53-1.82x.
   std::vector<Params> out;
   if (key.n <= 64) {
-    out = {tile(2, 64, 6), tile(2, 64, 4), tile(1, 64, 6)};
+    out = {tile(2, 64, 6, 2, 0), tile(2, 64, 4, 2, 0), tile(1, 64, 6, 2, 0)};
   } else {
-    out = {tile(2, 128, 5), tile(2, 128, 4), tile(2, 64, 6)};
+    out = {tile(2, 128, 5, 2, 0), tile(2, 128, 5, 2, 1), tile(2, 128, 4, 2, 0), tile(2, 128, 5, 1, 1)};
   }
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
   return out;
@@ -82,6 +84,8 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (key.precision == PrecisionClass::f32) p[k3x] = 1;
   else if (!p.contains(k3x)) p[k3x] = 0;
   if (param(p, kSplit) < 1) p[kSplit] = 1;
+  if (!p.contains(kPromote)) p[kPromote] = 2;
+  if (!p.contains(kLate)) p[kLate] = 0;
   return p;
 }
 
@@ -91,6 +95,8 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   const long long wg = param(p, kWg), bn = param(p, kBn), stages = param(p, kStages), split = param(p, kSplit);
   if ((wg != 1 && wg != 2) || param(p, kMw) != 1 || (bn != 64 && bn != 128)) return false;
   if (stages < 4 || stages > 8) return false;
+  const long long promote = param(p, kPromote), late = param(p, kLate);
+  if ((promote != 1 && promote != 2) || (late != 0 && late != 1)) return false;
   const long long x3 = param(p, k3x);
   if ((x3 != 0 && x3 != 1) || (x3 == 0 && key.precision == PrecisionClass::f32)) return false;
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
@@ -152,6 +158,25 @@ std::string wg_half(const GemmKey& key, const Target& t, const Params& p) {
                      tiles_of(key, p), t.sms);
 }
 
+std::string promote_two(const GemmKey&, const Target&, const Params&) {
+  return "promote every two k tiles: the second tile's fragment loads and wgmma issue overlap the first tile's "
+         "wgmmas, and the wait before the FADD comes half as often";
+}
+std::string promote_one(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("promote after every k tile: a chain of 12 wgmmas before each FADD instead of 24, and {} KB of "
+                     "shared memory less",
+                     param(p, kBn) * 128 / 1024);
+}
+std::string late_on(const GemmKey&, const Target&, const Params&) {
+  return "issue the next stage's cp.async copies after the tile's wgmmas, off the path from the barrier to the "
+         "tensor cores";
+}
+std::string late_off(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("issue the next stage's copies before the tile's wgmmas: {} k tiles of prefetch distance "
+                     "instead of a little less",
+                     param(p, kStages) - 2);
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -161,6 +186,10 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.bn_double", bn_double, scale_param<kBn, 2, 1, 64, 128>},
     {"wg_tiled", "wg.wg_double", wg_double, scale_param<kWg, 2, 1, 1, 2>},
     {"wg_tiled", "wg.wg_half", wg_half, scale_param<kWg, 1, 2, 1, 2>},
+    {"wg_tiled", "wg.promote_two", promote_two, step_param<kPromote, 1, 1, 2>},
+    {"wg_tiled", "wg.promote_one", promote_one, step_param<kPromote, -1, 1, 2>},
+    {"wg_tiled", "wg.late_on", late_on, step_param<kLate, 1, 0, 1>},
+    {"wg_tiled", "wg.late_off", late_off, step_param<kLate, -1, 0, 1>},
 };
 
 Family make_family() {

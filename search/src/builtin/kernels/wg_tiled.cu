@@ -9,15 +9,20 @@
 //    layout wgmma's shared-memory descriptors read k-major;
 //  - a KD_STAGES-deep ring filled by cp.async.cg (zero-filled past m, n and k), KD_STAGES - 2 k
 //    tiles ahead: the slot refilled in iteration i held tile i - 2, whose wgmmas every warpgroup
-//    retired (wait_group 1) before the iteration's barrier;
+//    retired before the iteration's barrier. Each thread's chunk addresses are computed once; k
+//    tiles wholly inside k only advance them (edge tiles take the general loaders);
 //  - 16-bit types (ta = T only): A and B straight from shared memory, k16 per wgmma;
-//  - f32 (KD_3XTF32 = 1, strict fp32): error-compensated TF32, x = hi + lo. B is split once per k
-//    tile in shared memory (hi in place, lo in one of two side buffers) by all threads while the
-//    previous tile's wgmmas run; A (ta = T or N) is read into registers and split there (wgmma's
-//    register-A form, the mma.sync m16n8k8 fragment per warp). A k tile's 3 x 4 products (lo*hi,
-//    hi*lo, then hi*hi, per k8) chain in a temporary accumulator that is added to the f32 sum with
-//    an IEEE FADD (the promotion of ARCHITECTURE.md), so the tile's wgmmas are waited for before the
-//    next begins. KD_3XTF32 = 0 is plain TF32 (precision=tf32 keys only);
+//  - f32 (KD_3XTF32 = 1, strict fp32): error-compensated TF32, x = hi + lo. B's hi is the raw
+//    value in shared memory (wgmma reads it truncated to TF32); its lo (the exact rest, rounded) is
+//    written once per k tile into a side-buffer ring by all threads while earlier wgmmas run. A
+//    (ta = T or N) is read into registers and split there with hi rounded to nearest (wgmma's
+//    register-A form, the mma.sync m16n8k8 fragment per warp); so lo_a (either sign) times lo_b,
+//    the dropped term, carries no bias. A k tile's 3 x 4 products (lo*hi, hi*lo, then hi*hi, per
+//    k8) chain in a temporary accumulator; every KD_PROMOTE k tiles it is added to the f32 sum with
+//    an IEEE FADD (the promotion of ARCHITECTURE.md), after waiting for those wgmmas. With
+//    KD_PROMOTE = 2 the second tile's fragments and issue overlap the first tile's wgmmas.
+//    KD_LATE = 1 issues the next stage's copies after the tile's wgmmas instead of before.
+//    KD_3XTF32 = 0 is plain TF32, B rounded in place (precision=tf32 keys only);
 //  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
@@ -26,11 +31,13 @@
 //   KD_A_T, KD_B_T, KD_C_T element types   KD_TA 1 = T (0 = N: f32 only)   KD_TB 0
 //   KD_WG warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; 1 for f32; MW * BN <= 256)
 //   KD_BN 64 | 128 | 256 (f32: 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
-//   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
+//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: launch 0 kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK],
 //   block = [128 * WG], smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32: 2 B-lo
-//   buffers), see wg_smem below; when SPLITK > 1, workspace = SPLITK * batch * m * n * 4 bytes and
-//   launch 1 kd_wg_tiled_reduce: grid = [any], block = [256].
+//   buffers, 3 when KD_PROMOTE = 2), see kStageBytes and kLoBufs below; when SPLITK > 1,
+//   workspace = SPLITK * batch * m * n * 4 bytes and launch 1 kd_wg_tiled_reduce: grid = [any],
+//   block = [256].
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -73,6 +80,12 @@
 #endif
 #ifndef KD_BIAS
 #define KD_BIAS 0
+#endif
+#ifndef KD_PROMOTE
+#define KD_PROMOTE 1
+#endif
+#ifndef KD_LATE
+#define KD_LATE 0
 #endif
 
 #if KD_TB != 0
@@ -117,8 +130,13 @@ constexpr int kABytesRaw = kF32 ? (KD_TA ? kBM * kALdF32 : kBK * kALdF32) * 4 : 
 constexpr int kABytes = (kABytesRaw + 1023) / 1024 * 1024;
 constexpr int kBBytes = KD_BN * 128;
 constexpr int kStageBytes = kABytes + kBBytes;
+// f32 B-lo buffers: splitting tile i+1 overwrites tile i+1-kLoBufs's. With KD_PROMOTE = 2 the other
+// warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper.
+constexpr int kLoBufs = KD_PROMOTE > 1 ? 3 : 2;
 
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
+static_assert(KD_PROMOTE == 1 || KD_PROMOTE == 2, "KD_PROMOTE is 1 or 2");
+static_assert(KD_LATE == 0 || KD_LATE == 1, "KD_LATE is 0 or 1");
 static_assert(KD_MW == 1 || (KD_MW == 2 && !kF32), "KD_MW is 1 (or 2 for 16-bit types)");
 static_assert(KD_MW * KD_BN <= 256, "at most 128 accumulator registers per thread");
 static_assert(KD_BN == 64 || KD_BN == 128 || (KD_BN == 256 && !kF32), "KD_BN is 64, 128 or 256 (f32: 64, 128)");
@@ -148,6 +166,10 @@ __device__ __forceinline__ void kd_wg_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void kd_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void kd_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+template <int V>
+struct kd_int {
+  static constexpr int value = V;
+};
 // Keeps the compiler from moving accumulator reads or writes across a wgmma wait.
 template <int R>
 __device__ __forceinline__ void kd_fence_regs(float (&d)[R]) {
@@ -218,6 +240,61 @@ __device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long 
     const int bytes = gm < m ? static_cast<int>(left) * 4 : 0;
     const float* src = bytes > 0 ? X + gm * ld + gk : X;
     kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
+  }
+}
+
+// The thread's 16-byte chunks of one operand's k tile, fixed per thread and computed once, for k
+// tiles wholly inside k (the per-tile cost is one address add per chunk; edge tiles in k take the
+// loaders above). Chunk i sits at element offset off + i * step + k0 * kstride of the operand and at
+// shared byte offset dst + i * dstep; it is valid while i * rstep < rows_left, and then carries
+// `bytes` (16, or fewer at an m edge for ta = N).
+struct kd_chunks {
+  long long off, step, kstride;
+  unsigned dst, dstep;
+  long long rows_left;
+  int rstep, bytes;
+};
+// Row-major rows of 128 bytes of k (B, f32 A with ta = T, 16-bit A); swizzled or padded rows.
+template <int ROWS, bool SWZ>
+__device__ __forceinline__ kd_chunks kd_plan_rows(long long ld, long long rows_n, long long row0) {
+  static_assert(ROWS * 8 % kThreads == 0, "whole chunk rounds");
+  const int r = threadIdx.x >> 3, ch = threadIdx.x & 7;
+  kd_chunks p;
+  p.off = (row0 + r) * ld + ch * kVec;
+  p.step = (kThreads / 8) * ld;
+  p.kstride = 1;
+  p.dst = SWZ ? r * 128 + ((ch ^ (r & 7)) << 4) : (r * kALdF32 + ch * 4) * 4;
+  p.dstep = SWZ ? (kThreads / 8) * 128 : (kThreads / 8) * kALdF32 * 4;
+  p.rows_left = rows_n - row0 - r;
+  p.rstep = kThreads / 8;
+  p.bytes = 16;
+  return p;
+}
+// f32 A, ta = N: 32 k rows of BM m elements.
+__device__ __forceinline__ kd_chunks kd_plan_kn(long long ld, long long m, long long m0) {
+  constexpr int kPerRow = kBM / 4;
+  static_assert(kThreads % kPerRow == 0 && kBK * kPerRow % kThreads == 0, "whole chunk rounds");
+  const int r = threadIdx.x / kPerRow, e = (threadIdx.x % kPerRow) * 4;
+  kd_chunks p;
+  p.off = r * ld + m0 + e;
+  p.step = (kThreads / kPerRow) * ld;
+  p.kstride = ld;
+  p.dst = (r * kALdF32 + e) * 4;
+  p.dstep = (kThreads / kPerRow) * kALdF32 * 4;
+  long long left = m - m0 - e;
+  left = left < 0 ? 0 : (left > 4 ? 4 : left);
+  p.bytes = static_cast<int>(left) * 4;
+  p.rows_left = p.bytes > 0 ? kBK : 0;
+  p.rstep = 0;
+  return p;
+}
+template <int ITERS>
+__device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0) {
+  const kd_t* src = X + p.off + k0 * p.kstride;
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) {
+    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left;
+    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
   }
 }
 
@@ -339,16 +416,18 @@ __device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
 #endif
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const float h = __uint_as_float(kd_tf32(e[j]));
 #if KD_3XTF32
-      le[j] = __uint_as_float(kd_tf32(e[j] - h));
+      // hi stays the raw value, which wgmma reads truncated to TF32; lo is the exact rest, rounded.
+      le[j] = __uint_as_float(kd_tf32(e[j] - __uint_as_float(__float_as_uint(e[j]) & 0xffffe000u)));
+#else
+      e[j] = __uint_as_float(kd_tf32(e[j]));
 #endif
-      e[j] = h;
     }
-    hi[c] = v;
 #if KD_3XTF32
     lo[c] = l;
+    (void)hi;
 #else
+    hi[c] = v;
     (void)lo;
 #endif
   }
@@ -388,9 +467,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
   const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
 
+  constexpr int kAIters = kF32 && !KD_TA ? kBK * (kBM / 4) / kThreads : kBM * 8 / kThreads;
+  constexpr int kBIters = KD_BN * 8 / kThreads;
+  const kd_chunks pa = kF32 && !KD_TA ? kd_plan_kn(args.lda, m, m0) : kd_plan_rows<kBM, !kF32>(args.lda, m, m0);
+  const kd_chunks pb = kd_plan_rows<KD_BN, true>(args.ldb, n, n0);
   auto load_stage = [&](int slot, long long kt) {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
     const long long k0 = kt * kBK;
+    if (k0 + kBK <= k) {
+      kd_load_fast<kAIters>(sa, A, pa, k0);
+      kd_load_fast<kBIters>(sb, B, pb, k0);
+      return;
+    }
     if constexpr (!kF32)
       kd_load_swz<kBM>(sa, A, args.lda, m, k, m0, k0);
     else if constexpr (KD_TA)
@@ -444,7 +532,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
     unsigned char* smem = smem_raw + (base - raw_addr);
     auto split_tile = [&](int i) {
       kd_split_b(reinterpret_cast<float4*>(smem + (i % KD_STAGES) * kStageBytes + kABytes),
-                 reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i & 1) * kBBytes));
+                 reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i % kLoBufs) * kBBytes));
       kd_fence_async();
     };
     if (nk > 0) {
@@ -456,55 +544,76 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
     const int row = wg * 64 + warp * 16 + g;  // the thread's A rows: row, row + 8
-    // Before iteration i, tiles 0 .. i+STAGES-3 are committed; at most STAGES-4 pending means tile
-    // i+1 has landed (this iteration splits it). The barrier also publishes tile i's split.
-    for (int i = 0; i < nk; ++i) {
+    // The A fragments of the KD_PROMOTE tiles whose wgmmas may be in flight together.
+    unsigned ahi[KD_PROMOTE][4][4];
+#if KD_3XTF32
+    unsigned alo[KD_PROMOTE][4][4];
+#endif
+    // One k tile. Before tile i, tiles 0 .. i+STAGES-3 are committed; at most STAGES-4 pending
+    // means tile i+1 has landed (this step splits it). The barrier also publishes tile i's split.
+    // P: the tile's place in its promotion group (its A-fragment set); LAST: promote after it.
+    auto tile = [&](int i, auto P, auto LAST) {
+      constexpr int p = decltype(P)::value;
       kd_cp_wait<KD_STAGES - 4>();
       __syncthreads();
       const int next = i + KD_STAGES - 2;
+#if !KD_LATE
       if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
       kd_cp_commit();
+#endif
       // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
       const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
                         (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
-      unsigned ahi[4][4];
-#if KD_3XTF32
-      unsigned alo[4][4];
-#endif
 #pragma unroll
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const float x = KD_TA ? sa[(q & 1) * 8 * kALdF32 + 8 * j + (q >> 1) * 4]
                                 : sa[(8 * j + (q >> 1) * 4) * kALdF32 + (q & 1) * 8];
-          ahi[j][q] = kd_tf32(x);
+          ahi[p][j][q] = kd_tf32(x);
 #if KD_3XTF32
-          alo[j][q] = kd_tf32(x - __uint_as_float(ahi[j][q]));
+          alo[p][j][q] = kd_tf32(x - __uint_as_float(ahi[p][j][q]));
 #endif
         }
       const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
       kd_wg_fence();
 #if KD_3XTF32
-      const unsigned sl = base + KD_STAGES * kStageBytes + (i & 1) * kBBytes;  // B lo
-      // Small products first, then hi*hi: the chain's truncation is relative to the tile's own sum.
+      const unsigned sl = base + KD_STAGES * kStageBytes + (i % kLoBufs) * kBBytes;  // B lo
+      // Small products first, then hi*hi: the chain's truncation is relative to the group's own sum.
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        kd_wgmma_tf32(tmp, alo[j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
-        kd_wgmma_tf32(tmp, ahi[j], kd_desc(sl + j * 32), 1);
+        kd_wgmma_tf32(tmp, alo[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
+        kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sl + j * 32), 1);
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[j], kd_desc(sb + j * 32), 1);
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
 #else
 #pragma unroll
-      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
 #endif
       kd_wg_commit();
+#if KD_LATE
+      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
+      kd_cp_commit();
+#endif
+      // At most two tiles' wgmmas in flight: the previous tile's A registers are reused next.
+      if constexpr (p > 0) kd_wg_wait<1>();
       if (i + 1 < nk) split_tile(i + 1);
-      kd_wg_wait<0>();
-      kd_fence_regs(tmp);
+      if constexpr (decltype(LAST)::value) {
+        kd_wg_wait<0>();
+        kd_fence_regs(tmp);
 #pragma unroll
-      for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+        for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+      }
+    };
+    int i = 0;
+    for (; i + KD_PROMOTE <= nk; i += KD_PROMOTE) {
+      tile(i, kd_int<0>{}, kd_int<KD_PROMOTE == 1>{});
+#if KD_PROMOTE > 1
+      tile(i + 1, kd_int<1>{}, kd_int<KD_PROMOTE == 2>{});
+#endif
     }
+    for (; i < nk; ++i) tile(i, kd_int<0>{}, kd_int<true>{});
   }
 #endif
   kd_cp_wait<0>();
