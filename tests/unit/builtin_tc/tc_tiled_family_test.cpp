@@ -1,40 +1,17 @@
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <regex>
 #include <set>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "builtin/family_tc_tiled.hpp"
-#include "compile/nvrtc_compiler.hpp"
+#include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
 
 namespace kd::builtin {
 namespace {
 
-std::string source_dir() {
-  const char* root = std::getenv("KD_SOURCE_DIR");
-  return root ? root : ".";
-}
-
-std::vector<GemmKey> llama_keys() {
-  std::ifstream in(source_dir() + "/tools/shapes/llama3-8b.txt");
-  std::vector<GemmKey> keys;
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("gemm", 0) == 0) keys.push_back(std::get<GemmKey>(parse_key(line)));
-  return keys;
-}
-
-GemmKey key_of(const std::string& line) { return std::get<GemmKey>(parse_key(line)); }
-
-std::vector<Params> completed_seeds(const Family& f, const GemmKey& key, const Target& t) {
-  std::vector<Params> out;
-  for (const Params& raw : f.seeds(key, t)) out.push_back(f.complete(key, t, raw));
-  return out;
-}
+using test::completed_seeds;
+using test::key_of;
+using test::llama_keys;
 
 TEST(TcTiled, RowCarriesItsEmbeddedSource) {
   const Family& f = tc_tiled_family();
@@ -118,26 +95,7 @@ TEST(TcTiled, Tf32CallsMayDropCompensationStrictOnesMayNot) {
 }
 
 TEST(TcTiled, IdeasYieldValidDistinctConfigurations) {
-  const Family& f = tc_tiled_family();
-  const Target t;
-  int applied = 0;
-  std::set<std::string> ids;
-  for (const GemmKey& key : llama_keys()) {
-    if (f.rejects(key)) continue;
-    for (const Params& p : completed_seeds(f, key, t)) {
-      std::set<Params> seen{p};
-      for (const IdeaMove& m : tc_tiled_ideas()) {
-        EXPECT_EQ(m.family, "tc_tiled");
-        const auto moved = apply_idea(m, f, key, t, p);
-        if (!moved) continue;
-        ++applied;
-        ids.insert(std::string(m.id));
-        EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
-        EXPECT_TRUE(seen.insert(*moved).second) << m.id << " repeats a configuration: " << describe(*moved);
-        EXPECT_FALSE(m.text(key, t, p).empty());
-      }
-    }
-  }
+  const auto [applied, ids] = test::sweep_ideas(tc_tiled_family(), tc_tiled_ideas());
   EXPECT_GT(applied, 100);
   EXPECT_GE(ids.size(), 8u) << "most moves apply somewhere on the Llama shapes";
 }
@@ -174,16 +132,7 @@ TEST(TcTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
     }
   }
   ASSERT_GE(sources.size(), 10u);
-  const std::regex spill("([1-9][0-9]*) bytes spill stores");
-  for (const std::string& src : sources) {
-    search::CompileRequest req;
-    req.source = src;
-    req.extra_options = {"--ptxas-options=-v"};
-    const search::CompileOutput out = search::compile_cuda(req);
-    const std::string head = src.substr(0, src.find('\n'));
-    ASSERT_EQ(out.status, search::CompileStatus::ok) << head << "\n" << out.log;
-    EXPECT_FALSE(std::regex_search(out.log, spill)) << head << "\n" << out.log;
-  }
+  test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/false);
 }
 
 // tools/dev/lab_tc.json and lab_tc_f32.json (the GPU lab's variants) agree with the family's rules:
@@ -191,41 +140,8 @@ TEST(TcTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
 class TcTiledLab : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(TcTiledLab, ConfigMatchesTheFamilyRules) {
-  std::ifstream in(source_dir() + "/tools/dev/" + GetParam());
-  ASSERT_TRUE(in.good()) << GetParam();
-  const nlohmann::json cfg = nlohmann::json::parse(in);
-  const Family& f = tc_tiled_family();
-  const Target t;
   int variants = 0;
-  for (const auto& c : cfg.at("cases")) {
-    const std::string dt = c.at("dtype");
-    const std::string ta = c.value("ta", "T");
-    const long long m = c.at("m"), n = c.at("n"), k = c.at("k");
-    const GemmKey key = key_of(fmt::format(
-        "gemm a={0} b={0} c={0} compute=f32 ta={1} tb=N m={2} n={3} k={4} lda={5} ldb={4} ldc={2} batch=1 epilogue=none beta0=1",
-        dt, ta, m, n, k, ta == "T" ? k : m));
-    ASSERT_FALSE(f.rejects(key));
-    for (const auto& v : c.at("variants")) {
-      ++variants;
-      Params p;
-      for (const auto& [name, value] : v.items())
-        if (name.rfind("KD_", 0) == 0 && value.is_number_integer()) p[name] = value.get<long long>();
-      ASSERT_TRUE(f.valid(key, t, p)) << describe(p);
-      ASSERT_EQ(f.complete(key, t, p), p) << describe(p);
-      const LaunchPlan plan = f.plan(key, t, p);
-      ASSERT_EQ(v.at("launches").size(), plan.launches.size());
-      for (std::size_t i = 0; i < plan.launches.size(); ++i) {
-        const auto& l = v.at("launches")[i];
-        EXPECT_EQ(l.at("entry").get<std::string>(), plan.launches[i].entry);
-        EXPECT_EQ(l.at("grid").get<std::vector<std::uint32_t>>(),
-                  std::vector<std::uint32_t>(plan.launches[i].grid.begin(), plan.launches[i].grid.end()));
-        EXPECT_EQ(l.at("block").get<std::vector<std::uint32_t>>(),
-                  std::vector<std::uint32_t>(plan.launches[i].block.begin(), plan.launches[i].block.end()));
-        EXPECT_EQ(l.at("smem").get<std::uint32_t>(), plan.launches[i].smem_bytes);
-      }
-      EXPECT_EQ(v.at("workspace").get<std::uint64_t>(), plan.workspace_bytes);
-    }
-  }
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config(GetParam(), tc_tiled_family(), variants));
   EXPECT_GT(variants, 20);
   EXPECT_LE(variants, 150);
 }

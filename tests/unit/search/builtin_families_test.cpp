@@ -1,27 +1,17 @@
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <fstream>
 #include <set>
 
 #include "builtin/builtin_proposer.hpp"
 #include "builtin/family.hpp"
 #include "builtin/ideas.hpp"
+#include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
 
 namespace kd::builtin {
 namespace {
 
-std::vector<GemmKey> llama_keys() {
-  const char* root = std::getenv("KD_SOURCE_DIR");
-  std::ifstream in(std::string(root ? root : ".") + "/tools/shapes/llama3-8b.txt");
-  std::vector<GemmKey> keys;
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("gemm", 0) != 0) continue;
-    keys.push_back(std::get<GemmKey>(parse_key(line)));
-  }
-  return keys;
-}
+using test::llama_keys;
 
 TEST(BuiltinFamilies, EveryFamilyHasItsEmbeddedSource) {
   for (const Family& f : families()) {

@@ -1,0 +1,39 @@
+// Checks that every builtin family's unit test applies the same way: the Llama shape file, its seeds,
+// its idea moves, NVRTC compiles of its rendered sources and the GPU lab's variant files.
+#pragma once
+
+#include <set>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "builtin/family.hpp"
+#include "builtin/ideas.hpp"
+
+namespace kd::builtin::test {
+
+// The source tree (KD_SOURCE_DIR, set by ctest; "." otherwise).
+std::string source_dir();
+// The gemm keys of tools/shapes/llama3-8b.txt.
+std::vector<GemmKey> llama_keys();
+GemmKey key_of(const std::string& line);
+std::vector<Params> completed_seeds(const Family& f, const GemmKey& key, const Target& t);
+
+struct IdeaSweep {
+  int applied = 0;
+  std::set<std::string> ids;
+};
+// Applies every move to every completed seed of every Llama key the family serves: each move names
+// the family, each result is valid, differs from the seed and the moves before it, and is explained.
+IdeaSweep sweep_ideas(const Family& f, std::span<const IdeaMove> moves);
+
+// Compiles each source with NVRTC (ptxas -v for the target's arch): it must compile, without spill
+// stores, and when `no_wgmma_serialization` without ptxas serializing wgmma.
+void expect_nvrtc_clean(const std::vector<std::string>& sources, bool no_wgmma_serialization);
+
+// tools/dev/FILE (a kernel-lab config) agrees with the family's rules: every variant is valid and
+// complete for its case's key and carries exactly the family's launch plan and workspace. Adds the
+// number of variants to `variants`.
+void check_lab_config(const std::string& file, const Family& f, int& variants);
+
+}  // namespace kd::builtin::test
