@@ -19,6 +19,7 @@ constexpr char kSplit[] = "KD_SPLITK";
 constexpr char k3x[] = "KD_3XTF32";
 constexpr char kPromote[] = "KD_PROMOTE";
 constexpr char kLate[] = "KD_LATE";
+constexpr char kWs[] = "KD_WS";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // Narrower outputs are mostly padding in a 64-column wgmma; the skinny families stream them.
@@ -28,14 +29,15 @@ long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
-// Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes/kLoBufs in wg_tiled.cu: 1024 bytes of
-// alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then the
-// B-lo buffers (two, three when two k tiles share a promotion).
+// Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes/kLoBufs/kBarBytes in wg_tiled.cu: 1024
+// bytes of alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then
+// the B-lo buffers (two, three when two k tiles share a promotion), then the warp-specialized
+// kernel's 256 bytes of mbarriers.
 long long smem_bytes(const GemmKey& key, const Params& p) {
   const long long bm = bm_of(p), b = param(p, kBn) * 128;
   const long long a_raw = key.ta == Transpose::T ? bm * (kBk + 4) * 4 : kBk * (bm + 8) * 4;
   const long long a = ceil_div(a_raw, 1024) * 1024;
-  return 1024 + param(p, kStages) * (a + b) + (param(p, kPromote) == 2 ? 3 : 2) * b;
+  return 1024 + param(p, kStages) * (a + b) + (param(p, kPromote) == 2 ? 3 : 2) * b + (param(p, kWs) ? 256 : 0);
 }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
   const long long split = param(p, kSplit);
@@ -60,19 +62,20 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
   return std::nullopt;
 }
 
-Params tile(long long wg, long long bn, long long stages, long long promote, long long late) {
-  return {{kWg, wg}, {kMw, 1}, {kBn, bn}, {kStages, stages}, {kSplit, 1}, {kPromote, promote}, {kLate, late}};
+Params tile(long long wg, long long bn, long long stages, long long promote, long long late, long long ws) {
+  return {{kWg, wg}, {kMw, 1}, {kBn, bn}, {kStages, stages}, {kSplit, 1}, {kPromote, promote}, {kLate, late}, {kWs, ws}};
 }
 
 std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
-  // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): two warpgroups of m64n128 promoting
-  // every two k tiles; 4096^3 (ta = N) 5 stages, copies first, at 1.87x cuBLAS; the n = 128 shapes
-  // 4-5 stages, split-K to fill the SMs, copies first or late, at 1.53-1.82x.
+  // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): a producer warpgroup and two consumer
+  // warpgroups of m64n128, 5 stages promoting every two k tiles or 4 stages promoting every tile;
+  // 4096^3 (ta = N) at 2.05-2.08x cuBLAS, the n = 128 shapes (split-K to fill the SMs) at
+  // 1.77-2.21x. Every warp-specialized variant beat every one without.
   std::vector<Params> out;
   if (key.n <= 64) {
-    out = {tile(2, 64, 6, 2, 0), tile(2, 64, 4, 2, 0), tile(1, 64, 6, 2, 0)};
+    out = {tile(2, 64, 6, 2, 0, 1), tile(2, 64, 6, 2, 0, 0), tile(1, 64, 6, 2, 0, 0)};
   } else {
-    out = {tile(2, 128, 5, 2, 0), tile(2, 128, 5, 2, 1), tile(2, 128, 4, 2, 0), tile(2, 128, 5, 1, 1)};
+    out = {tile(2, 128, 5, 2, 0, 1), tile(2, 128, 4, 1, 0, 1)};
   }
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
   return out;
@@ -86,6 +89,7 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (param(p, kSplit) < 1) p[kSplit] = 1;
   if (!p.contains(kPromote)) p[kPromote] = 2;
   if (!p.contains(kLate)) p[kLate] = 0;
+  if (!p.contains(kWs)) p[kWs] = 0;
   return p;
 }
 
@@ -97,6 +101,9 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (stages < 4 || stages > 8) return false;
   const long long promote = param(p, kPromote), late = param(p, kLate);
   if ((promote != 1 && promote != 2) || (late != 0 && late != 1)) return false;
+  // The producer warpgroup issues the copies; there is no "after the wgmmas" for it.
+  const long long ws = param(p, kWs);
+  if ((ws != 0 && ws != 1) || (ws == 1 && late == 1)) return false;
   const long long x3 = param(p, k3x);
   if ((x3 != 0 && x3 != 1) || (x3 == 0 && key.precision == PrecisionClass::f32)) return false;
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
@@ -110,7 +117,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   LaunchSpec main;
   main.entry = "kd_wg_tiled";
   main.grid = {u32(ceil_div(key.m, bm_of(p))), u32(ceil_div(key.n, param(p, kBn))), u32(key.batch * param(p, kSplit))};
-  main.block = {u32(128 * param(p, kWg)), 1, 1};
+  main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   plan.launches.push_back(main);
   if (param(p, kSplit) > 1) {
@@ -177,6 +184,17 @@ std::string late_off(const GemmKey&, const Target&, const Params& p) {
                      param(p, kStages) - 2);
 }
 
+std::string ws_on(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("warp-specialize: a producer warpgroup copies the k tiles and splits B while {} consumer "
+                     "warpgroup(s) only run wgmmas, meeting at mbarriers instead of a CTA barrier per k tile",
+                     param(p, kWg));
+}
+std::string ws_off(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("drop the producer warpgroup: {} threads per CTA, every warpgroup copies, splits and "
+                     "computes in step",
+                     128 * param(p, kWg));
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -190,6 +208,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.promote_one", promote_one, step_param<kPromote, -1, 1, 2>},
     {"wg_tiled", "wg.late_on", late_on, step_param<kLate, 1, 0, 1>},
     {"wg_tiled", "wg.late_off", late_off, step_param<kLate, -1, 0, 1>},
+    {"wg_tiled", "wg.ws_on", ws_on, step_param<kWs, 1, 0, 1>},
+    {"wg_tiled", "wg.ws_off", ws_off, step_param<kWs, -1, 0, 1>},
 };
 
 Family make_family() {

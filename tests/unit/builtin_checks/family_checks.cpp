@@ -2,9 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -58,13 +61,29 @@ IdeaSweep sweep_ideas(const Family& f, std::span<const IdeaMove> moves) {
 }
 
 void expect_nvrtc_clean(const std::vector<std::string>& sources, bool no_wgmma_serialization) {
+  // Compiled on every core (NVRTC programs are independent), checked here in order.
+  std::vector<search::CompileOutput> outs(sources.size());
+  std::atomic<std::size_t> next{0};
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), sources.size()));
+  std::vector<std::thread> pool;
+  for (unsigned w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < sources.size();) {
+        search::CompileRequest req;
+        req.source = sources[i];
+        req.extra_options = {"--ptxas-options=-v"};
+        try {
+          outs[i] = search::compile_cuda(req);
+        } catch (const std::exception& e) {
+          outs[i].log = e.what();  // status stays compile_error
+        }
+      }
+    });
+  for (std::thread& t : pool) t.join();
   const std::regex spill("([1-9][0-9]*) bytes spill stores");
-  for (const std::string& src : sources) {
-    search::CompileRequest req;
-    req.source = src;
-    req.extra_options = {"--ptxas-options=-v"};
-    const search::CompileOutput out = search::compile_cuda(req);
-    const std::string head = src.substr(0, src.find('\n'));
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const search::CompileOutput& out = outs[i];
+    const std::string head = sources[i].substr(0, sources[i].find('\n'));
     ASSERT_EQ(out.status, search::CompileStatus::ok) << head << "\n" << out.log;
     EXPECT_FALSE(std::regex_search(out.log, spill)) << head << "\n" << out.log;
     if (no_wgmma_serialization) {

@@ -61,6 +61,9 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       EXPECT_EQ(lp.workspace_bytes, split ? static_cast<std::uint64_t>(p.at("KD_SPLITK") * key.m * key.n * 4) : 0u);
       const auto& g = lp.launches[0].grid;
       EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
+      // The lab's winners on every served shape are warp-specialized: a producer warpgroup on top.
+      EXPECT_EQ(p.at("KD_WS"), 1) << describe(p);
+      EXPECT_EQ(lp.launches[0].block[0], 128u * (p.at("KD_WG") + 1));
     }
   }
 }
@@ -87,7 +90,8 @@ TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
 
 // Every distinct rendered configuration (seeds and one idea step from them, both layouts, strict and
 // TF32, a batched bias call with ragged edges) compiles with NVRTC for sm_90 (as sm_90a) without
-// spills and without wgmma serialization.
+// spills and without wgmma serialization. The warp-specialized kernel's producer and consumers run
+// under their own register limits (setmaxnreg); ptxas reports a spill in either.
 TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   const Family& f = wg_tiled_family();
   const Target t;

@@ -14,7 +14,7 @@
 //  - 16-bit types (ta = T only): A and B straight from shared memory, k16 per wgmma;
 //  - f32 (KD_3XTF32 = 1, strict fp32): error-compensated TF32, x = hi + lo. B's hi is the raw
 //    value in shared memory (wgmma reads it truncated to TF32); its lo (the exact rest, rounded) is
-//    written once per k tile into a side-buffer ring by all threads while earlier wgmmas run. A
+//    written once per k tile into a side-buffer ring by the loading threads. A
 //    (ta = T or N) is read into registers and split there with hi rounded to nearest (wgmma's
 //    register-A form, the mma.sync m16n8k8 fragment per warp); so lo_a (either sign) times lo_b,
 //    the dropped term, carries no bias. A k tile's 3 x 4 products (lo*hi, hi*lo, then hi*hi, per
@@ -23,6 +23,10 @@
 //    KD_PROMOTE = 2 the second tile's fragments and issue overlap the first tile's wgmmas.
 //    KD_LATE = 1 issues the next stage's copies after the tile's wgmmas instead of before.
 //    KD_3XTF32 = 0 is plain TF32, B rounded in place (precision=tf32 keys only);
+//  - f32, KD_WS = 1 (warp-specialized): one more warpgroup, the producer, copies the k tiles and
+//    splits B; the KD_WG consumer warpgroups only run wgmmas. They meet at mbarriers per ring slot
+//    and B-lo buffer instead of a CTA barrier per k tile (see the main loop). KD_WS = 0: every
+//    warpgroup copies, splits and computes, in step;
 //  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
@@ -32,10 +36,11 @@
 //   KD_WG warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; 1 for f32; MW * BN <= 256)
 //   KD_BN 64 | 128 | 256 (f32: 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
-//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: launch 0 kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK],
-//   block = [128 * WG], smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32: 2 B-lo
-//   buffers, 3 when KD_PROMOTE = 2), see kStageBytes and kLoBufs below; when SPLITK > 1,
+//   block = [128 * (WG + WS)], smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32: 2 B-lo
+//   buffers, 3 when KD_PROMOTE = 2; + 256 bytes of barriers when WS = 1), see kStageBytes, kLoBufs
+//   and kBarBytes below; when SPLITK > 1,
 //   workspace = SPLITK * batch * m * n * 4 bytes and launch 1 kd_wg_tiled_reduce: grid = [any],
 //   block = [256].
 #include <kdispatch/gemm.cuh>
@@ -87,6 +92,9 @@
 #ifndef KD_LATE
 #define KD_LATE 0
 #endif
+#ifndef KD_WS
+#define KD_WS 0
+#endif
 
 #if KD_TB != 0
 #error "wg_tiled: only tb = N"
@@ -117,7 +125,9 @@
 typedef KD_A_T kd_t;
 constexpr int kElem = (int)sizeof(kd_t);
 constexpr bool kF32 = kElem == 4;
-constexpr int kThreads = 128 * KD_WG;
+constexpr int kThreads = 128 * (KD_WG + KD_WS);
+// The threads that copy k tiles and split B: all of them, or the producer warpgroup (the last one).
+constexpr int kLoaders = KD_WS ? 128 : kThreads;
 constexpr int kBM = 64 * KD_WG * KD_MW;
 constexpr int kBK = 128 / kElem;              // one 128-byte swizzle row of k
 constexpr int kVec = 16 / kElem;              // elements per 16-byte chunk
@@ -133,10 +143,14 @@ constexpr int kStageBytes = kABytes + kBBytes;
 // f32 B-lo buffers: splitting tile i+1 overwrites tile i+1-kLoBufs's. With KD_PROMOTE = 2 the other
 // warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper.
 constexpr int kLoBufs = KD_PROMOTE > 1 ? 3 : 2;
+// KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer) after the B-lo buffers.
+constexpr int kBarBytes = KD_WS ? 256 : 0;
+static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoBufs) <= kBarBytes, "the barrier area (KD_WS)");
 
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
 static_assert(KD_PROMOTE == 1 || KD_PROMOTE == 2, "KD_PROMOTE is 1 or 2");
 static_assert(KD_LATE == 0 || KD_LATE == 1, "KD_LATE is 0 or 1");
+static_assert(KD_WS == 0 || (KD_WS == 1 && kF32 && !KD_LATE), "KD_WS is 0 or 1 (f32, copies issued by the producer)");
 static_assert(KD_MW == 1 || (KD_MW == 2 && !kF32), "KD_MW is 1 (or 2 for 16-bit types)");
 static_assert(KD_MW * KD_BN <= 256, "at most 128 accumulator registers per thread");
 static_assert(KD_BN == 64 || KD_BN == 128 || (KD_BN == 256 && !kF32), "KD_BN is 64, 128 or 256 (f32: 64, 128)");
@@ -150,6 +164,9 @@ __device__ __forceinline__ float kd_to_float(float v) { return v; }
 __device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+
+// The thread's index among the kLoaders copying threads.
+__device__ __forceinline__ int kd_lt() { return KD_WS ? static_cast<int>(threadIdx.x) - 128 * KD_WG : threadIdx.x; }
 
 __device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -166,6 +183,30 @@ __device__ __forceinline__ void kd_wg_fence() { asm volatile("wgmma.fence.sync.a
 __device__ __forceinline__ void kd_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void kd_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// mbarriers (KD_WS): init by one thread, then a CTA barrier; arrive releases and a completed wait
+// acquires the arriving threads' writes (CTA scope).
+__device__ __forceinline__ void kd_mbar_init(unsigned bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void kd_mbar_arrive(unsigned bar) {
+  asm volatile("{.reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0];}" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_wait(unsigned bar, int parity) {
+  asm volatile(
+      "{.reg .pred p;\n"
+      "KD_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra KD_WAIT;}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// The producer warpgroup's own barrier (id 1), for its threads' copies before the split.
+__device__ __forceinline__ void kd_bar_sync_loaders() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
+
+template <int N>
+__device__ __forceinline__ void kd_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void kd_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
 template <int V>
 struct kd_int {
   static constexpr int value = V;
@@ -196,9 +237,9 @@ __device__ __forceinline__ void kd_load_swz(unsigned dst, const kd_t* X, long lo
                                             long long k, long long row0, long long k0) {
   constexpr int kChunks = ROWS * 8;
 #pragma unroll
-  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (kChunks % kThreads != 0 && c >= kChunks) break;
+  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
+    const int c = kd_lt() + i * kLoaders;
+    if (kChunks % kLoaders != 0 && c >= kChunks) break;
     const int r = c >> 3, ch = c & 7;
     const long long gr = row0 + r, gk = k0 + ch * kVec;
     long long left = k - gk;
@@ -213,9 +254,9 @@ __device__ __forceinline__ void kd_load_a_kn(unsigned dst, const float* X, long 
                                              long long k, long long m0, long long k0) {
   constexpr int kPerRow = kBM / 4, kChunks = kBK * kPerRow;
 #pragma unroll
-  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (kChunks % kThreads != 0 && c >= kChunks) break;
+  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
+    const int c = kd_lt() + i * kLoaders;
+    if (kChunks % kLoaders != 0 && c >= kChunks) break;
     const int r = c / kPerRow, e = (c % kPerRow) * 4;
     const long long gk = k0 + r, gm = m0 + e;
     long long left = m - gm;
@@ -230,9 +271,9 @@ __device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long 
                                              long long k, long long m0, long long k0) {
   constexpr int kChunks = kBM * 8;
 #pragma unroll
-  for (int i = 0; i < (kChunks + kThreads - 1) / kThreads; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    if (kChunks % kThreads != 0 && c >= kChunks) break;
+  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
+    const int c = kd_lt() + i * kLoaders;
+    if (kChunks % kLoaders != 0 && c >= kChunks) break;
     const int r = c >> 3, e = (c & 7) * 4;
     const long long gm = m0 + r, gk = k0 + e;
     long long left = k - gk;
@@ -247,45 +288,50 @@ __device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long 
 // tiles wholly inside k (the per-tile cost is one address add per chunk; edge tiles in k take the
 // loaders above). Chunk i sits at element offset off + i * step + k0 * kstride of the operand and at
 // shared byte offset dst + i * dstep; it is valid while i * rstep < rows_left, and then carries
-// `bytes` (16, or fewer at an m edge for ta = N).
+// `bytes` (16, or fewer at an m edge for ta = N). For kd_load_edge: the thread's first chunk starts
+// kfix elements (or, ta = N, k rows) into the k tile, and chunk i kstep k rows further.
 struct kd_chunks {
   long long off, step, kstride;
   unsigned dst, dstep;
   long long rows_left;
-  int rstep, bytes;
+  int rstep, bytes, kfix, kstep;
 };
 // Row-major rows of 128 bytes of k (B, f32 A with ta = T, 16-bit A); swizzled or padded rows.
 template <int ROWS, bool SWZ>
 __device__ __forceinline__ kd_chunks kd_plan_rows(long long ld, long long rows_n, long long row0) {
-  static_assert(ROWS * 8 % kThreads == 0, "whole chunk rounds");
-  const int r = threadIdx.x >> 3, ch = threadIdx.x & 7;
+  static_assert(ROWS * 8 % kLoaders == 0, "whole chunk rounds");
+  const int r = kd_lt() >> 3, ch = kd_lt() & 7;
   kd_chunks p;
   p.off = (row0 + r) * ld + ch * kVec;
-  p.step = (kThreads / 8) * ld;
+  p.step = (kLoaders / 8) * ld;
   p.kstride = 1;
   p.dst = SWZ ? r * 128 + ((ch ^ (r & 7)) << 4) : (r * kALdF32 + ch * 4) * 4;
-  p.dstep = SWZ ? (kThreads / 8) * 128 : (kThreads / 8) * kALdF32 * 4;
+  p.dstep = SWZ ? (kLoaders / 8) * 128 : (kLoaders / 8) * kALdF32 * 4;
   p.rows_left = rows_n - row0 - r;
-  p.rstep = kThreads / 8;
+  p.rstep = kLoaders / 8;
   p.bytes = 16;
+  p.kfix = ch * kVec;
+  p.kstep = 0;
   return p;
 }
 // f32 A, ta = N: 32 k rows of BM m elements.
 __device__ __forceinline__ kd_chunks kd_plan_kn(long long ld, long long m, long long m0) {
   constexpr int kPerRow = kBM / 4;
-  static_assert(kThreads % kPerRow == 0 && kBK * kPerRow % kThreads == 0, "whole chunk rounds");
-  const int r = threadIdx.x / kPerRow, e = (threadIdx.x % kPerRow) * 4;
+  static_assert(kLoaders % kPerRow == 0 && kBK * kPerRow % kLoaders == 0, "whole chunk rounds");
+  const int r = kd_lt() / kPerRow, e = (kd_lt() % kPerRow) * 4;
   kd_chunks p;
   p.off = r * ld + m0 + e;
-  p.step = (kThreads / kPerRow) * ld;
+  p.step = (kLoaders / kPerRow) * ld;
   p.kstride = ld;
   p.dst = (r * kALdF32 + e) * 4;
-  p.dstep = (kThreads / kPerRow) * kALdF32 * 4;
+  p.dstep = (kLoaders / kPerRow) * kALdF32 * 4;
   long long left = m - m0 - e;
   left = left < 0 ? 0 : (left > 4 ? 4 : left);
   p.bytes = static_cast<int>(left) * 4;
   p.rows_left = p.bytes > 0 ? kBK : 0;
   p.rstep = 0;
+  p.kfix = r;
+  p.kstep = kLoaders / kPerRow;
   return p;
 }
 template <int ITERS>
@@ -295,6 +341,20 @@ __device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const 
   for (int i = 0; i < ITERS; ++i) {
     const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left;
     kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
+  }
+}
+// Any k tile, k edge included, from the same plan: fewer live registers than the general loaders,
+// for the producer warpgroup (KD_WS), which runs in 40.
+template <int ITERS>
+__device__ __forceinline__ void kd_load_edge(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0,
+                                             long long k) {
+  const long long kl = k - k0 - p.kfix;
+  const int bytes = p.kstep ? p.bytes : static_cast<int>(kl < 0 ? 0 : (kl > kVec ? kVec : kl)) * kElem;
+  const kd_t* src = X + p.off + k0 * p.kstride;
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) {
+    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left && i * p.kstep < kl && bytes > 0;
+    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? bytes : 0);
   }
 }
 
@@ -404,32 +464,28 @@ __device__ __forceinline__ void kd_wgmma(float (&d)[128], unsigned long long da,
 // f32: splits B's k tile at `hi` (raw values, 128-byte swizzled rows) into TF32 hi (in place) and
 // lo (at the same offsets from `lo`). The split is elementwise, so the swizzle does not matter.
 __device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
-  constexpr int kChunks = KD_BN * 8;
+  constexpr int kIters = KD_BN * 8 / kLoaders, kBatch = kIters < 4 ? kIters : 4;
+  // Loads in batches of 4 before their stores: the compiler cannot tell hi from lo, and interleaved
+  // they would run one shared-memory round trip at a time.
 #pragma unroll
-  for (int i = 0; i < kChunks / kThreads; ++i) {
-    const int c = threadIdx.x + i * kThreads;
-    float4 v = hi[c];
-    float* e = reinterpret_cast<float*>(&v);
-#if KD_3XTF32
-    float4 l;
-    float* le = reinterpret_cast<float*>(&l);
-#endif
+  for (int b = 0; b < kIters; b += kBatch) {
+    float4 v[kBatch];
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
+    for (int i = 0; i < kBatch; ++i) v[i] = hi[kd_lt() + (b + i) * kLoaders];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      float* e = reinterpret_cast<float*>(&v[i]);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
 #if KD_3XTF32
-      // hi stays the raw value, which wgmma reads truncated to TF32; lo is the exact rest, rounded.
-      le[j] = __uint_as_float(kd_tf32(e[j] - __uint_as_float(__float_as_uint(e[j]) & 0xffffe000u)));
+        // hi stays the raw value, which wgmma reads truncated to TF32; lo is the exact rest, rounded.
+        e[j] = __uint_as_float(kd_tf32(e[j] - __uint_as_float(__float_as_uint(e[j]) & 0xffffe000u)));
 #else
-      e[j] = __uint_as_float(kd_tf32(e[j]));
+        e[j] = __uint_as_float(kd_tf32(e[j]));
 #endif
+      }
+      (KD_3XTF32 ? lo : hi)[kd_lt() + (b + i) * kLoaders] = v[i];
     }
-#if KD_3XTF32
-    lo[c] = l;
-    (void)hi;
-#else
-    hi[c] = v;
-    (void)lo;
-#endif
   }
 }
 
@@ -467,13 +523,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
   const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
 
-  constexpr int kAIters = kF32 && !KD_TA ? kBK * (kBM / 4) / kThreads : kBM * 8 / kThreads;
-  constexpr int kBIters = KD_BN * 8 / kThreads;
+  constexpr int kAIters = kF32 && !KD_TA ? kBK * (kBM / 4) / kLoaders : kBM * 8 / kLoaders;
+  constexpr int kBIters = KD_BN * 8 / kLoaders;
   const kd_chunks pa = kF32 && !KD_TA ? kd_plan_kn(args.lda, m, m0) : kd_plan_rows<kBM, !kF32>(args.lda, m, m0);
   const kd_chunks pb = kd_plan_rows<KD_BN, true>(args.ldb, n, n0);
   auto load_stage = [&](int slot, long long kt) {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
     const long long k0 = kt * kBK;
+    if constexpr (KD_WS) {
+      kd_load_edge<kAIters>(sa, A, pa, k0, k);
+      kd_load_edge<kBIters>(sb, B, pb, k0, k);
+      return;
+    }
     if (k0 + kBK <= k) {
       kd_load_fast<kAIters>(sa, A, pa, k0);
       kd_load_fast<kBIters>(sb, B, pb, k0);
@@ -488,11 +549,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
     kd_load_swz<KD_BN>(sb, B, args.ldb, n, k, n0, k0);
   };
 
-  // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end).
+  // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end), by the loaders.
+  if (!KD_WS || wg == KD_WG) {
 #pragma unroll
-  for (int s = 0; s < KD_STAGES - 2; ++s) {
-    if (s < nk) load_stage(s, kt0 + s);
-    kd_cp_commit();
+    for (int s = 0; s < KD_STAGES - 2; ++s) {
+      if (s < nk) load_stage(s, kt0 + s);
+      kd_cp_commit();
+    }
   }
 
   float acc[KD_MW][kAcc];
@@ -535,11 +598,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
                  reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i % kLoBufs) * kBBytes));
       kd_fence_async();
     };
-    if (nk > 0) {
-      kd_cp_wait<KD_STAGES - 3>();
-      __syncthreads();
-      split_tile(0);
-    }
     float tmp[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
@@ -549,18 +607,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
 #if KD_3XTF32
     unsigned alo[KD_PROMOTE][4][4];
 #endif
-    // One k tile. Before tile i, tiles 0 .. i+STAGES-3 are committed; at most STAGES-4 pending
-    // means tile i+1 has landed (this step splits it). The barrier also publishes tile i's split.
-    // P: the tile's place in its promotion group (its A-fragment set); LAST: promote after it.
-    auto tile = [&](int i, auto P, auto LAST) {
+    // Tile i's products into tmp (one commit group): A fragments from the stage, split in
+    // registers, then the wgmmas. P: the tile's place in its promotion group (its fragment set).
+    auto mma_tile = [&](int i, auto P) {
       constexpr int p = decltype(P)::value;
-      kd_cp_wait<KD_STAGES - 4>();
-      __syncthreads();
-      const int next = i + KD_STAGES - 2;
-#if !KD_LATE
-      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
-      kd_cp_commit();
-#endif
       // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
       const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
                         (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
@@ -592,6 +642,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
       for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
 #endif
       kd_wg_commit();
+    };
+    auto promote = [&] {
+      kd_wg_wait<0>();
+      kd_fence_regs(tmp);
+#pragma unroll
+      for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+    };
+#if !KD_WS
+    if (nk > 0) {
+      kd_cp_wait<KD_STAGES - 3>();
+      __syncthreads();
+      split_tile(0);
+    }
+    // One k tile. Before tile i, tiles 0 .. i+STAGES-3 are committed; at most STAGES-4 pending
+    // means tile i+1 has landed (this step splits it). The barrier also publishes tile i's split.
+    // LAST: promote after it.
+    auto tile = [&](int i, auto P, auto LAST) {
+      constexpr int p = decltype(P)::value;
+      kd_cp_wait<KD_STAGES - 4>();
+      __syncthreads();
+      const int next = i + KD_STAGES - 2;
+#if !KD_LATE
+      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
+      kd_cp_commit();
+#endif
+      mma_tile(i, P);
 #if KD_LATE
       if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
       kd_cp_commit();
@@ -599,13 +675,76 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
       // At most two tiles' wgmmas in flight: the previous tile's A registers are reused next.
       if constexpr (p > 0) kd_wg_wait<1>();
       if (i + 1 < nk) split_tile(i + 1);
-      if constexpr (decltype(LAST)::value) {
-        kd_wg_wait<0>();
-        kd_fence_regs(tmp);
-#pragma unroll
-        for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+      if constexpr (decltype(LAST)::value) promote();
+    };
+#else
+    // Warp-specialized (KD_WS = 1): the last warpgroup copies every k tile, waits for it, splits
+    // its B and arrives on the stage's `full` barrier; the consumer warpgroups wait on `full`, run
+    // the tile's wgmmas and, once those retired, arrive on the stage's `empty` barrier and the B-lo
+    // buffer's `lofree` barrier, which the producer waits on before refilling either. No CTA-wide
+    // barrier in the loop: the consumers drift apart, so one's promotion overlaps the other's
+    // wgmmas. Phases: the u-th use of a barrier (u = tile / ring size) completes phase u & 1.
+    const unsigned bars = base + KD_STAGES * kStageBytes + kLoBufs * kBBytes;
+    auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
+    auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
+    auto lofree = [&](int i) { return bars + 8 * (2 * KD_STAGES + i % kLoBufs); };
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < KD_STAGES; ++s) {
+        kd_mbar_init(full(s), kLoaders);
+        kd_mbar_init(empty(s), 4 * KD_WG);
+      }
+      for (int s = 0; s < kLoBufs; ++s) kd_mbar_init(lofree(s), 4 * KD_WG);
+      kd_mbar_fence_init();
+    }
+    __syncthreads();
+    if (wg == KD_WG) {
+      // 384 threads start at 168 registers each; the producer needs few, the consumers' two 64-column
+      // accumulators and A fragments need more (ptxas: no spills at 72 / 216).
+      if constexpr (KD_WG == 2) kd_setmaxnreg_dec<72>();
+      // The prologue above committed tiles 0 .. D-1 (D = STAGES-2). Step t splits tile t into a
+      // B-lo buffer whose tile t - kLoBufs the consumers retired, publishes it, then copies tile
+      // t + D into the slot of tile t + D - STAGES once retired. With two tiles per promotion a
+      // consumer holds tile t - 1 while waiting for tile t, so D <= STAGES - 2 and kLoBufs >= 2
+      // never deadlock.
+      for (int i = 0; i < nk; ++i) {
+        kd_cp_wait<KD_STAGES - 3>();
+        kd_fence_async();
+        kd_bar_sync_loaders();
+        if (i >= kLoBufs) kd_mbar_wait(lofree(i), ((i / kLoBufs) - 1) & 1);
+        split_tile(i);
+        kd_mbar_arrive(full(i));
+        const int next = i + KD_STAGES - 2;
+        if (next < nk) {
+          if (next >= KD_STAGES) kd_mbar_wait(empty(next), ((next / KD_STAGES) - 1) & 1);
+          load_stage(next % KD_STAGES, kt0 + next);
+        }
+        kd_cp_commit();
+      }
+      kd_cp_wait<0>();
+      return;
+    }
+    if constexpr (KD_WG == 2) kd_setmaxnreg_inc<216>();
+    auto release = [&](int i) {
+      if (lane == 0) {
+        kd_mbar_arrive(empty(i));
+        kd_mbar_arrive(lofree(i));
       }
     };
+    auto tile = [&](int i, auto P, auto LAST) {
+      constexpr int p = decltype(P)::value;
+      kd_mbar_wait(full(i), (i / KD_STAGES) & 1);
+      mma_tile(i, P);
+      // At most two tiles' wgmmas in flight: the previous tile's A registers are reused next.
+      if constexpr (p > 0) {
+        kd_wg_wait<1>();
+        release(i - 1);
+      }
+      if constexpr (decltype(LAST)::value) {
+        promote();
+        release(i);
+      }
+    };
+#endif
     int i = 0;
     for (; i + KD_PROMOTE <= nk; i += KD_PROMOTE) {
       tile(i, kd_int<0>{}, kd_int<KD_PROMOTE == 1>{});
