@@ -22,8 +22,10 @@ constexpr char kLate[] = "KD_LATE";
 constexpr char kWs[] = "KD_WS";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
-// Narrower outputs are mostly padding in a 64-column wgmma; the skinny families stream them.
+// Outputs 17-47 columns wide would be mostly padding in a 64-column wgmma (the skinny families stream
+// them); up to 16 columns take one m64n16 wgmma (warp-specialized only).
 constexpr long long kMinN = 48;
+constexpr long long kNarrowN = 16;
 
 long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {
@@ -56,7 +58,9 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
   if (key.a != DType::f32 || key.b != DType::f32)
     return "f32 inputs only (its 16-bit path measured slower than cuBLAS; tc_tiled serves those)";
   if (key.tb != Transpose::N) return "needs tb=N (k-contiguous B)";
-  if (key.n < kMinN) return fmt::format("n={} is below {}: a 64-column wgmma tile would be mostly padding", key.n, kMinN);
+  if (key.n > kNarrowN && key.n < kMinN)
+    return fmt::format("n={} is between {} and {}: a 64-column wgmma tile would be mostly padding", key.n, kNarrowN + 1,
+                       kMinN - 1);
   if (key.lda % 4 || key.ldb % 4) return "lda and ldb must be multiples of 4 for 16-byte copies";
   if (key.batch > 1 && (key.stride_a % 4 || key.stride_b % 4)) return "batch strides must keep 16-byte alignment";
   return std::nullopt;
@@ -66,7 +70,30 @@ Params tile(long long wg, long long bn, long long stages, long long promote, lon
   return {{kWg, wg}, {kMw, 1}, {kBn, bn}, {kStages, stages}, {kSplit, 1}, {kPromote, promote}, {kLate, late}, {kWs, ws}};
 }
 
+// CTAs of `p` resident per SM, by shared memory (the SM's total is the opt-in limit plus the 1 KB
+// the driver reserves per block).
+long long ctas_per_sm(const GemmKey& key, const Target& t, const Params& p) {
+  return std::max(1LL, (t.smem_optin_bytes + 1024LL) / (smem_bytes(key, p) + 1024));
+}
+// The largest power-of-two split (at most 16, keeping >= 8 k tiles per split) that still fits in
+// one wave of resident CTAs: the n <= 16 shapes stream A, and a second, partial wave measured
+// 10-30% slower (tools/dev/lab_wg_f32.json).
+long long split_one_wave(const GemmKey& key, const Target& t, const Params& p) {
+  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, kBk), room = t.sms * ctas_per_sm(key, t, p);
+  long long s = 1;
+  while (tiles * s * 2 <= room && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
+  return s;
+}
+
 std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
+  if (key.n <= kNarrowN) {
+    // The kernel lab's best for f32 n = 16 (H200): m64n16 wgmmas, a producer warpgroup with one or two
+    // consumers, one wave of CTAs; 1.70-1.82x cuBLAS, 6-14% faster than skinny_bulk on 6144x16 and
+    // 4096x16x14336.
+    std::vector<Params> out = {tile(2, 16, 8, 1, 0, 1), tile(1, 16, 6, 1, 0, 1)};
+    for (Params& p : out) p[kSplit] = split_one_wave(key, t, p);
+    return out;
+  }
   // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): a producer warpgroup and two consumer
   // warpgroups of m64n128, 5 stages promoting every two k tiles or 4 stages promoting every tile;
   // 4096^3 (ta = N) at 2.05-2.08x cuBLAS, the n = 128 shapes (split-K to fill the SMs) at
@@ -97,7 +124,11 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // wgmma exists only on compute capability 9.0 (sm_90a).
   if (t.arch != "sm_90" && t.arch != "sm_90a") return false;
   const long long wg = param(p, kWg), bn = param(p, kBn), stages = param(p, kStages), split = param(p, kSplit);
-  if ((wg != 1 && wg != 2) || param(p, kMw) != 1 || (bn != 64 && bn != 128)) return false;
+  if ((wg != 1 && wg != 2) || param(p, kMw) != 1 || (bn != 16 && bn != 64 && bn != 128)) return false;
+  // m64n16 tiles only for outputs that narrow, and only with the producer warpgroup (the kernel's
+  // copy plan needs 128 loading threads for a 16-row B tile).
+  if (bn == 16 && (key.n > kNarrowN || param(p, kWs) != 1)) return false;
+  if (bn != 16 && key.n <= kNarrowN) return false;
   if (stages < 4 || stages > 8) return false;
   const long long promote = param(p, kPromote), late = param(p, kLate);
   if ((promote != 1 && promote != 2) || (late != 0 && late != 1)) return false;

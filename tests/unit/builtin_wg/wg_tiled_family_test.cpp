@@ -20,15 +20,19 @@ TEST(WgTiled, RowCarriesItsEmbeddedSource) {
   EXPECT_NE(f.source.find("kd_wg_tiled_reduce("), std::string_view::npos);
 }
 
-TEST(WgTiled, ServesTheF32ShapesWithAtLeast48Columns) {
+TEST(WgTiled, ServesTheF32ShapesWithUpTo16OrAtLeast48Columns) {
   const Family& f = wg_tiled_family();
   int served = 0;
   for (const GemmKey& key : llama_keys()) {
-    const bool want = key.a == DType::f32 && key.n >= 48 && key.lda % 4 == 0;
+    const bool want = key.a == DType::f32 && (key.n >= 48 || key.n <= 16) && key.lda % 4 == 0;
     EXPECT_EQ(!f.rejects(key).has_value(), want) << key.shape_line();
     served += want;
   }
-  EXPECT_EQ(served, 5);  // 4096^3 and the four n = 128 shapes
+  EXPECT_EQ(served, 13);  // 4096^3, the four n = 128, the four n = 16 and the four n = 1 shapes
+  const GemmKey n32 = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
+  ASSERT_TRUE(f.rejects(n32).has_value());
+  EXPECT_NE(f.rejects(n32)->find("padding"), std::string::npos);
   const GemmKey bf16 = key_of(
       "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
   ASSERT_TRUE(f.rejects(bf16).has_value());
@@ -64,6 +68,11 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       // The lab's winners on every served shape are warp-specialized: a producer warpgroup on top.
       EXPECT_EQ(p.at("KD_WS"), 1) << describe(p);
       EXPECT_EQ(lp.launches[0].block[0], 128u * (p.at("KD_WG") + 1));
+      // Outputs of up to 16 columns take m64n16 wgmmas; a k split stops at one wave of CTAs.
+      EXPECT_EQ(p.at("KD_BN") == 16, key.n <= 16) << describe(p);
+      if (key.n <= 16 && split) {
+        EXPECT_LE(static_cast<long long>(g[0]) * g[1] * g[2], 3LL * t.sms) << describe(p);
+      }
     }
   }
 }
