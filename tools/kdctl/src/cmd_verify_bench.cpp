@@ -161,7 +161,9 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
         bar.tuned = true;
         bar.roofline_frac = v.floor_us > 0 ? v.floor_us / t : 0;
         bar.roofline_cublas = v.floor_us > 0 ? v.floor_us / c : 0;
+        // Who made it and, for a compiled kernel, its entry point (which builtin family won).
         note = r->proposer;
+        if (r->kind == RecordKind::nvrtc_kernel && !r->plan.launches.empty()) note += " " + r->plan.launches.front().entry;
       }
     }
     bars.push_back(bar);
