@@ -20,8 +20,11 @@ constexpr char k3x[] = "KD_3XTF32";
 constexpr char kPromote[] = "KD_PROMOTE";
 constexpr char kLate[] = "KD_LATE";
 constexpr char kWs[] = "KD_WS";
+constexpr char kCluster[] = "KD_CLUSTER";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
+// A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
+constexpr long long kMaxClusterSplit = 8;
 // Outputs 17-47 columns wide would be mostly padding in a 64-column wgmma (the skinny families stream
 // them); up to 16 columns take one m64n16 wgmma (warp-specialized only).
 constexpr long long kMinN = 48;
@@ -35,15 +38,20 @@ long long tiles_of(const GemmKey& key, const Params& p) {
 // bytes of alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then
 // the B-lo buffers (two, three when two k tiles share a promotion), then the warp-specialized
 // kernel's 256 bytes of mbarriers.
-long long smem_bytes(const GemmKey& key, const Params& p) {
-  const long long bm = bm_of(p), b = param(p, kBn) * 128;
+long long stage_bytes(const GemmKey& key, const Params& p) {
+  const long long bm = bm_of(p);
   const long long a_raw = key.ta == Transpose::T ? bm * (kBk + 4) * 4 : kBk * (bm + 8) * 4;
-  const long long a = ceil_div(a_raw, 1024) * 1024;
-  return 1024 + param(p, kStages) * (a + b) + (param(p, kPromote) == 2 ? 3 : 2) * b + (param(p, kWs) ? 256 : 0);
+  return ceil_div(a_raw, 1024) * 1024 + param(p, kBn) * 128;
 }
+long long smem_bytes(const GemmKey& key, const Params& p) {
+  const long long b = param(p, kBn) * 128;
+  return 1024 + param(p, kStages) * stage_bytes(key, p) + (param(p, kPromote) == 2 ? 3 : 2) * b +
+         (param(p, kWs) ? 256 : 0);
+}
+// A cluster split sums its partials in distributed shared memory: no workspace.
 long long workspace_bytes(const GemmKey& key, const Params& p) {
   const long long split = param(p, kSplit);
-  return split > 1 ? split * key.batch * key.m * key.n * 4 : 0;
+  return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
 }
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
 // one CTA per SM.
@@ -67,7 +75,8 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
 }
 
 Params tile(long long wg, long long bn, long long stages, long long promote, long long late, long long ws) {
-  return {{kWg, wg}, {kMw, 1}, {kBn, bn}, {kStages, stages}, {kSplit, 1}, {kPromote, promote}, {kLate, late}, {kWs, ws}};
+  return {{kWg, wg},         {kMw, 1},       {kBn, bn}, {kStages, stages}, {kSplit, 1},
+          {kPromote, promote}, {kLate, late}, {kWs, ws}, {kCluster, 0}};
 }
 
 // CTAs of `p` resident per SM, by shared memory (the SM's total is the opt-in limit plus the 1 KB
@@ -105,6 +114,17 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     out = {tile(2, 128, 5, 2, 0, 1), tile(2, 128, 4, 1, 0, 1)};
   }
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
+  // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
+  // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
+  // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
+  // best unsplit tile and 62.4 us for cuBLAS. Where two splits leave SMs idle, more splits through the
+  // workspace measured faster (6144x128x4096: 5 splits 79.6 us, 2 in a cluster 83.0 us), and larger
+  // clusters measured slower (4 splits of 4096x128x4096: 90 against 51 us).
+  Params pair = tile(2, 128, 4, 1, 0, 1);
+  pair[kSplit] = 2;
+  pair[kCluster] = 1;
+  const long long pair_tiles = tiles_of(key, pair);
+  if (pair_tiles < t.sms && 4 * 2 * pair_tiles >= 3 * t.sms) out.push_back(pair);
   return out;
 }
 
@@ -117,6 +137,7 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (!p.contains(kPromote)) p[kPromote] = 2;
   if (!p.contains(kLate)) p[kLate] = 0;
   if (!p.contains(kWs)) p[kWs] = 0;
+  if (!p.contains(kCluster)) p[kCluster] = 0;
   return p;
 }
 
@@ -138,6 +159,13 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   const long long x3 = param(p, k3x);
   if ((x3 != 0 && x3 != 1) || (x3 == 0 && key.precision == PrecisionClass::f32)) return false;
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
+  // The cluster reduction (KD_CLUSTER) runs in the producer warpgroup's kernel, over 2..8 splits, and
+  // stages the tile's f32 partials in the CTA's own ring.
+  const long long cluster = param(p, kCluster);
+  if (cluster != 0 && cluster != 1) return false;
+  if (cluster == 1 &&
+      (ws != 1 || split < 2 || split > kMaxClusterSplit || bm_of(p) * bn * 4 > stages * stage_bytes(key, p)))
+    return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
   return smem_bytes(key, p) <= t.smem_optin_bytes;
@@ -151,7 +179,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   plan.launches.push_back(main);
-  if (param(p, kSplit) > 1) {
+  if (param(p, kSplit) > 1 && !param(p, kCluster)) {
     plan.launches.push_back(splitk_reduce_launch(key, t, "kd_wg_tiled_reduce"));
     plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   }
@@ -226,6 +254,19 @@ std::string ws_off(const GemmKey&, const Target&, const Params& p) {
                      128 * param(p, kWg));
 }
 
+std::string cluster_on(const GemmKey& key, const Target&, const Params& p) {
+  Params off = p;
+  off[kCluster] = 0;
+  return fmt::format("reduce the {} K splits of a tile inside a thread-block cluster through distributed shared "
+                     "memory: no {} MB workspace round trip and no second launch",
+                     param(p, kSplit), 2 * workspace_bytes(key, off) / 1000000);
+}
+std::string cluster_off(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("reduce the {} K splits through a global workspace in a second launch: the splits of a tile "
+                     "need not be resident on one GPC at once",
+                     param(p, kSplit));
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -241,6 +282,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.late_off", late_off, step_param<kLate, -1, 0, 1>},
     {"wg_tiled", "wg.ws_on", ws_on, step_param<kWs, 1, 0, 1>},
     {"wg_tiled", "wg.ws_off", ws_off, step_param<kWs, -1, 0, 1>},
+    {"wg_tiled", "wg.cluster_on", cluster_on, step_param<kCluster, 1, 0, 1>},
+    {"wg_tiled", "wg.cluster_off", cluster_off, step_param<kCluster, -1, 0, 1>},
 };
 
 Family make_family() {

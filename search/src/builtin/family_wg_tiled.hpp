@@ -1,7 +1,7 @@
 // The wg_tiled family's host-side rules (kernels/wg_tiled.cu): the Hopper warpgroup GEMM
 // (wgmma, sm_90a) for f32 inputs, error-compensated TF32 (3xTF32) with B split once per k tile in
-// shared memory, A split in registers; ta = T|N, tb = N. Optional split-K with a deterministic second
-// launch. The kernel's 16-bit path is not proposed: in the kernel lab it ran at 0.53-0.99x of cuBLAS
+// shared memory, A split in registers; ta = T|N, tb = N. Optional split-K, reduced deterministically
+// in a second launch or (KD_CLUSTER) inside a thread-block cluster of the tile's splits. The kernel's 16-bit path is not proposed: in the kernel lab it ran at 0.53-0.99x of cuBLAS
 // (docs/kernel-notes.md), where tc_tiled and cuBLASLt serve those keys.
 #pragma once
 

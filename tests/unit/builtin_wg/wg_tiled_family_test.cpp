@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 
 #include "builtin/family_wg_tiled.hpp"
@@ -60,9 +61,9 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << describe(p);
       const auto& lp = std::get<LaunchPlan>(plan);
       EXPECT_EQ(lp, f.plan(key, t, p));
-      const bool split = p.at("KD_SPLITK") > 1;
-      EXPECT_EQ(lp.launches.size(), split ? 2u : 1u);
-      EXPECT_EQ(lp.workspace_bytes, split ? static_cast<std::uint64_t>(p.at("KD_SPLITK") * key.m * key.n * 4) : 0u);
+      const bool split = p.at("KD_SPLITK") > 1, workspace = split && p.at("KD_CLUSTER") == 0;
+      EXPECT_EQ(lp.launches.size(), workspace ? 2u : 1u);
+      EXPECT_EQ(lp.workspace_bytes, workspace ? static_cast<std::uint64_t>(p.at("KD_SPLITK") * key.m * key.n * 4) : 0u);
       const auto& g = lp.launches[0].grid;
       EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
       // The lab's winners on every served shape are warp-specialized: a producer warpgroup on top.
@@ -91,6 +92,39 @@ TEST(WgTiled, Tf32CallsMayDropCompensationStrictOnesMayNot) {
   EXPECT_EQ(completed_seeds(f, tf32, t).front().at("KD_3XTF32"), 0);
 }
 
+// KD_CLUSTER: the splits of a tile reduce in a thread-block cluster, so the plan is one launch with no
+// workspace; it needs the producer warpgroup and 2..8 splits (a portable cluster).
+TEST(WgTiled, ClusterSplitIsOneLaunchWithoutWorkspace) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey key = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1");
+  const auto seeds = completed_seeds(f, key, t);
+  const auto it = std::find_if(seeds.begin(), seeds.end(), [](const Params& p) { return p.at("KD_CLUSTER") == 1; });
+  ASSERT_NE(it, seeds.end()) << "8x8 tiles of 128x128 leave SMs idle: one seed reduces two splits in a cluster";
+  const Params p = *it;
+  EXPECT_EQ(p.at("KD_SPLITK"), 2);
+  const LaunchPlan plan = f.plan(key, t, p);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].grid[2], 2u);
+  EXPECT_EQ(plan.workspace_bytes, 0u);
+  EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
+  auto with = [&](const char* name, long long v) {
+    Params q = p;
+    q[name] = v;
+    return q;
+  };
+  EXPECT_TRUE(f.valid(key, t, with("KD_SPLITK", 8)));
+  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 16))) << "beyond the portable cluster size";
+  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 1))) << "nothing to reduce";
+  EXPECT_FALSE(f.valid(key, t, with("KD_WS", 0))) << "the reduction lives in the warp-specialized kernel";
+  EXPECT_FALSE(f.valid(key, t, with("KD_CLUSTER", 2)));
+  // The 4096^3 shape fills the GPU without a split: no cluster seed.
+  const GemmKey big = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
+  for (const Params& q : completed_seeds(f, big, t)) EXPECT_EQ(q.at("KD_CLUSTER"), 0) << describe(q);
+}
+
 TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
   const auto [applied, ids] = test::sweep_ideas(wg_tiled_family(), wg_tiled_ideas());
   EXPECT_GT(applied, 40);
@@ -98,8 +132,8 @@ TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
 }
 
 // Every distinct rendered configuration (seeds and one idea step from them, both layouts, strict and
-// TF32, a batched bias call with ragged edges) compiles with NVRTC for sm_90 (as sm_90a) without
-// spills and without wgmma serialization. The warp-specialized kernel's producer and consumers run
+// TF32, a batched bias call with ragged edges, 1000^3 with its cluster seed) compiles with NVRTC for
+// sm_90 (as sm_90a) without spills and without wgmma serialization. The warp-specialized kernel's producer and consumers run
 // under their own register limits (setmaxnreg); ptxas reports a spill in either.
 TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   const Family& f = wg_tiled_family();
@@ -114,7 +148,8 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   std::vector<GemmKey> keys = llama_keys();
   for (const std::string line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32"})
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1"})
     keys.push_back(key_of(line));
   for (const GemmKey& key : keys) {
     if (f.rejects(key)) continue;
@@ -128,12 +163,15 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }
 
-// tools/dev/lab_wg_f32.json (the GPU lab's variants) agrees with the family's rules: every variant is
-// valid for its case's key and carries exactly the family's launch plan.
+// tools/dev/lab_wg_f32.json and lab_wg_cluster.json (the GPU lab's variants) agree with the family's
+// rules: every variant is valid for its case's key and carries exactly the family's launch plan.
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   int variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_f32.json", wg_tiled_family(), variants));
   EXPECT_GE(variants, 20);
+  variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_cluster.json", wg_tiled_family(), variants));
+  EXPECT_GE(variants, 90);
 }
 
 }  // namespace

@@ -27,7 +27,9 @@
 //    splits B; the KD_WG consumer warpgroups only run wgmmas. They meet at mbarriers per ring slot
 //    and B-lo buffer instead of a CTA barrier per k tile (see the main loop). KD_WS = 0: every
 //    warpgroup copies, splits and computes, in step;
-//  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled.
+//  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled;
+//    with KD_CLUSTER = 1 (SPLITK 2..8) the splits of one tile form a thread-block cluster and sum
+//    their partials through distributed shared memory instead: no workspace, no second launch.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
@@ -36,11 +38,11 @@
 //   KD_WG warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; 1 for f32; MW * BN <= 256)
 //   KD_BN 64 | 128 | 256 (f32: 16 with KD_WS | 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
-//   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: launch 0 kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK],
 //   block = [128 * (WG + WS)], smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32: 2 B-lo
 //   buffers, 3 when KD_PROMOTE = 2; + 256 bytes of barriers when WS = 1), see kStageBytes, kLoBufs
-//   and kBarBytes below; when SPLITK > 1,
+//   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0,
 //   workspace = SPLITK * batch * m * n * 4 bytes and launch 1 kd_wg_tiled_reduce: grid = [any],
 //   block = [256].
 #include <kdispatch/gemm.cuh>
@@ -94,6 +96,9 @@
 #endif
 #ifndef KD_WS
 #define KD_WS 0
+#endif
+#ifndef KD_CLUSTER
+#define KD_CLUSTER 0
 #endif
 
 #if KD_TB != 0
@@ -158,6 +163,9 @@ static_assert(KD_BN == 64 || KD_BN == 128 || (KD_BN == 256 && !kF32) || (KD_BN =
 static_assert(KD_STAGES >= (kF32 ? 4 : 3) && KD_STAGES <= 8, "KD_STAGES out of range");
 static_assert(kF32 || KD_TA, "16-bit types need ta = T (k-major A for the descriptor)");
 static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
+static_assert(KD_CLUSTER == 0 || (KD_CLUSTER == 1 && KD_SPLITK >= 2 && KD_SPLITK <= 8),
+              "KD_CLUSTER is 0 or 1 (with 2..8 splits: a portable cluster size)");
+static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
 
 __device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
 __device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
@@ -203,6 +211,20 @@ __device__ __forceinline__ void kd_mbar_wait(unsigned bar, int parity) {
 }
 // The producer warpgroup's own barrier (id 1), for its threads' copies before the split.
 __device__ __forceinline__ void kd_bar_sync_loaders() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
+// Every thread of the CTA (id 2), reached from the producer's and the consumers' code alike.
+__device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 2, %0;" ::"n"(kThreads) : "memory"); }
+// Cluster barrier: release this thread's shared-memory writes to, and acquire those of, every thread
+// of the cluster.
+__device__ __forceinline__ void kd_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float kd_ld_cluster(unsigned addr, int rank) {
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
 
 template <int N>
 __device__ __forceinline__ void kd_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
@@ -516,7 +538,36 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C,
   kd_store(dst, out);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_args args) {
+// KD_CLUSTER: the partial tiles of a cluster's splits, summed in split order (as the reduce launch
+// does, so the result is the same bit for bit). Every thread of every CTA calls this after its
+// consumers stored their partials ([BN][BM] floats at `tile`, column-major like C): each CTA
+// finishes a contiguous slice of the tile, rows fastest, so its C writes coalesce.
+__device__ __forceinline__ void kd_cluster_finish(const kd_gemm_args& args, unsigned tile, long long z, long long m0,
+                                                  long long n0) {
+  kd_cluster_sync();
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  constexpr int kE = kBM * KD_BN, kPer = (kE + KD_SPLITK - 1) / KD_SPLITK;
+  const int lo = static_cast<int>(rank) * kPer, hi = lo + kPer < kE ? lo + kPer : kE;
+  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+  for (int e = lo + static_cast<int>(threadIdx.x); e < hi; e += kThreads) {
+    const long long row = m0 + e % kBM, col = n0 + e / kBM;
+    if (row >= args.m || col >= args.n) continue;
+    float sum = 0.f;
+#pragma unroll
+    for (int s = 0; s < KD_SPLITK; ++s) sum += kd_ld_cluster(tile + 4u * static_cast<unsigned>(e), s);
+    kd_epilogue(args, C, row, col, sum);
+  }
+  // No CTA leaves (or reuses its shared memory) while another still reads it.
+  kd_cluster_sync();
+}
+
+#if KD_CLUSTER
+#define KD_CLUSTER_DIMS __cluster_dims__(1, 1, KD_SPLITK)
+#else
+#define KD_CLUSTER_DIMS
+#endif
+extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_tiled(kd_gemm_args args) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const unsigned raw_addr = kd_smem_addr(smem_raw);
   const unsigned base = (raw_addr + 1023u) & ~1023u;
@@ -734,6 +785,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
         kd_cp_commit();
       }
       kd_cp_wait<0>();
+#if KD_CLUSTER
+      kd_bar_sync_all();  // with the consumers' below: the ring is free for the partial tile
+      kd_cluster_finish(args, base, z, m0, n0);
+#endif
       return;
     }
     if constexpr (KD_WG == 2) kd_setmaxnreg_inc<216>();
@@ -770,6 +825,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) kd_wg_tiled(kd_gemm_ar
 #endif
   kd_cp_wait<0>();
 
+#if KD_CLUSTER
+  // Every warpgroup's wgmmas have retired and every copy has landed: the ring holds the partial tile.
+  kd_bar_sync_all();
+  {
+    float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
+#pragma unroll
+    for (int mw = 0; mw < KD_MW; ++mw) {
+      const int r0 = wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
+#pragma unroll
+      for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) P[r0 + (q >> 1) * 8 + (8 * j + 2 * t + (q & 1)) * kBM] = acc[mw][4 * j + q];
+    }
+  }
+  kd_cluster_finish(args, base, z, m0, n0);
+  return;
+#endif
 #pragma unroll
   for (int mw = 0; mw < KD_MW; ++mw) {
     const long long r0 = m0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
