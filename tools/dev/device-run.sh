@@ -2,8 +2,9 @@
 # One device call: runs the named stages from a bundle and prints a short summary last.
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table bench-registry search6 search-tc quickstart e2e validate bench-verify
-#         fullfile lab:FILE:CFG
-# fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file) through kdctl prewarm
+#         fullfile[:SHAPES] lab:FILE:CFG
+# fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
+# list, its logs named full-NAME-*) through kdctl prewarm
 # with per-shape budgets (KD_FULL_ROUNDS, KD_FULL_CANDIDATES, KD_FULL_WALL; KD_FULL_PROPOSER adds
 # proposers to builtin, e.g. cublaslt), then kdctl bench times
 # every shape (cuBLAS, tuned, roofline) in one run and draws the chart.
@@ -75,23 +76,30 @@ for stage in "$@"; do
       kdctl verify --cache-dir /tmp/kd-search-cache >"$logs/verify.log" 2>&1
       summary+=("verify rc=$?")
       ;;
-    fullfile)
-      c=/tmp/kd-full; rm -rf "$c"; mkdir -p "$c"
-      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/full-daemon.log" 2>&1 &
+    fullfile | fullfile:*)
+      shapes=tools/shapes/llama3-8b.txt tag=full
+      [[ $stage == fullfile:* ]] && shapes=${stage#fullfile:} tag=full-$(basename "${stage#fullfile:}" .txt)
+      c=/tmp/kd-$tag; rm -rf "$c"; mkdir -p "$c"
+      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/$tag-daemon.log" 2>&1 &
       dpid=$!
       for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
       t0=$(date +%s)
-      timeout "${KD_FULL_PREWARM_LIMIT:-420}" kdctl prewarm tools/shapes/llama3-8b.txt --socket "$c/s.sock" \
+      timeout "${KD_FULL_PREWARM_LIMIT:-420}" kdctl prewarm "$shapes" --socket "$c/s.sock" \
         --cache-dir "$c" --rounds "${KD_FULL_ROUNDS:-4}" --max-candidates "${KD_FULL_CANDIDATES:-48}" \
         --wall-seconds "${KD_FULL_WALL:-8}" ${KD_FULL_PROPOSER:+--proposer "$KD_FULL_PROPOSER"} \
-        >"$logs/full-prewarm.log" 2>&1
+        >"$logs/$tag-prewarm.log" 2>&1
       rc=$?
-      summary+=("fullfile prewarm rc=$rc in $(( $(date +%s) - t0 )) s")
+      summary+=("$tag prewarm rc=$rc in $(( $(date +%s) - t0 )) s")
       kill "$dpid"; wait "$dpid" 2>/dev/null
       t0=$(date +%s)
-      timeout 240 kdctl bench tools/shapes/llama3-8b.txt --cache-dir "$c" --chart "$logs/full-bench.png" \
-        >"$logs/full-bench.log" 2>&1
-      summary+=("fullfile bench rc=$? in $(( $(date +%s) - t0 )) s")
+      timeout 240 kdctl bench "$shapes" --cache-dir "$c" --chart "$logs/$tag-bench.png" \
+        >"$logs/$tag-bench.log" 2>&1
+      summary+=("$tag bench rc=$? in $(( $(date +%s) - t0 )) s")
+      # Which configuration won each published shape (the builtin families' first source line).
+      grep -v '^#' "$shapes" | while read -r line; do
+        [[ -n $line ]] && kdctl show "$line" --cache-dir "$c" --source 2>/dev/null | grep -m1 '^// kdispatch builtin' |
+          sed "s|^|${line:0:90} |"
+      done >"$logs/$tag-winners.log"
       ;;
     bench-registry)
       bench_registry_launch --benchmark_min_time=0.2 >"$logs/bench-registry.log" 2>&1
@@ -122,8 +130,9 @@ for f in "$logs"/search6.log "$logs"/search-tc.log; do [[ -f $f ]] && grep -E "^
 [[ -f $logs/quickstart.log ]] && tail -12 "$logs/quickstart.log"
 [[ -f $logs/validate.log ]] && grep -E "^===|^verdict|^  |^exit" "$logs/validate.log"
 [[ -f $logs/bench.log ]] && cat "$logs/bench.log"
-[[ -f $logs/full-prewarm.log ]] && tail -50 "$logs/full-prewarm.log" | cut -c1-160
-[[ -f $logs/full-bench.log ]] && cat "$logs/full-bench.log" | cut -c1-160
+for f in "$logs"/full*-prewarm.log; do [[ -f $f ]] && tail -50 "$f" | cut -c1-160; done
+for f in "$logs"/full*-bench.log; do [[ -f $f ]] && cut -c1-160 "$f"; done
+for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]+) .* m=([0-9]+) n=([0-9]+) k=([0-9]+).*kdispatch builtin family/\1 \2x\3x\4/' "$f" | cut -c1-200; done
 [[ -f $logs/verify.log ]] && cat "$logs/verify.log"
 for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|Error|error" "$f" | tail -25; done
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
