@@ -118,8 +118,9 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
   // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
   // best unsplit tile and 62.4 us for cuBLAS. Where two splits leave SMs idle, more splits through the
-  // workspace measured faster (6144x128x4096: 5 splits 79.6 us, 2 in a cluster 83.0 us), and larger
-  // clusters measured slower (4 splits of 4096x128x4096: 90 against 51 us).
+  // workspace measured faster (6144x128x4096: 5 splits 79.6 us, 2 in a cluster 83.0 us). Larger
+  // clusters measured slower (4 splits of 4096x128x4096: 90 against 51 us): a cluster must fit in
+  // one GPC, and at one CTA per SM the H200 runs 66 clusters of 2 (every SM) but only 30 of 4.
   Params pair = tile(2, 128, 4, 1, 0, 1);
   pair[kSplit] = 2;
   pair[kCluster] = 1;
