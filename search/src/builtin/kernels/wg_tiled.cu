@@ -825,45 +825,37 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #endif
   kd_cp_wait<0>();
 
+  // Visits every accumulator with its row and column, counted from (row0, col0) at the CTA tile's
+  // corner (the wgmma fragment layout: thread (g, t) of a warp holds rows g and g + 8 of its 16,
+  // columns 2t and 2t + 1 of every 8).
+  auto for_each_acc = [&](long long row0, long long col0, auto&& visit) {
+#pragma unroll
+    for (int mw = 0; mw < KD_MW; ++mw) {
+      const long long r0 = row0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
+#pragma unroll
+      for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) visit(r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
+    }
+  };
 #if KD_CLUSTER
   // Every warpgroup's wgmmas have retired and every copy has landed: the ring holds the partial tile.
   kd_bar_sync_all();
-  {
-    float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
-#pragma unroll
-    for (int mw = 0; mw < KD_MW; ++mw) {
-      const int r0 = wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
-#pragma unroll
-      for (int j = 0; j < KD_BN / 8; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) P[r0 + (q >> 1) * 8 + (8 * j + 2 * t + (q & 1)) * kBM] = acc[mw][4 * j + q];
-    }
-  }
+  float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
+  for_each_acc(0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
   kd_cluster_finish(args, base, z, m0, n0);
-  return;
-#endif
-#pragma unroll
-  for (int mw = 0; mw < KD_MW; ++mw) {
-    const long long r0 = m0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
-    if constexpr (KD_SPLITK == 1) {
-      KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-#pragma unroll
-      for (int j = 0; j < KD_BN / 8; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q)
-          kd_epilogue(args, C, r0 + (q >> 1) * 8, n0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
-    } else {
-      // Partial tile to workspace [split][batch][n][m] (f32, column-major like C).
-      float* W = static_cast<float*>(args.workspace) + (static_cast<long long>(split) * args.batch + z) * m * n;
-#pragma unroll
-      for (int j = 0; j < KD_BN / 8; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const long long r = r0 + (q >> 1) * 8, c = n0 + 8 * j + 2 * t + (q & 1);
-          if (r < m && c < n) W[r + c * m] = acc[mw][4 * j + q];
-        }
-    }
+#else
+  if constexpr (KD_SPLITK == 1) {
+    KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+    for_each_acc(m0, n0, [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+  } else {
+    // Partial tile to workspace [split][batch][n][m] (f32, column-major like C).
+    float* W = static_cast<float*>(args.workspace) + (static_cast<long long>(split) * args.batch + z) * m * n;
+    for_each_acc(m0, n0, [&](long long r, long long c, float v) {
+      if (r < m && c < n) W[r + c * m] = v;
+    });
   }
+#endif
 }
 
 // Split-K reduction: the KD_SPLITK partials of every output summed in split order (deterministic),
