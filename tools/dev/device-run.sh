@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # One device call: runs the named stages from a bundle and prints a short summary last.
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
-# stages: gpu-tests gate-table bench-registry search6 search-tc quickstart e2e validate bench-verify
+# stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e validate bench-verify
 #         fullfile[:SHAPES] lab:FILE:CFG
+# tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
+# KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
 # list, its logs named full-NAME-*) through kdctl prewarm
 # with per-shape budgets (KD_FULL_ROUNDS, KD_FULL_CANDIDATES, KD_FULL_WALL; KD_FULL_PROPOSER adds
@@ -27,6 +29,10 @@ for stage in "$@"; do
       # The gate test prints its rejection table; ctest hides a passing test's output.
       (cd /tmp && gpu_eval --gtest_filter='GpuEvalGate.*') >"$logs/gate-table.log" 2>&1
       summary+=("gate-table rc=$?")
+      ;;
+    tma-gate)
+      (cd /tmp && gpu_eval --gtest_filter='GpuEvalBuiltin.*') >"$logs/tma-gate.log" 2>&1
+      summary+=("tma-gate rc=$?")
       ;;
     quickstart)
       KD_QUICKSTART_BIN="$bundle/bin" tools/dev/quickstart.sh /tmp/kd-quickstart >"$logs/quickstart.log" 2>&1
@@ -126,6 +132,7 @@ done
 [[ -f $logs/gpu-tests.log ]] && grep -E "Test +#|published kernel|published the llm|^[0-9]+: node|tests passed|tests failed" "$logs/gpu-tests.log" | head -40
 [[ -f $logs/bench-registry.log ]] && grep -E "^BM_|^Bench|ns " "$logs/bench-registry.log" | head -20
 [[ -f $logs/gate-table.log ]] && grep -vE "^\[|^Note|^$" "$logs/gate-table.log" | head -45
+[[ -f $logs/tma-gate.log ]] && grep -E "^wg_tma|OK|FAILED" "$logs/tma-gate.log" | cut -c1-200 | head -30
 for f in "$logs"/search6.log "$logs"/search-tc.log; do [[ -f $f ]] && grep -E "^=== |^winner|^kept|^stopped|^rc=" "$f"; done
 [[ -f $logs/quickstart.log ]] && tail -12 "$logs/quickstart.log"
 [[ -f $logs/validate.log ]] && grep -E "^===|^verdict|^  |^exit" "$logs/validate.log"

@@ -45,7 +45,7 @@ std::optional<Params> parse_params(const std::string& text) {
 std::vector<search::Proposal> BuiltinProposer::seeds(const search::ProposalContext& ctx) {
   std::vector<search::Proposal> out;
   for (const Family& f : families()) {
-    if (f.rejects(ctx.key)) continue;
+    if (!family_enabled(f) || f.rejects(ctx.key)) continue;
     for (const Params& raw : f.seeds(ctx.key, ctx.target)) {
       const Params p = f.complete(ctx.key, ctx.target, raw);
       if (!f.valid(ctx.key, ctx.target, p)) continue;

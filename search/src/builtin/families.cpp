@@ -1,6 +1,7 @@
 #include "builtin/family.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -9,6 +10,7 @@
 #include "builtin/family_rules.hpp"
 #include "builtin/family_tc_tiled.hpp"
 #include "builtin/family_wg_tiled.hpp"
+#include "builtin/family_wg_tma.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -154,9 +156,11 @@ const Family kFamilies[] = {
 // Row order is seed order, and seeds are evaluated in order: a round that reaches the wall-time
 // budget leaves the rest unevaluated. The tensor-core families come first (on large shapes one
 // evaluation of a scalar seed costs what several of theirs do); wg_tiled needs sm_90 and rejects
-// what it cannot serve, so elsewhere tc_tiled leads.
+// what it cannot serve, so elsewhere tc_tiled leads. wg_tma (a trial, see Family::trial) leads the 16-bit
+// keys it serves when enabled.
 std::vector<Family> with_sources() {
-  std::vector<Family> out = {wg_tiled_family(), tc_tiled_family()};  // these rows carry their sources
+  // These rows carry their sources.
+  std::vector<Family> out = {wg_tma_family(), wg_tiled_family(), tc_tiled_family()};
   for (const Family& f : kFamilies) {
     out.push_back(f);
     out.back().source = embedded_kernel(std::string(f.name) + ".cu");
@@ -188,6 +192,21 @@ Target Target::from(const DeviceInfo& d) {
 std::span<const Family> families() {
   static const std::vector<Family> table = with_sources();
   return table;
+}
+
+bool family_enabled(const Family& family) {
+  if (!family.trial) return true;
+  const char* env = std::getenv("KDISPATCH_TRIAL_FAMILIES");
+  if (env == nullptr) return false;
+  std::string_view list(env);
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    const std::string_view item = list.substr(0, comma);
+    if (item == "all" || item == family.name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
 }
 
 const Family* find_family(std::string_view name) {

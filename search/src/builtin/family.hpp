@@ -44,7 +44,14 @@ struct Family {
   // Whether `params` is legal for `key` on `target` (divisibility, smem, threads).
   bool (*valid)(const GemmKey& key, const Target& target, const Params& params);
   LaunchPlan (*plan)(const GemmKey& key, const Target& target, const Params& params);
+  // A trial family has not yet passed the validation gate on a GPU: the builtin proposer seeds it
+  // only when the KDISPATCH_TRIAL_FAMILIES environment variable names it (comma-separated, or
+  // "all"), so a search can try it without making it everyone's default.
+  bool trial = false;
 };
+
+// Whether the builtin proposer may seed `family`: not a trial, or named by KDISPATCH_TRIAL_FAMILIES.
+bool family_enabled(const Family& family);
 
 std::span<const Family> families();
 const Family* find_family(std::string_view name);

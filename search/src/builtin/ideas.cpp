@@ -8,6 +8,7 @@
 #include "builtin/family_rules.hpp"
 #include "builtin/family_tc_tiled.hpp"
 #include "builtin/family_wg_tiled.hpp"
+#include "builtin/family_wg_tma.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -141,6 +142,7 @@ std::span<const IdeaMove> idea_catalogue() {
     std::vector<IdeaMove> v(std::begin(kIdeas), std::end(kIdeas));
     for (const IdeaMove& m : tc_tiled_ideas()) v.push_back(m);
     for (const IdeaMove& m : wg_tiled_ideas()) v.push_back(m);
+    for (const IdeaMove& m : wg_tma_ideas()) v.push_back(m);
     return v;
   }();
   return all;

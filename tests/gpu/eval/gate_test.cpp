@@ -17,9 +17,12 @@
 #include <variant>
 #include <vector>
 
+#include "builtin/family.hpp"
+#include "builtin/family_wg_tma.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
 #include "eval/evaluator.hpp"
+#include "key/gemm_key.hpp"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
 #include "test_kernels.hpp"
@@ -204,6 +207,60 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
   for (const Row& r : rows) EXPECT_TRUE(r.ok) << r.kernel << " on " << r.key << ": expected " << r.expected
                                               << ", got " << r.verdict << " (" << r.detail << ")";
   EXPECT_EQ(client.restarts(), 3) << "a fresh worker after the hang, the trap and the illegal address";
+}
+
+// The wg_tma trial family (TMA-fed wgmma for 16-bit inputs, tensor maps built on the device) through
+// the same gate: every seed of an issue shape, of a ragged batched bias call with beta != 0 and of an
+// f16 call with an f32 output must pass (correct, faster or not). Prints its times against cuBLAS.
+// This is the check that lets the family leave trial status (Family::trial).
+TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tma needs sm_90a (TMA, wgmma); this GPU is " << dev.arch;
+  test::TempDir dir;
+  worker::WorkerSpawn spawn;
+  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
+                "--roofline-dir", (dir.path() / "roofline").string()};
+  worker::WorkerClient client(spawn);
+  client.ensure_started();
+  const builtin::Family& f = builtin::wg_tma_family();
+  const builtin::Target t = builtin::Target::from(dev);
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=6144 n=64 k=4096 lda=4096 ldb=4096 ldc=6144 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=1000 n=300 k=504 lda=504 ldb=504 ldc=1000 batch=2 "
+           "stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+           "gemm a=f16 b=f16 c=f32 compute=f32 ta=T tb=N m=777 n=333 k=560 lda=560 ldb=560 ldc=777 batch=1 "
+           "epilogue=none beta0=1"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << line;
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+      const std::string source = builtin::render(f, key, t, p);
+      const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tma.cu", .arch = dev.arch});
+      ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
+      EvalRequest r;
+      r.key_line = line;
+      r.cubin = out.cubin;
+      r.plan = f.plan(key, t, p);
+      r.options = test_options();
+      const Verdict v = client.evaluate(r, 60s);
+      ++evaluated;
+      std::printf("wg_tma %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", line + 5,
+                  builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
+                  v.candidate_time ? v.candidate_time->median_us : 0.0,
+                  v.baseline_time ? v.baseline_time->median_us : 0.0, v.candidate_error.norm_rel,
+                  v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
+      EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
+                               << v.detail;
+    }
+  }
+  EXPECT_GE(evaluated, 8);
+  EXPECT_EQ(client.restarts(), 0);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <set>
 
 #include "builtin/builtin_proposer.hpp"
@@ -125,6 +126,36 @@ TEST(BuiltinProposer, ReseedsFromACachedWinnerOfANearbyShape) {
   EXPECT_EQ(seed->family, "skinny_bulk");
   EXPECT_NE(seed->source.find("m=6144"), std::string::npos);
   EXPECT_FALSE(BuiltinProposer::reseed(b, t, "extern \"C\" __global__ void k() {}").has_value());
+}
+
+// A trial family (wg_tma) is seeded only when KDISPATCH_TRIAL_FAMILIES names it, or says "all".
+TEST(BuiltinProposer, SeedsATrialFamilyOnlyWhenTheEnvironmentNamesIt) {
+  const Target t;
+  const GemmKey key = std::get<GemmKey>(parse_key(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1"));
+  const Family* tma = find_family("wg_tma");
+  ASSERT_NE(tma, nullptr);
+  ASSERT_TRUE(tma->trial);
+  ASSERT_FALSE(tma->rejects(key).has_value());
+  search::SearchTree tree("t", "k");
+  const search::ProposalContext ctx{key, t, tree};
+  auto count = [&] {
+    int n = 0;
+    for (const auto& s : BuiltinProposer().seeds(ctx)) n += s.family == "wg_tma";
+    return n;
+  };
+  ::unsetenv("KDISPATCH_TRIAL_FAMILIES");
+  EXPECT_EQ(count(), 0);
+  for (const char* on : {"wg_tma", "skinny_mma,wg_tma", "all"}) {
+    ::setenv("KDISPATCH_TRIAL_FAMILIES", on, 1);
+    EXPECT_GT(count(), 0) << on;
+  }
+  for (const char* off : {"", "wg_tm", "wg_tma_x,other"}) {
+    ::setenv("KDISPATCH_TRIAL_FAMILIES", off, 1);
+    EXPECT_EQ(count(), 0) << off;
+  }
+  ::unsetenv("KDISPATCH_TRIAL_FAMILIES");
+  for (const Family& f : families()) EXPECT_EQ(family_enabled(f), !f.trial) << f.name;
 }
 
 }  // namespace

@@ -1,0 +1,261 @@
+#include "builtin/family_wg_tma.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "builtin/embedded_kernels.hpp"
+#include "builtin/family_rules.hpp"
+
+namespace kd::builtin {
+namespace {
+
+constexpr char kWg[] = "KD_WG";
+constexpr char kMw[] = "KD_MW";
+constexpr char kBn[] = "KD_BN";
+constexpr char kStages[] = "KD_STAGES";
+constexpr char kSplit[] = "KD_SPLITK";
+constexpr char kCluster[] = "KD_CLUSTER";
+constexpr char kCtas[] = "KD_CTAS";
+constexpr long long kBk = 64;  // 16-bit elements per k tile: one 128-byte swizzle row
+// Splits are reduced in a cluster, whose portable size is 8.
+constexpr long long kMaxSplit = 8;
+// Narrower outputs are mostly padding in a 64-column tile; the skinny families stream them.
+constexpr long long kMinN = 48;
+// The TMA's coordinates and the tensor map's dimensions are 32-bit.
+constexpr long long kMaxDim = 0x7fffffffLL;
+// Per CTA: the two 128-byte tensor maps the kernel builds, each in its own 128-byte line.
+constexpr long long kMapBytes = 256;
+
+long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
+long long tiles_of(const GemmKey& key, const Params& p) {
+  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
+}
+long long ctas_of(const GemmKey& key, const Params& p) { return tiles_of(key, p) * param(p, kSplit); }
+long long stage_bytes(const Params& p) { return (bm_of(p) + param(p, kBn)) * 128; }
+// Mirrors wg_tma.cu: 1024 bytes of alignment slack, the ring, the two scratch maps, two mbarriers
+// per stage.
+long long smem_bytes(const Params& p) {
+  const long long stages = param(p, kStages);
+  return 1024 + stages * stage_bytes(p) + kMapBytes + 16 * stages;
+}
+long long workspace_bytes(const GemmKey& key, const Params& p) { return ctas_of(key, p) * kMapBytes; }
+long long ctas_per_sm(const Target& t, const Params& p) {
+  return std::max(1LL, (t.smem_optin_bytes + 1024LL) / (smem_bytes(p) + 1024));
+}
+// The deepest ring (at most `cap` stages) with which `cps` CTAs share an SM.
+long long stages_for(const Target& t, Params p, long long cps, long long cap) {
+  const long long budget = (t.smem_optin_bytes + 1024LL) / cps - 1024 - 1024 - kMapBytes;
+  return std::min(cap, budget / (stage_bytes(p) + 16));
+}
+
+std::optional<std::string> tma_rejects(const GemmKey& key) {
+  if ((key.a != DType::bf16 && key.a != DType::f16) || key.b != key.a)
+    return "bf16 or f16 inputs of one type only (f32 goes to wg_tiled)";
+  if (key.ta != Transpose::T || key.tb != Transpose::N) return "needs ta=T tb=N (k contiguous in A and B)";
+  if (key.n < kMinN)
+    return fmt::format("n={} is below {}: a 64-column wgmma tile would be mostly padding", key.n, kMinN);
+  if (key.k < 1) return "needs k >= 1";
+  if (key.lda % 8 || key.ldb % 8) return "lda and ldb must be multiples of 8 (16-byte TMA row strides)";
+  if (key.batch > 1 && (key.stride_a % 8 || key.stride_b % 8)) return "batch strides must keep 16-byte alignment";
+  if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
+  return std::nullopt;
+}
+
+Params tile(long long wg, long long mw, long long bn, long long split) {
+  return {{kWg, wg}, {kMw, mw}, {kBn, bn}, {kStages, 4}, {kSplit, split}, {kCluster, split > 1 ? 1 : 0}, {kCtas, 1}};
+}
+// Whether the kernel's registers fit two CTAs per SM: the launch bound then gives 80 registers per
+// thread with two consumer warpgroups (ptxas cannot fit a 64-column accumulator in that: at most
+// m64n64 per warpgroup) and 128 with one (the producer's share moves to the consumer by setmaxnreg).
+bool regs_fit_two(const Params& p) { return param(p, kWg) == 1 || param(p, kMw) * param(p, kBn) <= 64; }
+
+// The k splits are a cluster: KD_CLUSTER follows KD_SPLITK.
+Params tma_complete(const GemmKey&, const Target&, Params p) {
+  if (param(p, kSplit) < 1) p[kSplit] = 1;
+  p[kCluster] = param(p, kSplit) > 1 ? 1 : 0;
+  if (param(p, kCtas) < 1) p[kCtas] = 1;
+  return p;
+}
+
+bool tma_valid(const GemmKey& key, const Target& t, const Params& p) {
+  // wgmma, TMA and tensormap.replace exist only on compute capability 9.0 (sm_90a).
+  if (t.arch != "sm_90" && t.arch != "sm_90a") return false;
+  const long long wg = param(p, kWg), mw = param(p, kMw), bn = param(p, kBn);
+  const long long stages = param(p, kStages), split = param(p, kSplit), cluster = param(p, kCluster);
+  if ((wg != 1 && wg != 2) || (mw != 1 && mw != 2) || (bn != 64 && bn != 128 && bn != 256)) return false;
+  if (mw * bn > 256) return false;  // at most 128 accumulator registers per thread
+  if (stages < 2 || stages > 8) return false;
+  if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
+  if (cluster != (split > 1 ? 1 : 0)) return false;
+  // The cluster's partial tile (f32) is staged in the CTA's own ring.
+  if (split > 1 && bm_of(p) * bn * 4 > stages * stage_bytes(p)) return false;
+  if (ceil_div(key.m, bm_of(p)) > 65535 || key.batch * split > 65535) return false;
+  // KD_CTAS = 2 sizes registers and shared memory for two CTAs per SM.
+  const long long ctas = param(p, kCtas);
+  if (ctas != 1 && ctas != 2) return false;
+  if (ctas == 2 && (!regs_fit_two(p) || 2 * (smem_bytes(p) + 1024) > t.smem_optin_bytes + 1024LL)) return false;
+  return smem_bytes(p) <= t.smem_optin_bytes;
+}
+
+LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
+  LaunchSpec main;
+  main.entry = "kd_wg_tma";
+  main.grid = {u32(ceil_div(key.n, param(p, kBn))), u32(ceil_div(key.m, bm_of(p))), u32(key.batch * param(p, kSplit))};
+  main.block = {u32(128 * (param(p, kWg) + 1)), 1, 1};
+  main.smem_bytes = u32(smem_bytes(p));
+  LaunchPlan plan;
+  plan.launches.push_back(main);
+  plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
+  return plan;
+}
+
+// Round-0 configurations from a wave model, not yet from measurements (the family is a trial): an SM
+// that holds c CTAs over the kernel's life takes c times a CTA's work, a CTA's work is its tile's
+// multiply-adds over its k range, and a tile streams operands at (BM + BN) per BM x BN outputs, so
+// tiles with a reuse BM * BN / (BM + BN) below 64 (128 x 128) are charged as proportionally slower.
+// Splits in a cluster add the partial tiles' exchange (charged 3% per doubling). Clusters of four are
+// seeded only with rings small enough for two CTAs per SM: at one CTA per SM the H200 holds 66
+// clusters of two but only 30 of four (docs/kernel-notes.md).
+std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
+  struct Scored {
+    double cost;
+    Params p;
+  };
+  std::vector<Scored> scored;
+  const long long shapes[][3] = {{2, 1, 128}, {2, 1, 256}, {1, 1, 128}, {2, 1, 64},
+                                 {1, 2, 128}, {1, 1, 256}, {1, 1, 64}, {2, 2, 64}};
+  for (const auto& s : shapes) {
+    const long long bn = s[2];
+    // At most a quarter of the tile's columns as padding (n = 64 keeps 64-column tiles).
+    if (ceil_div(key.n, bn) * bn * 3 > key.n * 4 && bn > 64) continue;
+    for (long long split : {1LL, 2LL, 4LL}) {
+      Params p = tile(s[0], s[1], bn, split);
+      // Split only a grid that leaves SMs idle, keeping at least 8 k tiles per split.
+      if (split > 1 && (tiles_of(key, p) >= t.sms || ceil_div(key.k, kBk) / split < 8)) continue;
+      // A grid deeper than the SMs, or clusters of four, run two CTAs per SM where a ring of three
+      // stages still fits; clusters of four need that room.
+      const long long ctas = ctas_of(key, p);
+      const bool two = (ctas > t.sms || split > 2) && regs_fit_two(p) && stages_for(t, p, 2, 6) >= 3;
+      if (split > 2 && !two) continue;
+      p[kStages] = stages_for(t, p, two ? 2 : 1, 6);
+      p[kCtas] = two ? 2 : 1;
+      p = tma_complete(key, t, p);
+      if (!tma_valid(key, t, p)) continue;
+      const double bm = static_cast<double>(bm_of(p));
+      const double reuse = std::min(1.0, bm * bn / (bm + bn) / 64.0);
+      const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kBk), split));
+      double cost = static_cast<double>(ceil_div(ctas, t.sms)) * bm * bn * kper / reuse;
+      for (long long sp = split; sp > 1; sp /= 2) cost *= 1.03;
+      scored.push_back({cost, std::move(p)});
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.cost < b.cost; });
+  std::vector<Params> out;
+  for (Scored& s : scored) {
+    if (out.size() >= 3) break;
+    out.push_back(std::move(s.p));
+  }
+  return out;
+}
+
+// ---- ideas ------------------------------------------------------------------------------------
+
+std::string split_double(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("split K over a cluster of {} CTAs per tile: {} CTAs are {:.2f} waves on {} SMs, the partial "
+                     "tiles summed through distributed shared memory",
+                     2 * param(p, kSplit), 2 * ctas_of(key, p), static_cast<double>(2 * ctas_of(key, p)) / t.sms,
+                     t.sms);
+}
+std::string split_half(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("halve the K split to {}: {} CTAs ({:.2f} waves on {} SMs), {} KB less partial-tile exchange per "
+                     "tile",
+                     param(p, kSplit) / 2, ctas_of(key, p) / 2, static_cast<double>(ctas_of(key, p) / 2) / t.sms,
+                     t.sms, bm_of(p) * param(p, kBn) * 4 * (param(p, kSplit) / 2) / 1024);
+}
+std::string stages_up(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("deepen the TMA ring to {} stages: {} KB of k tiles in flight per CTA to cover DRAM latency",
+                     param(p, kStages) + 1, (param(p, kStages) + 1) * stage_bytes(p) / 1024);
+}
+std::string stages_down(const GemmKey&, const Target& t, const Params& p) {
+  Params fewer = p;
+  fewer[kStages] = param(p, kStages) - 1;
+  return fmt::format("shorten the ring to {} stages: {} KB of shared memory instead of {} KB, {} CTA(s) per SM",
+                     param(fewer, kStages), smem_bytes(fewer) / 1024, smem_bytes(p) / 1024, ctas_per_sm(t, fewer));
+}
+std::string bn_half(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("m64n{} wgmmas: {} tiles instead of {} for {} SMs", param(p, kBn) / 2,
+                     ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn) / 2) * key.batch, tiles_of(key, p), t.sms);
+}
+std::string bn_double(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("m64n{} wgmmas: A ({} MB) is read {} times instead of {}", 2 * param(p, kBn),
+                     key.m * key.k * 2 / 1000000, ceil_div(key.n, 2 * param(p, kBn)), ceil_div(key.n, param(p, kBn)));
+}
+std::string wg_double(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("two consumer warpgroups: {}-row tiles, B ({} MB) read {} times instead of {}", 2 * bm_of(p),
+                     key.n * key.k * 2 / 1000000, ceil_div(key.m, 2 * bm_of(p)), ceil_div(key.m, bm_of(p)));
+}
+std::string wg_half(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("one consumer warpgroup: {}-row tiles, {} tiles instead of {} for {} SMs", bm_of(p) / 2,
+                     ceil_div(key.m, bm_of(p) / 2) * ceil_div(key.n, param(p, kBn)) * key.batch, tiles_of(key, p),
+                     t.sms);
+}
+std::string ctas_two(const GemmKey& key, const Target& t, const Params& p) {
+  return fmt::format("size registers and shared memory for two CTAs per SM: one CTA's TMA waits and epilogue overlap "
+                     "the other's wgmmas, {} CTAs in {:.2f} waves of {}",
+                     ctas_of(key, p), static_cast<double>(ctas_of(key, p)) / (2 * t.sms), 2 * t.sms);
+}
+// Two CTAs per SM, the ring shortened to fit where needed.
+std::optional<Params> to_two_ctas(const GemmKey&, const Target& t, const Params& p) {
+  if (param(p, kCtas) != 1 || !regs_fit_two(p)) return std::nullopt;
+  Params out = p;
+  out[kCtas] = 2;
+  out[kStages] = std::min(param(p, kStages), stages_for(t, p, 2, 8));
+  if (param(out, kStages) < 2) return std::nullopt;
+  return out;
+}
+std::string ctas_one(const GemmKey&, const Target&, const Params&) {
+  return "size registers and shared memory for one CTA per SM: a deeper ring and the consumers' full register "
+         "share";
+}
+std::string mw_double(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("two m64 blocks per warpgroup: each B descriptor feeds {} rows, {} accumulators per thread",
+                     128, param(p, kBn));
+}
+std::string mw_half(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("one m64 block per warpgroup: {} accumulators per thread instead of {}", param(p, kBn) / 2,
+                     param(p, kBn));
+}
+
+const IdeaMove kIdeas[] = {
+    {"wg_tma", "tma.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
+    {"wg_tma", "tma.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
+    {"wg_tma", "tma.stages_up", stages_up, step_param<kStages, 1, 2, 8>},
+    {"wg_tma", "tma.stages_down", stages_down, step_param<kStages, -1, 2, 8>},
+    {"wg_tma", "tma.bn_half", bn_half, scale_param<kBn, 1, 2, 64, 256>},
+    {"wg_tma", "tma.bn_double", bn_double, scale_param<kBn, 2, 1, 64, 256>},
+    {"wg_tma", "tma.wg_double", wg_double, scale_param<kWg, 2, 1, 1, 2>},
+    {"wg_tma", "tma.wg_half", wg_half, scale_param<kWg, 1, 2, 1, 2>},
+    {"wg_tma", "tma.ctas_two", ctas_two, to_two_ctas},
+    {"wg_tma", "tma.ctas_one", ctas_one, step_param<kCtas, -1, 1, 2>},
+    {"wg_tma", "tma.mw_double", mw_double, scale_param<kMw, 2, 1, 1, 2>},
+    {"wg_tma", "tma.mw_half", mw_half, scale_param<kMw, 1, 2, 1, 2>},
+};
+
+Family make_family() {
+  Family f{"wg_tma", "kd_wg_tma", embedded_kernel("wg_tma.cu"), tma_rejects, tma_seeds, tma_complete, tma_valid,
+           tma_plan};
+  f.trial = true;
+  return f;
+}
+
+}  // namespace
+
+const Family& wg_tma_family() {
+  static const Family family = make_family();
+  return family;
+}
+
+std::span<const IdeaMove> wg_tma_ideas() { return kIdeas; }
+
+}  // namespace kd::builtin

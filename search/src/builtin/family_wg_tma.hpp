@@ -1,0 +1,23 @@
+// The wg_tma family's host-side rules (kernels/wg_tma.cu): the Hopper warpgroup GEMM for 16-bit
+// inputs fed by TMA (a producer warp, consumer warpgroups of wgmmas, mbarriers per ring slot), with
+// the tensor maps built on the device in the plan's workspace; ta = T, tb = N. Optional split-K,
+// reduced inside a thread-block cluster of the tile's splits.
+//
+// A trial family (Family::trial): it has not yet passed the validation gate on a GPU, so the builtin
+// proposer seeds it only when KDISPATCH_TRIAL_FAMILIES names it (docs/kernel-notes.md, session 9).
+#pragma once
+
+#include <span>
+
+#include "builtin/family.hpp"
+#include "builtin/ideas.hpp"
+
+namespace kd::builtin {
+
+// The family row; `source` is embedded_kernel("wg_tma.cu").
+const Family& wg_tma_family();
+
+// Parameter moves of wg_tma (family "wg_tma"), each with its idea in words.
+std::span<const IdeaMove> wg_tma_ideas();
+
+}  // namespace kd::builtin

@@ -1,0 +1,456 @@
+// Family wg_tma: Hopper warpgroup GEMM for 16-bit inputs fed by the Tensor Memory Accelerator
+// (sm_90a), C = alpha * op(A) op(B) (+ beta C) (+ bias[row]), ta = T and tb = N (k contiguous in
+// both), bf16 or f16, f32 accumulation, strided batch.
+//  - one producer warp (in a warpgroup of its own, for the register split) issues one TMA copy per
+//    operand and k tile into a KD_STAGES-deep ring; KD_WG consumer warpgroups only run wgmmas. They
+//    meet at two mbarriers per ring slot: `full` (the copies' bytes landed, counted by the TMA unit)
+//    and `empty` (every consumer warp retired the slot's wgmmas);
+//  - every k tile is 64 elements (128 bytes) of k; the TMA writes each tile row in the 128-byte
+//    swizzle (16-byte chunk c of row r at chunk c ^ (r % 8), tiles 1024-byte aligned), which is the
+//    layout the wgmma shared-memory descriptors read k-major. Rows past m or n and elements past k
+//    are zero-filled by the TMA unit, so ragged shapes need no edge path;
+//  - consumer warpgroup w owns rows [64 * KD_MW * w, 64 * KD_MW * (w + 1)) of the CTA tile and all
+//    KD_BN columns: one m64nBNk16 wgmma per m64 block and k16 step, accumulators in registers, the
+//    tile's wgmmas in flight while the next tile is awaited;
+//  - the tensor maps are built on the device: the kernel contract hands no host-made descriptor in,
+//    so the producer warp writes a zeroed map into shared memory, fills every field with
+//    tensormap.replace (base address of this batch entry, dims, row stride, box, bf16/f16, 128-byte
+//    swizzle, zero fill) and publishes it to the CTA's own 256-byte slot of the workspace with the
+//    tensormap proxy release; the TMA reads it after the matching acquire;
+//  - KD_SPLITK > 1 (with KD_CLUSTER = 1, 2..8 splits) splits the k tiles over blockIdx.z; the splits
+//    of one tile form a thread-block cluster and sum their f32 partials through distributed shared
+//    memory in split order.
+// Grid order: n tiles on x (fastest), so the CTAs that share an A tile run together and A is read from
+// DRAM once even when the grid is several waves deep.
+// Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 8
+// elements (16 bytes), A and B 16-byte aligned; m, n, k < 2^31; m, n and k otherwise free.
+//
+// Named parameters:
+//   KD_A_T, KD_B_T, KD_C_T element types (A, B: __nv_bfloat16 or __half)   KD_TA 1   KD_TB 0
+//   KD_WG consumer warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; MW * BN <= 256)
+//   KD_BN 64 | 128 | 256   KD_STAGES ring depth (2..8)   KD_SPLITK k splits (1..8)
+//   KD_CLUSTER 0|1 (1 with SPLITK 2..8)   KD_CTAS 1|2 (CTAs per SM the registers are sized for)
+//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+// Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
+//   block = [128 * (WG + 1)], smem = 1024 (alignment slack) + STAGES * (BM + BN) * 128 + 256 (maps and
+//   barriers); workspace = 256 bytes per CTA (the CTA's two tensor maps).
+#include <kdispatch/gemm.cuh>
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+
+#ifndef KD_A_T
+#define KD_A_T __nv_bfloat16
+#endif
+#ifndef KD_B_T
+#define KD_B_T KD_A_T
+#endif
+#ifndef KD_C_T
+#define KD_C_T KD_A_T
+#endif
+#ifndef KD_TA
+#define KD_TA 1
+#endif
+#ifndef KD_TB
+#define KD_TB 0
+#endif
+#ifndef KD_WG
+#define KD_WG 2
+#endif
+#ifndef KD_MW
+#define KD_MW 1
+#endif
+#ifndef KD_BN
+#define KD_BN 128
+#endif
+#ifndef KD_STAGES
+#define KD_STAGES 4
+#endif
+#ifndef KD_SPLITK
+#define KD_SPLITK 1
+#endif
+#ifndef KD_CLUSTER
+#define KD_CLUSTER 0
+#endif
+#ifndef KD_CTAS
+#define KD_CTAS 1
+#endif
+#ifndef KD_BETA_ZERO
+#define KD_BETA_ZERO 1
+#endif
+#ifndef KD_BIAS
+#define KD_BIAS 0
+#endif
+
+#if KD_TA != 1 || KD_TB != 0
+#error "wg_tma: only ta = T, tb = N (k contiguous in A and B)"
+#endif
+#if !defined(__CUDA_ARCH_FEAT_SM90_ALL) && defined(__CUDA_ARCH__)
+#error "wg_tma: needs sm_90a (wgmma, TMA, tensormap.replace)"
+#endif
+
+#define KD_CAT2(a, b) a##b
+#define KD_CAT(a, b) KD_CAT2(a, b)
+#define KD_IS_BF16___nv_bfloat16 1
+#if KD_CAT(KD_IS_BF16_, KD_A_T)
+#define KD_WG_TY "bf16"
+#define KD_TMAP_TYPE 10  // the tensor map's element type: .bf16
+#else
+#define KD_WG_TY "f16"
+#define KD_TMAP_TYPE 6  // .f16
+#endif
+
+typedef KD_A_T kd_t;
+static_assert(sizeof(KD_A_T) == 2 && sizeof(KD_B_T) == 2, "wg_tma: 16-bit A and B of one type");
+constexpr int kThreads = 128 * (KD_WG + 1);
+constexpr int kBM = 64 * KD_WG * KD_MW;
+constexpr int kBK = 64;  // one 128-byte swizzle row of k
+constexpr int kAcc = KD_BN / 2;
+constexpr int kABytes = kBM * 128;
+constexpr int kBBytes = KD_BN * 128;
+constexpr int kStageBytes = kABytes + kBBytes;
+static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
+static_assert(KD_MW == 1 || KD_MW == 2, "KD_MW is 1 or 2");
+static_assert(KD_BN == 64 || KD_BN == 128 || KD_BN == 256, "KD_BN is 64, 128 or 256");
+static_assert(KD_MW * KD_BN <= 256, "at most 128 accumulator registers per thread");
+static_assert(KD_STAGES >= 2 && KD_STAGES <= 8, "KD_STAGES out of range");
+static_assert(KD_SPLITK >= 1 && KD_SPLITK <= 8, "KD_SPLITK is 1..8");
+static_assert((KD_CLUSTER == 0 && KD_SPLITK == 1) || (KD_CLUSTER == 1 && KD_SPLITK >= 2),
+              "k splits are reduced in a cluster: KD_CLUSTER = 1 exactly when KD_SPLITK > 1");
+static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
+static_assert(KD_CTAS == 1 || KD_CTAS == 2, "KD_CTAS (CTAs per SM the registers are sized for) is 1 or 2");
+// Registers: the launch bound gives every thread 65536 / (threads * CTAS); where that is short (two
+// consumer warpgroups, or two CTAs per SM) the producer warpgroup gives most of its share to the
+// consumers (setmaxnreg; multiples of 8, at most 240 here).
+constexpr bool kSplitRegs = KD_WG == 2 || KD_CTAS == 2;
+constexpr int kProducerRegs = 40;
+constexpr int kConsumerRegsFit = (65536 / KD_CTAS - 128 * kProducerRegs) / (128 * KD_WG) / 8 * 8;
+constexpr int kConsumerRegs = kConsumerRegsFit > 240 ? 240 : kConsumerRegsFit;
+
+__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ float kd_to_float(float v) { return v; }
+__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void kd_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void kd_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kd_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+__device__ __forceinline__ void kd_mbar_init(unsigned bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void kd_mbar_arrive(unsigned bar) {
+  asm volatile("{.reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0];}" ::"r"(bar) : "memory");
+}
+// The producer's arrival, announcing the bytes the slot's copies will deliver.
+__device__ __forceinline__ void kd_mbar_expect(unsigned bar, unsigned bytes) {
+  asm volatile("{.reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;}" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void kd_mbar_wait(unsigned bar, int parity) {
+  asm volatile(
+      "{.reg .pred p;\n"
+      "KD_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra KD_WAIT;}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// One TMA copy of the box at (k0, row0) of the map at `map` into shared memory at `dst`, completing
+// bytes on the mbarrier `bar`.
+__device__ __forceinline__ void kd_tma_load(unsigned dst, const void* map, int k0, int row0, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" ::"r"(
+          dst),
+      "l"(map), "r"(k0), "r"(row0), "r"(bar)
+      : "memory");
+}
+// Every thread of the CTA (barrier 1): the producer's and the consumers' paths both reach it.
+__device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 1, %0;" ::"n"(kThreads) : "memory"); }
+__device__ __forceinline__ void kd_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float kd_ld_cluster(unsigned addr, int rank) {
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+template <int N>
+__device__ __forceinline__ void kd_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void kd_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int R>
+__device__ __forceinline__ void kd_fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// A 2-D tensor map over `rows` rows of `cols` 16-bit elements (row stride `ld` elements) at `base`,
+// with a box of 64 x box_rows and the 128-byte swizzle, built by one whole warp in the 128-byte
+// shared-memory scratch `tmp` and published to `out` (global, 128-aligned). Every field is written:
+// the zeroed start holds nothing the TMA reads.
+__device__ __forceinline__ void kd_make_map(unsigned tmp, void* out, const void* base, long long cols, long long rows,
+                                            long long ld, int box_rows, int lane) {
+  asm volatile("st.shared.b32 [%0], 0;" ::"r"(tmp + 4 * lane) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+    const unsigned long long addr = reinterpret_cast<unsigned long long>(base);
+    const unsigned long long stride = static_cast<unsigned long long>(ld) * 2;
+    asm volatile(
+        "tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
+        "tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 1;\n"  // rank - 1
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 64;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %2;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %3;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %4;\n"
+        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %5;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;\n"
+        "tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], %6;\n"
+        "tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;\n"
+        "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;\n"  // 128-byte swizzle
+        "tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;\n"     // zeros out of bounds
+        ::"r"(tmp),
+        "l"(addr), "r"(box_rows), "r"(static_cast<unsigned>(cols)), "r"(static_cast<unsigned>(rows)), "l"(stride),
+        "n"(KD_TMAP_TYPE)
+        : "memory");
+  }
+  __syncwarp();
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(
+          out),
+      "r"(tmp)
+      : "memory");
+}
+__device__ __forceinline__ void kd_map_acquire(const void* map) {
+  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" ::"l"(map) : "memory");
+}
+
+// Shared-memory matrix descriptor, k-major, 128-byte swizzle (as wg_tiled): start address >> 4,
+// leading byte offset 1 (unused), stride byte offset 1024 >> 4 between 8-row groups, layout 1.
+__device__ __forceinline__ unsigned long long kd_desc(unsigned addr) {
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+// ---- generated by tools/dev/gen_wgmma.py: begin ----
+#if KD_BN == 64
+__device__ __forceinline__ void kd_wgmma(float (&d)[32], unsigned long long da, unsigned long long db, int scale_d) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32." KD_WG_TY "." KD_WG_TY " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+#if KD_BN == 128
+__device__ __forceinline__ void kd_wgmma(float (&d)[64], unsigned long long da, unsigned long long db, int scale_d) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32." KD_WG_TY "." KD_WG_TY " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+#if KD_BN == 256
+__device__ __forceinline__ void kd_wgmma(float (&d)[128], unsigned long long da, unsigned long long db, int scale_d) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32." KD_WG_TY "." KD_WG_TY " {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63,"
+      "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"
+      "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"
+      "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111,"
+      "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127}, %128, %129, p, 1, 1, 0, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+#endif
+// ---- generated by tools/dev/gen_wgmma.py: end ----
+
+__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C, long long row,
+                                            long long col, float sum) {
+  if (row >= args.m || col >= args.n) return;
+  float out = args.alpha * sum;
+  KD_C_T* dst = C + row + col * args.ldc;
+#if !KD_BETA_ZERO
+  out += args.beta * kd_to_float(*dst);
+#endif
+#if KD_BIAS
+  out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[row]);
+#endif
+  kd_store(dst, out);
+}
+
+// KD_CLUSTER: every thread of every CTA of the cluster calls this once its consumers stored their
+// partials ([BN][BM] floats at `tile`, column-major like C). Each CTA sums a contiguous slice of the
+// tile over the cluster's ranks in split order (deterministic), rows fastest so its C writes
+// coalesce.
+__device__ __forceinline__ void kd_cluster_finish(const kd_gemm_args& args, unsigned tile, long long z, long long m0,
+                                                  long long n0) {
+  kd_cluster_sync();
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  constexpr int kE = kBM * KD_BN, kPer = (kE + KD_SPLITK - 1) / KD_SPLITK;
+  const int lo = static_cast<int>(rank) * kPer, hi = lo + kPer < kE ? lo + kPer : kE;
+  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+  for (int e = lo + static_cast<int>(threadIdx.x); e < hi; e += kThreads) {
+    const long long row = m0 + e % kBM, col = n0 + e / kBM;
+    if (row >= args.m || col >= args.n) continue;
+    float sum = 0.f;
+#pragma unroll
+    for (int s = 0; s < KD_SPLITK; ++s) sum += kd_ld_cluster(tile + 4u * static_cast<unsigned>(e), s);
+    kd_epilogue(args, C, row, col, sum);
+  }
+  // No CTA leaves (or reuses its shared memory) while another still reads it.
+  kd_cluster_sync();
+}
+
+#if KD_CLUSTER
+#define KD_CLUSTER_DIMS __cluster_dims__(1, 1, KD_SPLITK)
+#else
+#define KD_CLUSTER_DIMS
+#endif
+extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS kd_wg_tma(kd_gemm_args args) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const unsigned raw_addr = kd_smem_addr(smem_raw);
+  const unsigned base = (raw_addr + 1023u) & ~1023u;
+  const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
+  const int g = lane >> 2, t = lane & 3;
+  const long long m = args.m, n = args.n, k = args.k;
+  const long long z = blockIdx.z / KD_SPLITK;
+  const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
+  const long long n0 = static_cast<long long>(blockIdx.x) * KD_BN;
+  const long long m0 = static_cast<long long>(blockIdx.y) * kBM;
+
+  const long long ktiles = (k + kBK - 1) / kBK;
+  const long long per = (ktiles + KD_SPLITK - 1) / KD_SPLITK;
+  const long long kt0 = split * per;
+  const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
+  const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
+
+  // After the ring: the two 128-byte scratch maps (128-aligned), then the full and empty mbarriers.
+  const unsigned maps = base + KD_STAGES * kStageBytes;
+  const unsigned bars = maps + 256;
+  auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
+  auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < KD_STAGES; ++s) {
+      kd_mbar_init(full(s), 1);
+      kd_mbar_init(empty(s), 4 * KD_WG);
+    }
+    kd_mbar_fence_init();
+  }
+  __syncthreads();
+
+  float acc[KD_MW][kAcc];
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw)
+#pragma unroll
+    for (int i = 0; i < kAcc; ++i) acc[mw][i] = 0.f;
+
+  if (wg == KD_WG) {
+    if constexpr (kSplitRegs) kd_setmaxnreg_dec<kProducerRegs>();
+    if (warp == 0) {
+      const long long cta = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+      unsigned char* slot = static_cast<unsigned char*>(args.workspace) + cta * 256;
+      const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
+      const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
+      kd_make_map(maps, slot, A, k, m, args.lda, kBM, lane);
+      kd_make_map(maps + 128, slot + 128, B, k, n, args.ldb, KD_BN, lane);
+      if (lane == 0) {
+        kd_map_acquire(slot);
+        kd_map_acquire(slot + 128);
+        // Ring slot s is refilled for tile i once the consumers retired tile i - STAGES.
+        for (int i = 0; i < nk; ++i) {
+          if (i >= KD_STAGES) kd_mbar_wait(empty(i), ((i / KD_STAGES) - 1) & 1);
+          const unsigned sa = base + (i % KD_STAGES) * kStageBytes;
+          const int k0 = static_cast<int>((kt0 + i) * kBK);
+          kd_mbar_expect(full(i), kStageBytes);
+          kd_tma_load(sa, slot, k0, static_cast<int>(m0), full(i));
+          kd_tma_load(sa + kABytes, slot + 128, k0, static_cast<int>(n0), full(i));
+        }
+      }
+    }
+#if KD_CLUSTER
+    kd_bar_sync_all();  // with the consumers' below: every copy landed, the ring is free
+    kd_cluster_finish(args, base, z, m0, n0);
+#endif
+    return;
+  }
+  if constexpr (kSplitRegs) kd_setmaxnreg_inc<kConsumerRegs>();
+
+  for (int i = 0; i < nk; ++i) {
+    kd_mbar_wait(full(i), (i / KD_STAGES) & 1);
+    const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
+    const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+    kd_wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int mw = 0; mw < KD_MW; ++mw) kd_wgmma(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
+    kd_wg_commit();
+    // Tile i's wgmmas stay in flight; tile i - 1's have retired, so its slot goes back.
+    kd_wg_wait<1>();
+    if (i > 0 && lane == 0) kd_mbar_arrive(empty(i - 1));
+  }
+  kd_wg_wait<0>();
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw) kd_fence_regs(acc[mw]);
+
+  auto for_each_acc = [&](long long row0, long long col0, auto&& visit) {
+#pragma unroll
+    for (int mw = 0; mw < KD_MW; ++mw) {
+      const long long r0 = row0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
+#pragma unroll
+      for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) visit(r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
+    }
+  };
+#if KD_CLUSTER
+  kd_bar_sync_all();
+  float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
+  for_each_acc(0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
+  kd_cluster_finish(args, base, z, m0, n0);
+#else
+  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+  for_each_acc(m0, n0, [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+#endif
+}
