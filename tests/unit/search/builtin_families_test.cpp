@@ -4,6 +4,7 @@
 #include <set>
 
 #include "builtin/builtin_proposer.hpp"
+#include "builtin/embedded_kernels.hpp"
 #include "builtin/family.hpp"
 #include "builtin/ideas.hpp"
 #include "family_checks.hpp"
@@ -18,6 +19,22 @@ TEST(BuiltinFamilies, EveryFamilyHasItsEmbeddedSource) {
   for (const Family& f : families()) {
     EXPECT_NE(f.source.find(f.entry), std::string_view::npos) << f.name;
   }
+}
+
+// A rendered source is one translation unit: the helpers the warpgroup families share
+// (kernels/wg_common.cuh) are pasted in place of their include line, not left for NVRTC to find.
+TEST(BuiltinFamilies, EverySourceIsSelfContained) {
+  for (const Family& f : families()) {
+    EXPECT_EQ(f.source.find("\n#include \""), std::string_view::npos) << f.name;
+  }
+  for (const char* name : {"wg_tiled", "wg_tma"}) {
+    const Family* f = find_family(name);
+    ASSERT_NE(f, nullptr);
+    EXPECT_NE(f->source.find("kd_cluster_finish("), std::string_view::npos) << name;
+    EXPECT_NE(f->source.find("#define KD_WG_COMMON_CUH"), std::string_view::npos) << name;
+  }
+  EXPECT_NE(embedded_kernel_file("wg_tma.cu").find("#include \"wg_common.cuh\""), std::string_view::npos);
+  EXPECT_TRUE(embedded_kernel("no_such_file.cu").empty());
 }
 
 TEST(BuiltinFamilies, EveryLlamaShapeGetsSeedsWhosePlanMatchesTheSource) {

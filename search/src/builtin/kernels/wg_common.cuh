@@ -1,0 +1,120 @@
+// Helpers of the warpgroup (wgmma) families, wg_tiled and wg_tma: shared-memory addresses,
+// wgmma issue and waits, mbarriers, register hand-off between warpgroups, the k-major 128-byte
+// swizzle descriptor, the C epilogue and the cluster reduction of K splits.
+//
+// Not a header a candidate may include: family_rules' embedded-source helper replaces each
+// `#include "wg_common.cuh"` line with this text, so a rendered (and stored) source stays one
+// self-contained translation unit; nvcc (the kernel lab) reads it from beside the family's file.
+// The includer defines first: KD_C_T, KD_BETA_ZERO, KD_BIAS and KD_SPLITK; kBM and kThreads (the
+// CTA tile's rows and the block size).
+#ifndef KD_WG_COMMON_CUH
+#define KD_WG_COMMON_CUH
+
+__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
+__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
+__device__ __forceinline__ float kd_to_float(float v) { return v; }
+__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+
+__device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void kd_wg_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void kd_wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void kd_wg_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// mbarriers: init by one thread, then a CTA barrier; arrive releases and a completed wait
+// acquires the arriving threads' writes (CTA scope).
+__device__ __forceinline__ void kd_mbar_init(unsigned bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+__device__ __forceinline__ void kd_mbar_arrive(unsigned bar) {
+  asm volatile("{.reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0];}" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ void kd_mbar_wait(unsigned bar, int parity) {
+  asm volatile(
+      "{.reg .pred p;\n"
+      "KD_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
+      "@!p bra KD_WAIT;}" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// Cluster barrier: release this thread's shared-memory writes to, and acquire those of, every thread
+// of the cluster.
+__device__ __forceinline__ void kd_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ float kd_ld_cluster(unsigned addr, int rank) {
+  unsigned remote;
+  float v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+  return v;
+}
+
+template <int N>
+__device__ __forceinline__ void kd_setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void kd_setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
+// Keeps the compiler from moving accumulator reads or writes across a wgmma wait.
+template <int R>
+__device__ __forceinline__ void kd_fence_regs(float (&d)[R]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Shared-memory matrix descriptor, k-major, 128-byte swizzle: start address >> 4 (bits 0-13),
+// leading byte offset (unused by this layout, 1), stride byte offset 1024 >> 4 between 8-row groups
+// (bits 32-45), layout 1 = 128B swizzle (bits 62-63). A k step inside the 128-byte row moves the
+// start address; the swizzle is applied to the final address, hence the 1024-byte tile alignment.
+__device__ __forceinline__ unsigned long long kd_desc(unsigned addr) {
+  return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C, long long row,
+                                            long long col, float sum) {
+  if (row >= args.m || col >= args.n) return;
+  float out = args.alpha * sum;
+  KD_C_T* dst = C + row + col * args.ldc;
+#if !KD_BETA_ZERO
+  out += args.beta * kd_to_float(*dst);
+#endif
+#if KD_BIAS
+  out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[row]);
+#endif
+  kd_store(dst, out);
+}
+
+// KD_CLUSTER: the partial tiles of a cluster's splits, summed in split order (wg_tiled's reduce
+// launch sums in the same order, so its two split paths agree bit for bit). Every thread of every CTA calls this after its
+// consumers stored their partials ([BN][BM] floats at `tile`, column-major like C): each CTA
+// finishes a contiguous slice of the tile, rows fastest, so its C writes coalesce.
+__device__ __forceinline__ void kd_cluster_finish(const kd_gemm_args& args, unsigned tile, long long z, long long m0,
+                                                  long long n0) {
+  kd_cluster_sync();
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  constexpr int kE = kBM * KD_BN, kPer = (kE + KD_SPLITK - 1) / KD_SPLITK;
+  const int lo = static_cast<int>(rank) * kPer, hi = lo + kPer < kE ? lo + kPer : kE;
+  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+  for (int e = lo + static_cast<int>(threadIdx.x); e < hi; e += kThreads) {
+    const long long row = m0 + e % kBM, col = n0 + e / kBM;
+    if (row >= args.m || col >= args.n) continue;
+    float sum = 0.f;
+#pragma unroll
+    for (int s = 0; s < KD_SPLITK; ++s) sum += kd_ld_cluster(tile + 4u * static_cast<unsigned>(e), s);
+    kd_epilogue(args, C, row, col, sum);
+  }
+  // No CTA leaves (or reuses its shared memory) while another still reads it.
+  kd_cluster_sync();
+}
+
+#if KD_CLUSTER
+#define KD_CLUSTER_DIMS __cluster_dims__(1, 1, KD_SPLITK)
+#else
+#define KD_CLUSTER_DIMS
+#endif
+
+#endif  // KD_WG_COMMON_CUH
