@@ -7,8 +7,8 @@
 #   bundle/tests  CTestTestfile.cmake.in: every bundled test with its labels (run-gpu-tests.sh)
 #   bundle/share  shape lists, the e2e scripts
 # Usage: tools/dev/make-bundle.sh [BUILD_DIR] [BUNDLE_DIR]
-# KD_BUNDLE_TARGETS="t1 t2 ..." builds only those targets (default: all); tests whose executable
-# was not built are left out of the bundle and listed.
+# KD_BUNDLE_TARGETS="t1 t2 ..." builds only those targets (default: all) and bundles only the test
+# executables among them; tests whose executable was not built are left out of the bundle and listed.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 build=${1:-build}
