@@ -44,7 +44,7 @@ long long ctas_per_sm(const Target& t, const Params& p) {
   return std::max(1LL, (t.smem_optin_bytes + 1024LL) / (smem_bytes(p) + 1024));
 }
 // The deepest ring (at most `cap` stages) with which `cps` CTAs share an SM.
-long long stages_for(const Target& t, Params p, long long cps, long long cap) {
+long long stages_for(const Target& t, const Params& p, long long cps, long long cap) {
   const long long budget = (t.smem_optin_bytes + 1024LL) / cps - 1024 - 1024 - kMapBytes;
   return std::min(cap, budget / (stage_bytes(p) + 16));
 }
