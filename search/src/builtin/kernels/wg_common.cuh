@@ -5,8 +5,8 @@
 // Not a header a candidate may include: family_rules' embedded-source helper replaces each
 // `#include "wg_common.cuh"` line with this text, so a rendered (and stored) source stays one
 // self-contained translation unit; nvcc (the kernel lab) reads it from beside the family's file.
-// The includer defines first: KD_C_T, KD_BETA_ZERO, KD_BIAS and KD_SPLITK; kBM and kThreads (the
-// CTA tile's rows and the block size).
+// The includer defines first: KD_C_T, KD_BETA_ZERO, KD_BIAS, KD_SPLITK, KD_MW and KD_BN; kBM and
+// kThreads (the CTA tile's rows and the block size).
 #ifndef KD_WG_COMMON_CUH
 #define KD_WG_COMMON_CUH
 
@@ -85,6 +85,24 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C,
   out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[row]);
 #endif
   kd_store(dst, out);
+}
+
+// Visits each of the calling consumer thread's accumulators with its row and column, counted from
+// (row0, col0) at the CTA tile's corner. Warpgroup wg owns rows [64 * KD_MW * wg, 64 * KD_MW * (wg + 1));
+// in the wgmma fragment layout thread (g, t) of a warp holds rows g and g + 8 of the warp's 16 and
+// columns 2t and 2t + 1 of every 8.
+template <typename Visit>
+__device__ __forceinline__ void kd_for_each_acc(float (&acc)[KD_MW][KD_BN / 2], int wg, int warp, int lane,
+                                                long long row0, long long col0, Visit&& visit) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw) {
+    const long long r0 = row0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
+#pragma unroll
+    for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) visit(r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
+  }
 }
 
 // KD_CLUSTER: the partial tiles of a cluster's splits, summed in split order (wg_tiled's reduce

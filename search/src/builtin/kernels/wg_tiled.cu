@@ -471,7 +471,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   const unsigned raw_addr = kd_smem_addr(smem_raw);
   const unsigned base = (raw_addr + 1023u) & ~1023u;
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
   const long long m = args.m, n = args.n, k = args.k;
   const long long z = blockIdx.z / KD_SPLITK;
   const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
@@ -564,6 +563,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     float tmp[kAcc];
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
+    const int g = lane >> 2, t = lane & 3;  // the thread's place in its warp's fragments
     const int row = wg * 64 + warp * 16 + g;  // the thread's A rows: row, row + 8
     // The A fragments of the KD_PROMOTE tiles whose wgmmas may be in flight together.
     unsigned ahi[KD_PROMOTE][4][4];
@@ -724,33 +724,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #endif
   kd_cp_wait<0>();
 
-  // Visits every accumulator with its row and column, counted from (row0, col0) at the CTA tile's
-  // corner (the wgmma fragment layout: thread (g, t) of a warp holds rows g and g + 8 of its 16,
-  // columns 2t and 2t + 1 of every 8).
-  auto for_each_acc = [&](long long row0, long long col0, auto&& visit) {
-#pragma unroll
-    for (int mw = 0; mw < KD_MW; ++mw) {
-      const long long r0 = row0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
-#pragma unroll
-      for (int j = 0; j < KD_BN / 8; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) visit(r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
-    }
-  };
 #if KD_CLUSTER
   // Every warpgroup's wgmmas have retired and every copy has landed: the ring holds the partial tile.
   kd_bar_sync_all();
   float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
-  for_each_acc(0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
+  kd_for_each_acc(acc, wg, warp, lane, 0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
   kd_cluster_finish(args, base, z, m0, n0);
 #else
   if constexpr (KD_SPLITK == 1) {
     KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-    for_each_acc(m0, n0, [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+    kd_for_each_acc(acc, wg, warp, lane, m0, n0,
+                    [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
   } else {
     // Partial tile to workspace [split][batch][n][m] (f32, column-major like C).
     float* W = static_cast<float*>(args.workspace) + (static_cast<long long>(split) * args.batch + z) * m * n;
-    for_each_acc(m0, n0, [&](long long r, long long c, float v) {
+    kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long r, long long c, float v) {
       if (r < m && c < n) W[r + c * m] = v;
     });
   }

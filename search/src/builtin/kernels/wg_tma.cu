@@ -257,7 +257,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   const unsigned raw_addr = kd_smem_addr(smem_raw);
   const unsigned base = (raw_addr + 1023u) & ~1023u;
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
-  const int g = lane >> 2, t = lane & 3;
   const long long m = args.m, n = args.n, k = args.k;
   const long long z = blockIdx.z / KD_SPLITK;
   const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
@@ -339,23 +338,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
 #pragma unroll
   for (int mw = 0; mw < KD_MW; ++mw) kd_fence_regs(acc[mw]);
 
-  auto for_each_acc = [&](long long row0, long long col0, auto&& visit) {
-#pragma unroll
-    for (int mw = 0; mw < KD_MW; ++mw) {
-      const long long r0 = row0 + wg * KD_MW * 64 + mw * 64 + warp * 16 + g;
-#pragma unroll
-      for (int j = 0; j < KD_BN / 8; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) visit(r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
-    }
-  };
 #if KD_CLUSTER
   kd_bar_sync_all();
   float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
-  for_each_acc(0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
+  kd_for_each_acc(acc, wg, warp, lane, 0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
   kd_cluster_finish(args, base, z, m0, n0);
 #else
   KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-  for_each_acc(m0, n0, [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+  kd_for_each_acc(acc, wg, warp, lane, m0, n0,
+                  [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
 #endif
 }
