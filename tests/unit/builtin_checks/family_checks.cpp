@@ -60,6 +60,11 @@ IdeaSweep sweep_ideas(const Family& f, std::span<const IdeaMove> moves) {
   return sweep;
 }
 
+void DistinctSources::add(const GemmKey& key, const Params& p) {
+  std::string src = render(family_, key, target_, p);
+  if (bodies_.insert(src.substr(src.find("#define"))).second) sources_.push_back(std::move(src));
+}
+
 void expect_nvrtc_clean(const std::vector<std::string>& sources, bool no_wgmma_serialization) {
   // Compiled on every core (NVRTC programs are independent), checked here in order.
   std::vector<search::CompileOutput> outs(sources.size());

@@ -27,6 +27,21 @@ struct IdeaSweep {
 // the family, each result is valid, differs from the seed and the moves before it, and is explained.
 IdeaSweep sweep_ideas(const Family& f, std::span<const IdeaMove> moves);
 
+// Rendered sources of one family, each distinct compiled body kept once: two keys that render the
+// same macros and kernel (the text from the first #define on) compile the same.
+class DistinctSources {
+public:
+  DistinctSources(const Family& f, const Target& t) : family_(f), target_(t) {}
+  void add(const GemmKey& key, const Params& p);
+  const std::vector<std::string>& sources() const { return sources_; }
+
+private:
+  const Family& family_;
+  Target target_;
+  std::set<std::string> bodies_;
+  std::vector<std::string> sources_;
+};
+
 // Compiles each source with NVRTC (ptxas -v for the target's arch): it must compile, without spill
 // stores, and when `no_wgmma_serialization` without ptxas serializing wgmma.
 void expect_nvrtc_clean(const std::vector<std::string>& sources, bool no_wgmma_serialization);

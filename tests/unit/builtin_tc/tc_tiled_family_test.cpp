@@ -105,13 +105,7 @@ TEST(TcTiled, IdeasYieldValidDistinctConfigurations) {
 TEST(TcTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   const Family& f = tc_tiled_family();
   const Target t;
-  std::set<std::string> bodies;  // the source after the plan comment: defines + kernel
-  std::vector<std::string> sources;
-  auto add = [&](const GemmKey& key, const Params& p) {
-    const std::string src = render(f, key, t, p);
-    const auto at = src.find("#define");
-    if (bodies.insert(src.substr(at)).second) sources.push_back(src);
-  };
+  test::DistinctSources distinct(f, t);
   const std::vector<std::string> extra = {
       "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
       "gemm a=f16 b=f16 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1",
@@ -125,12 +119,13 @@ TEST(TcTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   for (const GemmKey& key : keys) {
     if (f.rejects(key)) continue;
     for (const Params& p : completed_seeds(f, key, t)) {
-      add(key, p);
+      distinct.add(key, p);
       if (key.n != 4096) continue;  // one idea step on the large shapes covers the moves' corners
       for (const IdeaMove& m : tc_tiled_ideas())
-        if (const auto moved = apply_idea(m, f, key, t, p)) add(key, *moved);
+        if (const auto moved = apply_idea(m, f, key, t, p)) distinct.add(key, *moved);
     }
   }
+  const std::vector<std::string>& sources = distinct.sources();
   ASSERT_GE(sources.size(), 10u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/false);
 }

@@ -138,13 +138,7 @@ TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
 TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   const Family& f = wg_tiled_family();
   const Target t;
-  std::set<std::string> bodies;
-  std::vector<std::string> sources;
-  auto add = [&](const GemmKey& key, const Params& p) {
-    const std::string src = render(f, key, t, p);
-    const auto at = src.find("#define");
-    if (bodies.insert(src.substr(at)).second) sources.push_back(src);
-  };
+  test::DistinctSources distinct(f, t);
   std::vector<GemmKey> keys = llama_keys();
   for (const std::string line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
@@ -154,11 +148,12 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   for (const GemmKey& key : keys) {
     if (f.rejects(key)) continue;
     const auto seeds = completed_seeds(f, key, t);
-    for (const Params& p : seeds) add(key, p);
+    for (const Params& p : seeds) distinct.add(key, p);
     if (key.m != 4096 || key.k != 4096) continue;  // one idea step from the first seed, both layouts
     for (const IdeaMove& m : wg_tiled_ideas())
-      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) add(key, *moved);
+      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) distinct.add(key, *moved);
   }
+  const std::vector<std::string>& sources = distinct.sources();
   ASSERT_GE(sources.size(), 10u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }

@@ -115,13 +115,7 @@ TEST(WgTma, IdeasYieldValidDistinctConfigurations) {
 TEST(WgTma, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   const Family& f = wg_tma_family();
   const Target t;
-  std::set<std::string> bodies;
-  std::vector<std::string> sources;
-  auto add = [&](const GemmKey& key, const Params& p) {
-    const std::string src = render(f, key, t, p);
-    const auto at = src.find("#define");
-    if (bodies.insert(src.substr(at)).second) sources.push_back(src);
-  };
+  test::DistinctSources distinct(f, t);
   std::vector<GemmKey> keys = llama_keys();
   for (const std::string line : {
            "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=1000 n=300 k=504 lda=504 ldb=504 ldc=1000 batch=2 "
@@ -132,11 +126,12 @@ TEST(WgTma, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   for (const GemmKey& key : keys) {
     if (f.rejects(key)) continue;
     const auto seeds = completed_seeds(f, key, t);
-    for (const Params& p : seeds) add(key, p);
+    for (const Params& p : seeds) distinct.add(key, p);
     if (key.m != 4096 || key.k != 4096 || key.n != 256) continue;
     for (const IdeaMove& m : wg_tma_ideas())
-      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) add(key, *moved);
+      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) distinct.add(key, *moved);
   }
+  const std::vector<std::string>& sources = distinct.sources();
   ASSERT_GE(sources.size(), 10u);
   const auto two = std::count_if(sources.begin(), sources.end(),
                                  [](const std::string& s) { return s.find("#define KD_CTAS 2") != std::string::npos; });
