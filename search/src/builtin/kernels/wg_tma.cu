@@ -32,8 +32,8 @@
 //   KD_CLUSTER 0|1 (1 with SPLITK 2..8)   KD_CTAS 1|2 (CTAs per SM the registers are sized for)
 //   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
-//   block = [128 * (WG + 1)], smem = 1024 (alignment slack) + STAGES * (BM + BN) * 128 + 256 (maps and
-//   barriers); workspace = 256 bytes per CTA (the CTA's two tensor maps).
+//   block = [128 * (WG + 1)], smem = 1024 (alignment slack) + STAGES * (BM + BN) * 128 + 256 (the two
+//   scratch maps) + 16 * STAGES (the mbarriers); workspace = 256 bytes per CTA (its two tensor maps).
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -324,6 +324,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
           kd_tma_load(sa + kABytes, slot + 128, k0, static_cast<int>(n0), full(i));
         }
       }
+      __syncwarp();  // the warp reconverges before the CTA-wide barrier of the cluster path
     }
 #if KD_CLUSTER
     kd_bar_sync_all();  // with the consumers' below: every copy landed, the ring is free
