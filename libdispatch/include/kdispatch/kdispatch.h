@@ -16,12 +16,14 @@
  *   concurrently with any other kd_* call on the same process (kd_version, kd_strerror excepted).
  * - The hit path (kd_gemm_lookup + kd_gemm_launch, and kd_gemm on a hit) takes no lock, allocates
  *   nothing and makes no system call besides the CUDA driver calls cuStreamGetCtx and
- *   cuLaunchKernel. A thread's first call claims one of 1024 per-thread slots (no allocation);
- *   a 1025th concurrent thread always falls back (KD_FALLBACK_TOO_MANY_THREADS).
- * - Calling threads never compile, load modules, allocate device memory or synchronize: modules
- *   load on a background thread started by kd_init, in the device's primary context. Until an entry
- *   is loaded its calls fall back (KD_FALLBACK_NOT_LOADED). While a stream captures a CUDA graph, a
- *   loaded entry launches normally (the kernel is captured); one not loaded falls back.
+ *   cuLaunchKernel (and cuStreamIsCapturing for a record with a workspace). A thread's first call
+ *   claims one of 1024 per-thread slots (no allocation); a 1025th concurrent thread always falls
+ *   back (KD_FALLBACK_TOO_MANY_THREADS).
+ * - Calling threads never compile, load modules, allocate device memory (a capture's workspace,
+ *   under Caveats, is a graph node) or synchronize: modules load on a background thread started by
+ *   kd_init, in the device's primary context. Until an entry is loaded its calls fall back
+ *   (KD_FALLBACK_NOT_LOADED). While a stream captures a CUDA graph, a loaded entry launches
+ *   normally (the kernel is captured); one not loaded falls back.
  * - Contexts: tuned kernels run only on streams of a device's primary context (what the CUDA
  *   runtime uses). Other contexts fall back (KD_FALLBACK_FOREIGN_CONTEXT).
  * - Fork: a child process inherits no kdispatch state. In the child, calls other than kd_version
@@ -35,8 +37,11 @@
  *   synchronizes each context it loaded into and unloads them: destroy any CUDA graph that
  *   captured a tuned kernel before calling kd_shutdown (or do not call it; process exit is fine).
  * - A tuned kernel whose record asks for a workspace uses one buffer per entry, owned by the first
- *   stream that launches it; calls on other streams, and calls while a stream captures, fall back
- *   (KD_FALLBACK_WORKSPACE_BUSY, KD_FALLBACK_CAPTURING).
+ *   stream that launches it; calls on other streams fall back (KD_FALLBACK_WORKSPACE_BUSY). A call
+ *   on a capturing stream instead gives its graph a workspace of its own: a stream-ordered
+ *   allocation before the kernels and its free after them, captured as graph memory nodes (CUDA
+ *   reserves their memory when the graph is instantiated), so the graph may replay on any stream.
+ *   Where the device has no memory pools, such a call falls back (KD_FALLBACK_CAPTURING).
  * - kd_gemm's first miss on a thread (per context) creates a cuBLAS handle, loading libcublas.so.13
  *   on the first one in the process: that call allocates and is slow. Later misses reuse it.
  */

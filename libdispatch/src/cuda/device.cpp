@@ -36,6 +36,15 @@ DeviceInfo query_device(int ordinal) {
   return info;
 }
 
+bool current_device_has_memory_pools() noexcept {
+  const CudaDriver* d = cu_driver();
+  CUdevice dev = 0;
+  int pools = 0;
+  return d != nullptr && d->cuCtxGetDevice(&dev) == CUDA_SUCCESS &&
+         d->cuDeviceGetAttribute(&pools, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev) == CUDA_SUCCESS &&
+         pools != 0;
+}
+
 std::vector<DeviceInfo> list_devices() noexcept {
   std::vector<DeviceInfo> out;
   try {

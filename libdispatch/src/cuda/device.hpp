@@ -21,6 +21,10 @@ struct DeviceInfo {
 // Reads device `ordinal` through the Driver API; throws kd::Error when there is no such device.
 DeviceInfo query_device(int ordinal);
 
+// Whether the current context's device has stream-ordered allocation (cuMemAllocAsync; memory
+// pools), which graph memory nodes need. False when there is no current context. Never throws.
+bool current_device_has_memory_pools() noexcept;
+
 // Every device the driver reports; empty without a driver. Never throws.
 std::vector<DeviceInfo> list_devices() noexcept;
 

@@ -31,7 +31,8 @@ namespace kd {
   X(cuStreamGetCtx) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)              \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)                         \
   X(cuThreadExchangeStreamCaptureMode) X(cuStreamBeginCapture) X(cuStreamEndCapture)  \
-  X(cuGraphDestroy)
+  X(cuGraphDestroy) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)      \
+  X(cuMemAllocAsync) X(cuMemFreeAsync)
 
 struct CudaDriver {
 #define KD_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;

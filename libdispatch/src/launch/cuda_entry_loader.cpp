@@ -175,6 +175,7 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& k
       resources->set_workspace(workspace);
       entry->workspace = workspace;
       entry->workspace_bytes = plan.workspace_bytes;
+      entry->graph_workspace = current_device_has_memory_pools();
     }
     LoadedEntry out;
     out.entry = std::move(entry);

@@ -1,13 +1,15 @@
 // kd_gemm on a GPU: an NVRTC-compiled GEMM record stored, looked up and launched (checked against
 // cuBLAS and fp64); a second record hot-swapped in while 8 threads launch continuously; a miss
-// equal to cuBLAS bit for bit.
+// equal to cuBLAS bit for bit; a record with a workspace captured into CUDA graphs.
 #include <gtest/gtest.h>
 
 #include <cublas_v2.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <thread>
 #include <vector>
@@ -263,6 +265,75 @@ TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
               static_cast<long long>(calls.load()), kThreads,
               static_cast<unsigned long long>(after.hits - before.hits),
               static_cast<unsigned long long>(after.swaps - before.swaps));
+}
+
+// A record with a workspace (two launches meeting in it, like split-K) under CUDA graph capture:
+// each captured call takes a workspace of its own from its graph, so two graphs replayed
+// concurrently on two streams, next to direct calls on the stream that owns the entry's workspace,
+// all stay correct. Outside a capture, another stream still falls back (workspace_busy).
+TEST_F(CapiGemm, WorkspaceRecordRunsInCapturedGraphsWithAWorkspaceOfItsOwn) {
+  const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
+  {
+    CacheWriter w(cache_);
+    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+  }
+  init();
+  const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+  // Three problems with different inputs: a mixed-up workspace shows as wrong results.
+  const float alpha = 1.f;
+  std::vector<test::HostGemm> h;
+  std::vector<std::unique_ptr<DeviceBuffer>> a, b, c;
+  for (unsigned p = 0; p < 3; ++p) {
+    h.push_back(test::make_host_gemm(shape_, alpha, 11 + p));
+    a.push_back(std::make_unique<DeviceBuffer>(h[p].a.size() * 4));
+    b.push_back(std::make_unique<DeviceBuffer>(h[p].b.size() * 4));
+    c.push_back(std::make_unique<DeviceBuffer>(mn * 4));
+    KD_CU_CHECK(cu().cuMemcpyHtoD(a[p]->ptr, h[p].a.data(), h[p].a.size() * 4), "A");
+    KD_CU_CHECK(cu().cuMemcpyHtoD(b[p]->ptr, h[p].b.data(), h[p].b.size() * 4), "B");
+  }
+  // The first hit is on the null stream, which then owns the entry's workspace.
+  ASSERT_TRUE(wait_for_hit(*a[0], *b[0], *c[0])) << "the record never loaded: " << stats().load_failures
+                                                 << " load failures";
+  std::array<CUstream, 2> streams{};
+  for (CUstream& s : streams) KD_CU_CHECK(cu().cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), "stream");
+
+  kd_stats_t before = stats();
+  ASSERT_EQ(gemm(*a[1], *b[1], *c[1], alpha, streams[0]), KD_SUCCESS);  // cuBLAS: not the owner
+  EXPECT_EQ(test::count_wrong(download(*c[1], mn, streams[0]), h[1]), 0);
+  EXPECT_EQ(stats().fallbacks[KD_FALLBACK_WORKSPACE_BUSY], before.fallbacks[KD_FALLBACK_WORKSPACE_BUSY] + 1);
+
+  before = stats();
+  std::array<CUgraphExec, 2> execs{};
+  for (std::size_t g = 0; g < 2; ++g) {
+    KD_CU_CHECK(cu().cuStreamBeginCapture(streams[g], CU_STREAM_CAPTURE_MODE_GLOBAL), "begin capture");
+    const int rc = gemm(*a[g + 1], *b[g + 1], *c[g + 1], alpha, streams[g]);
+    CUgraph graph = nullptr;
+    KD_CU_CHECK(cu().cuStreamEndCapture(streams[g], &graph), "end capture");
+    ASSERT_EQ(rc, KD_SUCCESS);
+    KD_CU_CHECK(cu().cuGraphInstantiate(&execs[g], graph, 0), "instantiate");
+    KD_CU_CHECK(cu().cuGraphDestroy(graph), "graph");
+  }
+  const kd_stats_t captured = stats();
+  EXPECT_EQ(captured.hits, before.hits + 2) << "the captures did not take the tuned kernels";
+  EXPECT_EQ(captured.fallbacks[KD_FALLBACK_CAPTURING], before.fallbacks[KD_FALLBACK_CAPTURING]);
+
+  int wrong = 0;
+  for (int round = 0; round < 20; ++round) {
+    for (std::size_t g = 0; g < 2; ++g) {
+      KD_CU_CHECK(cu().cuMemsetD32Async(c[g + 1]->ptr, kNaNBits, mn, streams[g]), "poison C");
+      KD_CU_CHECK(cu().cuGraphLaunch(execs[g], streams[g]), "replay");
+    }
+    KD_CU_CHECK(cu().cuMemsetD32Async(c[0]->ptr, kNaNBits, mn, nullptr), "poison C");
+    ASSERT_EQ(gemm(*a[0], *b[0], *c[0], alpha, nullptr), KD_SUCCESS);
+    wrong += test::count_wrong(download(*c[0], mn, nullptr), h[0]) != 0;
+    for (std::size_t g = 0; g < 2; ++g) wrong += test::count_wrong(download(*c[g + 1], mn, streams[g]), h[g + 1]) != 0;
+  }
+  EXPECT_EQ(wrong, 0) << "results mixed up between the graphs and the direct calls";
+  EXPECT_EQ(stats().hits, captured.hits + 20);
+  for (std::size_t g = 0; g < 2; ++g) {
+    cu().cuGraphExecDestroy(execs[g]);
+    cu().cuStreamDestroy(streams[g]);
+  }
 }
 
 }  // namespace

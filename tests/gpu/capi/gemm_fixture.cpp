@@ -52,6 +52,30 @@ extern "C" __global__ void kd_gemm_tiled(kd_gemm_args p) {
 }
 )";
 
+// Partial sums of each half of k into the workspace ([2][n][m] floats), then C from both halves.
+constexpr const char* kSplit = R"(
+#include <kdispatch/gemm.cuh>
+extern "C" __global__ void kd_gemm_split_partial(kd_gemm_args p) {
+  const long long i = blockIdx.x * 16 + threadIdx.x, j = blockIdx.y * 16 + threadIdx.y;
+  if (i >= p.m || j >= p.n) return;
+  const long long half = (p.k + 1) / 2, l0 = blockIdx.z * half, l1 = l0 + half < p.k ? l0 + half : p.k;
+  const float* a = static_cast<const float*>(p.a);
+  const float* b = static_cast<const float*>(p.b);
+  float acc = 0.f;
+  for (long long l = l0; l < l1; ++l) acc = fmaf(a[i + l * p.lda], b[l + j * p.ldb], acc);
+  static_cast<float*>(p.workspace)[(blockIdx.z * p.n + j) * p.m + i] = acc;
+}
+extern "C" __global__ void kd_gemm_split_sum(kd_gemm_args p) {
+  const long long i = blockIdx.x * 16 + threadIdx.x, j = blockIdx.y * 16 + threadIdx.y;
+  if (i >= p.m || j >= p.n) return;
+  const float* w = static_cast<const float*>(p.workspace);
+  const float sum = w[j * p.m + i] + w[(p.n + j) * p.m + i];
+  float* c = static_cast<float*>(p.c);
+  const float prior = p.beta == 0.f ? 0.f : p.beta * c[i + j * p.ldc];
+  c[i + j * p.ldc] = p.alpha * sum + prior;
+}
+)";
+
 }  // namespace
 
 GemmKey gemm_key_for(const GemmShape& s, bool beta_zero) {
@@ -75,7 +99,7 @@ GemmKey gemm_key_for(const GemmShape& s, bool beta_zero) {
 Record make_gemm_record(const GemmKey& key, const GemmShape& s, KernelVariant variant,
                         std::int64_t created_unix_s) {
   const DeviceInfo dev = query_device(0);
-  const char* source = variant == KernelVariant::plain ? kPlain : kTiled;
+  const char* source = variant == KernelVariant::plain ? kPlain : variant == KernelVariant::tiled ? kTiled : kSplit;
   const search::CompileOutput out =
       search::compile_cuda({.source = source, .name = "test_gemm.cu", .arch = dev.arch});
   if (out.status != search::CompileStatus::ok) throw std::runtime_error("NVRTC: " + out.log);
@@ -86,8 +110,14 @@ Record make_gemm_record(const GemmKey& key, const GemmShape& s, KernelVariant va
   r.ptx = out.ptx;
   r.source = source;
   const auto gx = static_cast<std::uint32_t>((s.m + 15) / 16), gy = static_cast<std::uint32_t>((s.n + 15) / 16);
-  r.plan.launches.push_back({variant == KernelVariant::plain ? "kd_gemm_plain" : "kd_gemm_tiled",
-                             {gx, gy, 1}, {16, 16, 1}, 0});
+  if (variant == KernelVariant::split) {
+    r.plan.launches.push_back({"kd_gemm_split_partial", {gx, gy, 2}, {16, 16, 1}, 0});
+    r.plan.launches.push_back({"kd_gemm_split_sum", {gx, gy, 1}, {16, 16, 1}, 0});
+    r.plan.workspace_bytes = static_cast<std::uint64_t>(2 * s.m * s.n) * sizeof(float);
+  } else {
+    r.plan.launches.push_back({variant == KernelVariant::plain ? "kd_gemm_plain" : "kd_gemm_tiled",
+                               {gx, gy, 1}, {16, 16, 1}, 0});
+  }
   r.alignment_bytes = 16;
   r.proposer = "user";
   r.driver_version = cu().driver_version;

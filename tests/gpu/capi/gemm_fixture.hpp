@@ -1,6 +1,6 @@
-// Shared pieces of the C API GPU tests and benchmark: two NVRTC-compiled fp32 GEMM kernels for one
-// exact shape (a plain one and a shared-memory tiled one, so a swap changes the code), records for
-// them, device buffers and an fp64 reference.
+// Shared pieces of the C API GPU tests and benchmark: NVRTC-compiled fp32 GEMM kernels for one
+// exact shape (a plain one and a shared-memory tiled one, so a swap changes the code, and a split
+// one with a workspace), records for them, device buffers and an fp64 reference.
 #pragma once
 
 #include <cuda.h>
@@ -20,7 +20,9 @@ struct GemmShape {
   std::int64_t m = 384, n = 256, k = 512;
 };
 
-enum class KernelVariant { plain, tiled };
+// plain and tiled: one launch, no workspace. split: two launches that meet in a workspace (each
+// half of k summed into it, then C from the two halves), like a split-K kernel.
+enum class KernelVariant { plain, tiled, split };
 
 // The canonical key of the shape (beta0 as given) for device 0.
 GemmKey gemm_key_for(const GemmShape& s, bool beta_zero);
