@@ -32,7 +32,7 @@ namespace kd {
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)                         \
   X(cuThreadExchangeStreamCaptureMode) X(cuStreamBeginCapture) X(cuStreamEndCapture)  \
   X(cuGraphDestroy) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)      \
-  X(cuMemAllocAsync) X(cuMemFreeAsync)
+  X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuTensorMapEncodeTiled)
 
 struct CudaDriver {
 #define KD_CU_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -14,6 +14,7 @@
 #include <iterator>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <variant>
 #include <vector>
 
@@ -21,6 +22,8 @@
 #include "builtin/family_wg_tma.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
+#include "cuda/driver.hpp"
+#include "kdispatch/gemm.cuh"
 #include "eval/evaluator.hpp"
 #include "key/gemm_key.hpp"
 #include "support/gpu.hpp"
@@ -213,6 +216,117 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
 // the same gate: every seed of an issue shape, of a ragged batched bias call with beta != 0 and of an
 // f16 call with an f32 output must pass (correct, faster or not). Prints its times against cuBLAS.
 // This is the check that lets the family leave trial status (Family::trial).
+// wg_tma builds its TMA tensor maps on the device (tensormap.replace). This compares the two maps
+// its first CTA publishes with what the driver's cuTensorMapEncodeTiled makes of the same tensor,
+// byte for byte, in a probe build that issues no copy: a wrong field shows here as a named byte
+// difference instead of a TMA fault in the gate.
+TEST(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tma needs sm_90a (TMA, wgmma); this GPU is " << dev.arch;
+  const CudaDriver& d = cu();
+  CUcontext ctx = nullptr;
+  CUdevice cu_dev = 0;
+  KD_CU_CHECK(d.cuDeviceGet(&cu_dev, 0), "device");
+  KD_CU_CHECK(d.cuDevicePrimaryCtxRetain(&ctx, cu_dev), "context");
+  KD_CU_CHECK(d.cuCtxSetCurrent(ctx), "context");
+
+  const builtin::Family& f = builtin::wg_tma_family();
+  const builtin::Target t = builtin::Target::from(dev);
+  const char* line =
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4160 ldb=4224 ldc=4096 batch=1 "
+      "epilogue=none beta0=1";
+  const GemmKey key = std::get<GemmKey>(parse_key(line));
+  ASSERT_FALSE(f.rejects(key).has_value()) << line;
+  const builtin::Params p = f.complete(key, t, f.seeds(key, t).at(0));
+  ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+  const LaunchPlan plan = f.plan(key, t, p);
+  const LaunchSpec& l = plan.launches.at(0);
+  const unsigned bm = static_cast<unsigned>(key.m) / l.grid[1], bn = static_cast<unsigned>(key.n) / l.grid[0];
+  ASSERT_EQ(bm * l.grid[1], key.m) << "the test shape must divide into whole tiles";
+  ASSERT_EQ(bn * l.grid[0], key.n);
+
+  const std::string source = "#define KD_MAP_PROBE 1\n" + builtin::render(f, key, t, p);
+  const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tma_probe.cu", .arch = dev.arch});
+  ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
+  CUmodule module = nullptr;
+  KD_CU_CHECK(d.cuModuleLoadData(&module, out.cubin.data()), "probe module");
+  CUfunction fn = nullptr;
+  KD_CU_CHECK(d.cuModuleGetFunction(&fn, module, l.entry.c_str()), l.entry);
+  KD_CU_CHECK(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(l.smem_bytes)),
+              "shared memory");
+
+  const std::size_t a_bytes = static_cast<std::size_t>(key.lda * key.m) * 2;
+  const std::size_t b_bytes = static_cast<std::size_t>(key.ldb * key.n) * 2;
+  const std::size_t c_bytes = static_cast<std::size_t>(key.ldc * key.n) * 2;
+  CUdeviceptr a = 0, b = 0, c = 0, ws = 0;
+  KD_CU_CHECK(d.cuMemAlloc(&a, a_bytes), "A");
+  KD_CU_CHECK(d.cuMemAlloc(&b, b_bytes), "B");
+  KD_CU_CHECK(d.cuMemAlloc(&c, c_bytes), "C");
+  KD_CU_CHECK(d.cuMemAlloc(&ws, plan.workspace_bytes), "workspace");
+  KD_CU_CHECK(d.cuMemsetD8(ws, 0xA5, plan.workspace_bytes), "poison workspace");
+  kd_gemm_args args{};
+  args.a = reinterpret_cast<const void*>(a);
+  args.b = reinterpret_cast<const void*>(b);
+  args.c = reinterpret_cast<void*>(c);
+  args.workspace = reinterpret_cast<void*>(ws);
+  args.m = key.m, args.n = key.n, args.k = key.k;
+  args.lda = key.lda, args.ldb = key.ldb, args.ldc = key.ldc;
+  args.batch = 1;
+  args.alpha = 1.f;
+  void* params[] = {&args};
+  KD_CU_CHECK(d.cuLaunchKernel(fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2], l.smem_bytes,
+                               nullptr, params, nullptr),
+              "probe launch");
+  KD_CU_CHECK(d.cuCtxSynchronize(), "probe run");
+  std::array<unsigned char, 256> device_maps{};
+  KD_CU_CHECK(d.cuMemcpyDtoH(device_maps.data(), ws, device_maps.size()), "workspace");
+
+  // What the host API makes of the same two tensors: {k, rows} bf16, row stride in bytes, a box
+  // of 64 x rows with the 128-byte swizzle, zero fill.
+  auto encode = [&](CUdeviceptr base, long long rows, long long ld, unsigned box_rows) {
+    CUtensorMap map{};
+    const cuuint64_t dims[2] = {static_cast<cuuint64_t>(key.k), static_cast<cuuint64_t>(rows)};
+    const cuuint64_t strides[1] = {static_cast<cuuint64_t>(ld) * 2};
+    const cuuint32_t box[2] = {64, box_rows};
+    const cuuint32_t elem[2] = {1, 1};
+    KD_CU_CHECK(d.cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, reinterpret_cast<void*>(base),
+                                         dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                         CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                "cuTensorMapEncodeTiled");
+    return map;
+  };
+  const CUtensorMap host_a = encode(a, key.m, key.lda, bm), host_b = encode(b, key.n, key.ldb, bn);
+  auto hex = [](const unsigned char* bytes, std::size_t n) {
+    std::string s;
+    char buf[4];
+    for (std::size_t i = 0; i < n; ++i) {
+      std::snprintf(buf, sizeof buf, "%02x", bytes[i]);
+      s += buf;
+      if (i % 16 == 15) s += i + 1 < n ? "\n" : "";
+      else if (i % 4 == 3) s += ' ';
+    }
+    return s;
+  };
+  for (const auto& [name, host, dev_map] :
+       {std::tuple{"A", &host_a, device_maps.data()}, std::tuple{"B", &host_b, device_maps.data() + 128}}) {
+    const auto* h = reinterpret_cast<const unsigned char*>(host);
+    std::string differ;
+    for (std::size_t i = 0; i < 128; ++i)
+      if (h[i] != dev_map[i]) differ += " " + std::to_string(i);
+    std::printf("wg_tma map %s (tile %ux%u): %s\n", name, bm, bn, differ.empty() ? "identical" : ("bytes" + differ).c_str());
+    EXPECT_TRUE(differ.empty()) << "map " << name << " differs at bytes" << differ << "\ndriver:\n"
+                                << hex(h, 128) << "\ndevice:\n" << hex(dev_map, 128);
+  }
+  d.cuMemFree(a);
+  d.cuMemFree(b);
+  d.cuMemFree(c);
+  d.cuMemFree(ws);
+  d.cuModuleUnload(module);
+  d.cuDevicePrimaryCtxRelease(cu_dev);
+}
+
 TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
   KD_REQUIRE_GPU();
   const DeviceInfo dev = query_device(0);

@@ -80,6 +80,12 @@
 #ifndef KD_BIAS
 #define KD_BIAS 0
 #endif
+// Test-only: build and publish the tensor maps, then copy and multiply nothing (C = alpha * 0), so
+// a GPU test can compare the maps in the workspace with the driver's encoding without a TMA fault
+// ending the context first. The family never sets it.
+#ifndef KD_MAP_PROBE
+#define KD_MAP_PROBE 0
+#endif
 
 #if KD_TA != 1 || KD_TB != 0
 #error "wg_tma: only ta = T, tb = N (k contiguous in A and B)"
@@ -280,7 +286,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   const long long per = (ktiles + KD_SPLITK - 1) / KD_SPLITK;
   const long long kt0 = split * per;
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
-  const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
+  const int nk = !KD_MAP_PROBE && kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
 
   // After the ring: the two 128-byte scratch maps (128-aligned), then the full and empty mbarriers.
   const unsigned maps = base + KD_STAGES * kStageBytes;
