@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string_view>
 
 #include <spdlog/spdlog.h>
 
@@ -171,6 +172,13 @@ int launch(const Entry& entry, const kd_gemm_args& args, CUstream stream,
   return KD_ECUDA;
 }
 
+bool env_flag(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return false;
+  const std::string_view s(v);
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
+
 std::unique_ptr<Dispatcher> start_dispatcher(const kd_options* o) {
   DispatcherOptions opts;
   opts.cache_dir = o != nullptr && o->cache_dir != nullptr ? std::filesystem::path(o->cache_dir)
@@ -183,7 +191,8 @@ std::unique_ptr<Dispatcher> start_dispatcher(const kd_options* o) {
   if (o != nullptr && o->poll_interval_ms != 0)
     opts.poll_interval = std::chrono::milliseconds(o->poll_interval_ms);
   if (const CudaDriver* d = cu_driver()) opts.versions.driver_version = d->driver_version;
-  return std::make_unique<Dispatcher>(std::move(opts), std::make_unique<CudaEntryLoader>());
+  const bool graph_workspace = (o != nullptr && (o->flags & KD_GRAPH_WORKSPACE) != 0) || env_flag("KD_GRAPH_WORKSPACE");
+  return std::make_unique<Dispatcher>(std::move(opts), std::make_unique<CudaEntryLoader>(nullptr, graph_workspace));
 }
 
 struct CodeInfo {

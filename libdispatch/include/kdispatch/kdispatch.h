@@ -37,11 +37,15 @@
  *   synchronizes each context it loaded into and unloads them: destroy any CUDA graph that
  *   captured a tuned kernel before calling kd_shutdown (or do not call it; process exit is fine).
  * - A tuned kernel whose record asks for a workspace uses one buffer per entry, owned by the first
- *   stream that launches it; calls on other streams fall back (KD_FALLBACK_WORKSPACE_BUSY). A call
- *   on a capturing stream instead gives its graph a workspace of its own: a stream-ordered
- *   allocation before the kernels and its free after them, captured as graph memory nodes (CUDA
- *   reserves their memory when the graph is instantiated), so the graph may replay on any stream.
- *   Where the device has no memory pools, such a call falls back (KD_FALLBACK_CAPTURING).
+ *   stream that launches it; calls on other streams fall back (KD_FALLBACK_WORKSPACE_BUSY), and so
+ *   do calls on a capturing stream (KD_FALLBACK_CAPTURING), unless KD_GRAPH_WORKSPACE is set
+ *   (kd_options.flags, or KD_GRAPH_WORKSPACE=1 in the environment). Then a call on a capturing
+ *   stream gives its graph a workspace of its own: a stream-ordered allocation before the kernels
+ *   and its free after them, captured as graph memory nodes (CUDA reserves their memory when the
+ *   graph is instantiated), so the graph may replay on any stream. CUDA forbids cloning such a
+ *   graph, instantiating it twice at once, or nesting it as a child graph (as XLA's command
+ *   buffers do), which is why it is not the default. On a device without memory pools such calls
+ *   still fall back.
  * - kd_gemm's first miss on a thread (per context) creates a cuBLAS handle, loading libcublas.so.13
  *   on the first one in the process: that call allocates and is slow. Later misses reuse it.
  */
@@ -132,13 +136,15 @@ KD_API const char* kd_fallback_reason_name(int reason);
 
 /* kd_options.flags */
 #define KD_NO_DAEMON 0x1 /* do not connect to kdispatchd; only poll the cache generation */
+#define KD_GRAPH_WORKSPACE 0x2 /* records with a workspace run under stream capture (Caveats); also
+                                  set by KD_GRAPH_WORKSPACE=1 in the environment */
 
 typedef struct kd_options {
   const char* cache_dir;     /* NULL: $KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch, else
                                 ~/.cache/kdispatch. Opened read-only; it need not exist yet. */
   const char* socket_path;   /* NULL: $KD_SOCKET, else $XDG_RUNTIME_DIR/kdispatch.sock, else
                                 <cache dir>/kdispatch.sock */
-  unsigned flags;            /* KD_NO_DAEMON */
+  unsigned flags;            /* KD_NO_DAEMON | KD_GRAPH_WORKSPACE */
   unsigned poll_interval_ms; /* generation polling while no daemon is connected; 0: 1000 */
 } kd_options;
 

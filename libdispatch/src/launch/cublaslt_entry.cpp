@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include "cublaslt/algo.hpp"
-#include "cuda/device.hpp"
 #include "cuda/driver.hpp"
 
 namespace kd {
@@ -86,7 +85,6 @@ LoadedEntry load_cublaslt_entry(const GemmKey& key, const Record& record, const 
     resources->set_workspace(workspace);
     entry->workspace = workspace;
     entry->workspace_bytes = workspace_bytes;
-    entry->graph_workspace = current_device_has_memory_pools();
   }
   CublasLtCall& call = resources->call();
   call.lt = &lt;

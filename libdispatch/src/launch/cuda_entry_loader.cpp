@@ -66,8 +66,9 @@ void set_relaxed_capture_mode() {
 
 }  // namespace
 
-CudaEntryLoader::CudaEntryLoader(CublasLtSource cublaslt_source)
-    : cublaslt_source_(cublaslt_source != nullptr ? cublaslt_source : &cublaslt_library) {}
+CudaEntryLoader::CudaEntryLoader(CublasLtSource cublaslt_source, bool graph_workspace)
+    : cublaslt_source_(cublaslt_source != nullptr ? cublaslt_source : &cublaslt_library),
+      graph_workspace_(graph_workspace) {}
 
 CudaEntryLoader::~CudaEntryLoader() {
   lt_handles_.clear();  // entries' resources, which share them, are gone by now (dispatcher order)
@@ -132,7 +133,9 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load_cublaslt(const C
     ContextScope scope(ctx);
     std::shared_ptr<LtHandle>& handle = lt_handles_[ctx];
     if (!handle) handle = std::make_shared<LtHandle>(*lt);
-    return load_cublaslt_entry(gemm, record, *lt, ctx, handle);
+    LoadedEntry out = load_cublaslt_entry(gemm, record, *lt, ctx, handle);
+    out.entry->graph_workspace = graph_workspace_ && out.entry->workspace_bytes > 0 && current_device_has_memory_pools();
+    return out;
   } catch (const std::exception& e) {
     spdlog::warn("kdispatch: loading the cuBLASLt record for {} failed: {}", record.key_line, e.what());
     return FallbackReason::load_failed;
@@ -175,7 +178,7 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& k
       resources->set_workspace(workspace);
       entry->workspace = workspace;
       entry->workspace_bytes = plan.workspace_bytes;
-      entry->graph_workspace = current_device_has_memory_pools();
+      entry->graph_workspace = graph_workspace_ && current_device_has_memory_pools();
     }
     LoadedEntry out;
     out.entry = std::move(entry);

@@ -27,7 +27,9 @@ public:
   // Where the loader finds cuBLASLt (cublaslt_library by default); tests pass a stand-in whose
   // version differs, to see a record from another cuBLASLt refused before any CUDA call.
   using CublasLtSource = const CublasLtLibrary* (*)() noexcept;
-  explicit CudaEntryLoader(CublasLtSource cublaslt_source = nullptr);
+  // graph_workspace: entries with a workspace give a capturing stream's call a workspace of its
+  // own as graph memory nodes (launch/launcher.cpp), where the device has memory pools.
+  explicit CudaEntryLoader(CublasLtSource cublaslt_source = nullptr, bool graph_workspace = false);
   ~CudaEntryLoader() override;
 
   // Switches this thread to relaxed stream-capture mode, so that loading a module or allocating a
@@ -46,6 +48,7 @@ private:
   std::variant<LoadedEntry, FallbackReason> load_cublaslt(const CallKey& key, const Record& record);
 
   CublasLtSource cublaslt_source_;
+  bool graph_workspace_;
   std::map<CUcontext, ContextInfo> contexts_;
   std::map<CUdevice, CUcontext> retained_;  // primary contexts retained by this loader
   std::map<CUcontext, std::shared_ptr<LtHandle>> lt_handles_;  // created on a context's first record

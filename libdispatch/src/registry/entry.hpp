@@ -55,8 +55,8 @@ struct Entry {
   // The stream that owns the workspace: the first to launch claims it. Kernels on one stream run
   // in order, so one workspace is safe per stream; other streams fall back (workspace_busy).
   mutable std::atomic<CUstream> workspace_stream{nullptr};
-  // The device has stream-ordered allocation (memory pools): a launch on a capturing stream takes
-  // a workspace of its own from the graph instead of the shared one (launch/launcher.cpp).
+  // KD_GRAPH_WORKSPACE is on and the device has stream-ordered allocation (memory pools): a launch
+  // on a capturing stream takes a workspace of its own from the graph (launch/launcher.cpp).
   bool graph_workspace = false;
   // Calls that missed on this entry; the daemon report carries it.
   mutable std::atomic<std::uint64_t> miss_count{0};

@@ -57,10 +57,10 @@ protected:
       EXPECT_EQ(kd_shutdown(), KD_SUCCESS);
     }
   }
-  void init() {
+  void init(unsigned flags = 0) {
     kd_options o{};
     o.cache_dir = cache_.c_str();
-    o.flags = KD_NO_DAEMON;
+    o.flags = KD_NO_DAEMON | flags;
     o.poll_interval_ms = 50;
     ASSERT_EQ(kd_init(&o), KD_SUCCESS);
     initialized_ = true;
@@ -267,17 +267,18 @@ TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
               static_cast<unsigned long long>(after.swaps - before.swaps));
 }
 
-// A record with a workspace (two launches meeting in it, like split-K) under CUDA graph capture:
-// each captured call takes a workspace of its own from its graph, so two graphs replayed
-// concurrently on two streams, next to direct calls on the stream that owns the entry's workspace,
-// all stay correct. Outside a capture, another stream still falls back (workspace_busy).
+// A record with a workspace (two launches meeting in it, like split-K) under CUDA graph capture,
+// with KD_GRAPH_WORKSPACE: each captured call takes a workspace of its own from its graph, so two
+// graphs replayed concurrently on two streams, next to direct calls on the stream that owns the
+// entry's workspace, all stay correct. Outside a capture, another stream still falls back
+// (workspace_busy).
 TEST_F(CapiGemm, WorkspaceRecordRunsInCapturedGraphsWithAWorkspaceOfItsOwn) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
     w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
-  init();
+  init(KD_GRAPH_WORKSPACE);
   const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
   // Three problems with different inputs: a mixed-up workspace shows as wrong results.
   const float alpha = 1.f;
@@ -334,6 +335,43 @@ TEST_F(CapiGemm, WorkspaceRecordRunsInCapturedGraphsWithAWorkspaceOfItsOwn) {
     cu().cuGraphExecDestroy(execs[g]);
     cu().cuStreamDestroy(streams[g]);
   }
+}
+
+// Without KD_GRAPH_WORKSPACE a captured call to a record with a workspace falls back to cuBLAS
+// (counted as capturing), and the graph it leaves replays correctly.
+TEST_F(CapiGemm, WorkspaceRecordFallsBackUnderCaptureByDefault) {
+  const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
+  {
+    CacheWriter w(cache_);
+    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+  }
+  init();
+  const float alpha = 1.f;
+  const test::HostGemm h = test::make_host_gemm(shape_, alpha, 21);
+  const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+  DeviceBuffer a(h.a.size() * 4), b(h.b.size() * 4), c(mn * 4);
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
+  ASSERT_TRUE(wait_for_hit(a, b, c));
+  CUstream stream = nullptr;
+  KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
+  const kd_stats_t before = stats();
+  KD_CU_CHECK(cu().cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "begin capture");
+  const int rc = gemm(a, b, c, alpha, stream);
+  CUgraph graph = nullptr;
+  KD_CU_CHECK(cu().cuStreamEndCapture(stream, &graph), "end capture");
+  ASSERT_EQ(rc, KD_SUCCESS);
+  const kd_stats_t after = stats();
+  EXPECT_EQ(after.hits, before.hits);
+  EXPECT_EQ(after.fallbacks[KD_FALLBACK_CAPTURING], before.fallbacks[KD_FALLBACK_CAPTURING] + 1);
+  CUgraphExec exec = nullptr;
+  KD_CU_CHECK(cu().cuGraphInstantiate(&exec, graph, 0), "instantiate");
+  KD_CU_CHECK(cu().cuMemsetD32Async(c.ptr, kNaNBits, mn, stream), "poison C");
+  KD_CU_CHECK(cu().cuGraphLaunch(exec, stream), "replay");
+  EXPECT_EQ(test::count_wrong(download(c, mn, stream), h), 0);
+  cu().cuGraphExecDestroy(exec);
+  cu().cuGraphDestroy(graph);
+  cu().cuStreamDestroy(stream);
 }
 
 }  // namespace
