@@ -10,7 +10,8 @@ eagerly and replayed from a torch.cuda.graph capture:
      by KD_RECORD (the shape list of the run), and KD_STATS counts misses and no hits;
   2. after prewarming the recorded shapes (--prewarm-cmd): outputs within the precision class of
      the run without the shim (error against fp64 at most 2x the no-shim error plus a floor), and
-     hits counted.
+     hits counted;
+  3. the same with KD_GRAPH_WORKSPACE=1 (records with a workspace run inside the captures).
 Exit status 0 only when every check passed.
 """
 
@@ -149,19 +150,23 @@ def main():
     if not common.prewarm(args, record):
         checks.skip("prewarmed stage: no --prewarm-cmd given")
         return checks.finish()
-    _, err = common.run_worker(
-        script, ["--worker", "ops", "--out", work / "shim_warm.pt"], shim=args.shim,
-        env={**env, "KD_STATS": "1"}, log_prefix=work / "shim_warm")
-    warm = torch.load(work / "shim_warm.pt")
-    for name, ref_out in base["outputs"].items():
-        dtype, case, _ = name.split("/")
-        ref = base["refs"][f"{dtype}/{case}"]
-        e_base, e_shim = rel_error(ref_out, ref), rel_error(warm["outputs"][name], ref)
-        bound = 2 * e_base + ERROR_FLOOR[dtype]
-        checks.check(e_shim <= bound, f"prewarmed: {name} error {e_shim:.3g} <= {bound:.3g} "
-                                      f"(no-shim error {e_base:.3g})")
-    stats = common.parse_stats(err)
-    checks.check(stats is not None and stats["hits"] > 0, f"prewarmed: hits counted ({stats})")
+    # 3. The prewarmed run again with KD_GRAPH_WORKSPACE=1 (records with a workspace then run
+    #    inside the captures too).
+    for tag, extra in (("prewarmed", {}), ("prewarmed, KD_GRAPH_WORKSPACE=1", {"KD_GRAPH_WORKSPACE": "1"})):
+        out = work / ("shim_warm.pt" if not extra else "shim_warm_graphws.pt")
+        _, err = common.run_worker(
+            script, ["--worker", "ops", "--out", out], shim=args.shim,
+            env={**env, "KD_STATS": "1", **extra}, log_prefix=out.with_suffix(""))
+        warm = torch.load(out)
+        for name, ref_out in base["outputs"].items():
+            dtype, case, _ = name.split("/")
+            ref = base["refs"][f"{dtype}/{case}"]
+            e_base, e_shim = rel_error(ref_out, ref), rel_error(warm["outputs"][name], ref)
+            bound = 2 * e_base + ERROR_FLOOR[dtype]
+            checks.check(e_shim <= bound, f"{tag}: {name} error {e_shim:.3g} <= {bound:.3g} "
+                                          f"(no-shim error {e_base:.3g})")
+        stats = common.parse_stats(err)
+        checks.check(stats is not None and stats["hits"] > 0, f"{tag}: hits counted ({stats})")
     return checks.finish()
 
 
