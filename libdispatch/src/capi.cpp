@@ -9,11 +9,11 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <string_view>
 
 #include <spdlog/spdlog.h>
 
 #include "client/dispatcher.hpp"
+#include "common/env.hpp"
 #include "cuda/driver.hpp"
 #include "launch/cublas_fallback.hpp"
 #include "launch/cuda_entry_loader.hpp"
@@ -170,13 +170,6 @@ int launch(const Entry& entry, const kd_gemm_args& args, CUstream stream,
       return KD_ECUDA;
   }
   return KD_ECUDA;
-}
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return false;
-  const std::string_view s(v);
-  return s == "1" || s == "true" || s == "yes" || s == "on";
 }
 
 std::unique_ptr<Dispatcher> start_dispatcher(const kd_options* o) {

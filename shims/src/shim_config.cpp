@@ -1,17 +1,11 @@
 #include "shim_config.hpp"
 
 #include <cstdlib>
-#include <string_view>
+
+#include "common/env.hpp"
 
 namespace kd::shim {
 namespace {
-
-bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr) return false;
-  const std::string_view s(v);
-  return s == "1" || s == "true" || s == "yes" || s == "on";
-}
 
 ShimConfig load_config() {
   ShimConfig c;

@@ -224,12 +224,7 @@ TEST(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
   KD_REQUIRE_GPU();
   const DeviceInfo dev = query_device(0);
   if (dev.cc_major != 9) GTEST_SKIP() << "wg_tma needs sm_90a (TMA, wgmma); this GPU is " << dev.arch;
-  const CudaDriver& d = cu();
-  CUcontext ctx = nullptr;
-  CUdevice cu_dev = 0;
-  KD_CU_CHECK(d.cuDeviceGet(&cu_dev, 0), "device");
-  KD_CU_CHECK(d.cuDevicePrimaryCtxRetain(&ctx, cu_dev), "context");
-  KD_CU_CHECK(d.cuCtxSetCurrent(ctx), "context");
+  const CudaDriver& d = cu();  // KD_REQUIRE_GPU left device 0's primary context current
 
   const builtin::Family& f = builtin::wg_tma_family();
   const builtin::Target t = builtin::Target::from(dev);
@@ -324,7 +319,6 @@ TEST(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
   d.cuMemFree(c);
   d.cuMemFree(ws);
   d.cuModuleUnload(module);
-  d.cuDevicePrimaryCtxRelease(cu_dev);
 }
 
 TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
