@@ -124,12 +124,16 @@ static_assert((KD_CLUSTER == 0 && KD_SPLITK == 1) || (KD_CLUSTER == 1 && KD_SPLI
               "k splits are reduced in a cluster: KD_CLUSTER = 1 exactly when KD_SPLITK > 1");
 static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
 static_assert(KD_CTAS == 1 || KD_CTAS == 2, "KD_CTAS (CTAs per SM the registers are sized for) is 1 or 2");
-// Registers: the launch bound gives every thread 65536 / (threads * CTAS); where that is short (two
-// consumer warpgroups, or two CTAs per SM) the producer warpgroup gives most of its share to the
-// consumers (setmaxnreg; multiples of 8, at most 240 here).
+// Registers: the launch bound gives every thread 65536 / (threads * CTAS), rounded down to a multiple
+// of 8; where that is short (two consumer warpgroups, or two CTAs per SM) the producer warpgroup
+// gives most of its share to the consumers (setmaxnreg; multiples of 8, at most 240 here). The
+// consumers' increase must fit in what the CTA was launched with: setmaxnreg.inc waits for
+// registers the CTA's own warps released, so asking for more hangs (measured on an H200 with two
+// consumer warpgroups at two CTAs per SM, before the rounding was counted).
 constexpr bool kSplitRegs = KD_WG == 2 || KD_CTAS == 2;
 constexpr int kProducerRegs = 40;
-constexpr int kConsumerRegsFit = (65536 / KD_CTAS - 128 * kProducerRegs) / (128 * KD_WG) / 8 * 8;
+constexpr int kLaunchRegs = 65536 / (kThreads * KD_CTAS) / 8 * 8;
+constexpr int kConsumerRegsFit = (kLaunchRegs * kThreads - 128 * kProducerRegs) / (128 * KD_WG) / 8 * 8;
 constexpr int kConsumerRegs = kConsumerRegsFit > 240 ? 240 : kConsumerRegsFit;
 
 #include "wg_common.cuh"
