@@ -87,7 +87,7 @@ LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream
     // instruction.
     CUstream owner = entry.workspace_stream.load(std::memory_order_acquire);
     if (owner != stream &&
-        (owner != nullptr ||
+        (owner != Entry::no_stream() ||
          (!entry.workspace_stream.compare_exchange_strong(owner, stream, std::memory_order_acq_rel) &&
           owner != stream)))
       return fall_back(FallbackReason::workspace_busy);

@@ -54,7 +54,10 @@ struct Entry {
 
   // The stream that owns the workspace: the first to launch claims it. Kernels on one stream run
   // in order, so one workspace is safe per stream; other streams fall back (workspace_busy).
-  mutable std::atomic<CUstream> workspace_stream{nullptr};
+  // no_stream() until then: the legacy default stream is the null handle, so null cannot mean "unowned"
+  // (it did, and the null stream then shared the workspace with the stream that claimed it next).
+  static CUstream no_stream() noexcept { return reinterpret_cast<CUstream>(~std::uintptr_t{0}); }
+  mutable std::atomic<CUstream> workspace_stream{no_stream()};
   // KD_GRAPH_WORKSPACE is on and the device has stream-ordered allocation (memory pools): a launch
   // on a capturing stream takes a workspace of its own from the graph (launch/launcher.cpp).
   bool graph_workspace = false;
