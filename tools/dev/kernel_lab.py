@@ -11,7 +11,8 @@ column-major); "defines": -D macros shared by every variant (types, layout); "ar
 wgmma); "err_floor" (default
 1e-6) added to 2x cuBLAS's norm error. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
-"workspace": bytes of device workspace handed in the args (not zeroed, poisoned once)."""
+"workspace": bytes of device workspace handed in the args (not zeroed, poisoned once). A launch with
+"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it."""
 import ctypes, json, os, subprocess, sys, tempfile, concurrent.futures as cf
 import torch
 
@@ -49,9 +50,23 @@ def load(cubin, entry):
     ck(cu.cuFuncSetAttribute(fn, 8, 232448 - 1024), "smem opt-in")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
     return fn
 
-def launch(fn, grid, block, smem, args, stream):
+class LaunchAttr(ctypes.Structure):  # CUlaunchAttribute: id, 4 bytes of padding, a 64-byte value union
+    _fields_ = [("id", ctypes.c_uint), ("pad", ctypes.c_char * 4), ("value", ctypes.c_int), ("rest", ctypes.c_char * 60)]
+class LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("grid", ctypes.c_uint * 3), ("block", ctypes.c_uint * 3), ("smem", ctypes.c_uint),
+                ("stream", ctypes.c_void_p), ("attrs", ctypes.POINTER(LaunchAttr)), ("nattrs", ctypes.c_uint)]
+assert ctypes.sizeof(LaunchAttr) == 72
+
+def launch(fn, grid, block, smem, args, stream, pdl=False):
     params = (ctypes.c_void_p * 1)(ctypes.addressof(args))
-    ck(cu.cuLaunchKernel(fn, *grid, *block, smem, ctypes.c_void_p(stream), params, None), "launch")
+    if not pdl:
+        ck(cu.cuLaunchKernel(fn, *grid, *block, smem, ctypes.c_void_p(stream), params, None), "launch")
+        return
+    # Programmatic dependent launch: may start before the previous kernel on the stream completes.
+    attr = LaunchAttr(id=6, value=1)  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    cfg_ = LaunchConfig((ctypes.c_uint * 3)(*grid), (ctypes.c_uint * 3)(*block), smem, ctypes.c_void_p(stream),
+                        ctypes.pointer(attr), 1)
+    ck(cu.cuLaunchKernelEx(ctypes.byref(cfg_), fn, params, None), "launch (pdl)")
 
 # Cold L2 by reading a buffer larger than L2: a write-based flush (zero_) would leave the L2 full of
 # dirty lines whose write-back then competes with the timed kernel's reads.
@@ -114,7 +129,7 @@ for case in cfg["cases"]:
         stream = torch.cuda.current_stream().cuda_stream
         def run(fns=fns, launches=launches, args=args, stream=stream):
             for f, l in zip(fns, launches):
-                launch(f, l["grid"], l["block"], l.get("smem", 0), args, stream)
+                launch(f, l["grid"], l["block"], l.get("smem", 0), args, stream, l.get("pdl", False))
         run(); torch.cuda.synchronize()
         err = ((out.double() - ref).norm() / ref.norm()).item()
         maxrel = ((out.double() - ref).abs().max() / ref.abs().max()).item()

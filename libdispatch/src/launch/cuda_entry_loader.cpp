@@ -171,6 +171,7 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& k
       l.grid = spec.grid;
       l.block = spec.block;
       l.smem_bytes = spec.smem_bytes;
+      l.pdl = spec.pdl;
     }
     if (plan.workspace_bytes > 0) {
       CUdeviceptr workspace = 0;

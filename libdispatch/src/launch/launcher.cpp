@@ -1,6 +1,7 @@
 #include "launch/launcher.hpp"
 
 #include "cuda/driver.hpp"
+#include "cuda/kernel_launch.hpp"
 #include "launch/cublaslt_entry.hpp"
 
 namespace kd {
@@ -23,8 +24,7 @@ LaunchResult launch_plan(const Entry& entry, const kd_gemm_args& args, CUstream 
   void* params[] = {const_cast<kd_gemm_args*>(&args)};
   for (std::uint32_t i = 0; i < entry.launch_count; ++i) {
     const KernelLaunch& l = entry.launches[i];
-    const CUresult rc = d.cuLaunchKernel(l.function, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1],
-                                         l.block[2], l.smem_bytes, stream, params, nullptr);
+    const CUresult rc = launch_kernel(d, l.function, l.grid, l.block, l.smem_bytes, stream, params, l.pdl);
     if (rc != CUDA_SUCCESS) {
       if (i == 0) return fall_back(FallbackReason::launch_failed, rc);
       return {LaunchResult::Status::failed_midway, FallbackReason::launch_failed, rc};

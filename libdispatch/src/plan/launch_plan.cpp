@@ -87,7 +87,7 @@ void reject_unknown_fields(const json& obj, std::initializer_list<std::string_vi
 LaunchSpec parse_launch(const json& launch, std::size_t index) {
   const std::string where = fmt::format("launches[{}]", index);
   if (!launch.is_object()) fail(fmt::format("{}: expected an object, got {}", where, launch.dump()));
-  reject_unknown_fields(launch, {"entry", "grid", "block", "smem"}, where + ": ");
+  reject_unknown_fields(launch, {"entry", "grid", "block", "smem", "pdl"}, where + ": ");
   LaunchSpec spec;
   if (!launch.contains("entry")) fail(where + ".entry: missing");
   const json& entry = launch.at("entry");
@@ -105,6 +105,14 @@ LaunchSpec parse_launch(const json& launch, std::size_t index) {
   if (launch.contains("smem")) {
     spec.smem_bytes =
         static_cast<std::uint32_t>(bounded_integer(launch.at("smem"), where + ".smem", kMaxSmemBytes));
+  }
+  if (launch.contains("pdl")) {
+    const json& pdl = launch.at("pdl");
+    if (!pdl.is_boolean()) fail(fmt::format("{}.pdl: expected true or false, got {}", where, pdl.dump()));
+    // The first launch would depend on whatever the caller ran last on its stream.
+    if (pdl.get<bool>() && index == 0)
+      fail(where + ".pdl: the first launch has no launch of its plan before it to depend on");
+    spec.pdl = pdl.get<bool>();
   }
   return spec;
 }
@@ -223,6 +231,7 @@ std::string plan_to_json(const LaunchPlan& plan) {
     entry["grid"] = l.grid;
     entry["block"] = l.block;
     entry["smem"] = l.smem_bytes;
+    if (l.pdl) entry["pdl"] = true;  // absent when false: older plans keep their exact text
     launches.push_back(std::move(entry));
   }
   ordered_json root;

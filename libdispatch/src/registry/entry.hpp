@@ -27,6 +27,7 @@ struct KernelLaunch {
   std::array<std::uint32_t, 3> grid{};
   std::array<std::uint32_t, 3> block{};
   std::uint32_t smem_bytes = 0;
+  bool pdl = false;  // a programmatic dependent of the launch before it (launch_plan.hpp)
 };
 
 inline constexpr std::size_t kMaxLaunches = 8;  // as the launch plan allows

@@ -4,6 +4,7 @@
 
 #include "common/error.hpp"
 #include "cuda/driver.hpp"
+#include "cuda/kernel_launch.hpp"
 
 namespace kd::eval {
 
@@ -47,8 +48,7 @@ std::optional<std::string> KernelCandidate::launch(const kd_gemm_args& args, CUs
     const LaunchSpec& l = plan_.launches[i];
     kd_gemm_args a = args;
     void* params[] = {&a};
-    const CUresult rc = cu().cuLaunchKernel(functions_[i], l.grid[0], l.grid[1], l.grid[2], l.block[0],
-                                            l.block[1], l.block[2], l.smem_bytes, stream, params, nullptr);
+    const CUresult rc = launch_kernel(cu(), functions_[i], l.grid, l.block, l.smem_bytes, stream, params, l.pdl);
     if (rc != CUDA_SUCCESS) return cuda_error_name(rc);
   }
   return std::nullopt;

@@ -52,7 +52,9 @@ extern "C" __global__ void kd_gemm_tiled(kd_gemm_args p) {
 }
 )";
 
-// Partial sums of each half of k into the workspace ([2][n][m] floats), then C from both halves.
+// Partial sums of each half of k into the workspace ([2][n][m] floats), then C from both halves. On
+// sm_90+ the sum is a programmatic dependent launch (the plan's "pdl"), so it waits on griddepcontrol
+// before it reads the partials, as the builtin split-K reductions do.
 constexpr const char* kSplit = R"(
 #include <kdispatch/gemm.cuh>
 extern "C" __global__ void kd_gemm_split_partial(kd_gemm_args p) {
@@ -64,8 +66,14 @@ extern "C" __global__ void kd_gemm_split_partial(kd_gemm_args p) {
   float acc = 0.f;
   for (long long l = l0; l < l1; ++l) acc = fmaf(a[i + l * p.lda], b[l + j * p.ldb], acc);
   static_cast<float*>(p.workspace)[(blockIdx.z * p.n + j) * p.m + i] = acc;
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 }
 extern "C" __global__ void kd_gemm_split_sum(kd_gemm_args p) {
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const long long i = blockIdx.x * 16 + threadIdx.x, j = blockIdx.y * 16 + threadIdx.y;
   if (i >= p.m || j >= p.n) return;
   const float* w = static_cast<const float*>(p.workspace);
@@ -112,7 +120,7 @@ Record make_gemm_record(const GemmKey& key, const GemmShape& s, KernelVariant va
   const auto gx = static_cast<std::uint32_t>((s.m + 15) / 16), gy = static_cast<std::uint32_t>((s.n + 15) / 16);
   if (variant == KernelVariant::split) {
     r.plan.launches.push_back({"kd_gemm_split_partial", {gx, gy, 2}, {16, 16, 1}, 0});
-    r.plan.launches.push_back({"kd_gemm_split_sum", {gx, gy, 1}, {16, 16, 1}, 0});
+    r.plan.launches.push_back({"kd_gemm_split_sum", {gx, gy, 1}, {16, 16, 1}, 0, /*pdl=*/dev.cc_major >= 9});
     r.plan.workspace_bytes = static_cast<std::uint64_t>(2 * s.m * s.n) * sizeof(float);
   } else {
     r.plan.launches.push_back({variant == KernelVariant::plain ? "kd_gemm_plain" : "kd_gemm_tiled",

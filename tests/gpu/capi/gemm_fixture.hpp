@@ -21,7 +21,8 @@ struct GemmShape {
 };
 
 // plain and tiled: one launch, no workspace. split: two launches that meet in a workspace (each
-// half of k summed into it, then C from the two halves), like a split-K kernel.
+// half of k summed into it, then C from the two halves), like a split-K kernel; on sm_90+ the second
+// is a programmatic dependent launch ("pdl").
 enum class KernelVariant { plain, tiled, split };
 
 // The canonical key of the shape (beta0 as given) for device 0.

@@ -127,6 +127,7 @@ void check_lab_config(const std::string& file, const Family& f, int& variants) {
         EXPECT_EQ(l.at("block").get<std::vector<std::uint32_t>>(),
                   std::vector<std::uint32_t>(plan.launches[i].block.begin(), plan.launches[i].block.end()));
         EXPECT_EQ(l.at("smem").get<std::uint32_t>(), plan.launches[i].smem_bytes);
+        EXPECT_EQ(l.value("pdl", false), plan.launches[i].pdl) << l.dump();
       }
       EXPECT_EQ(v.at("workspace").get<std::uint64_t>(), plan.workspace_bytes);
     }

@@ -48,6 +48,22 @@ TEST(LaunchPlan, PrintsCanonicalJsonThatParsesBack) {
   EXPECT_EQ(plan_to_json(expect_plan(parse_plan_json(kDesignExample))), kDesignExample);
 }
 
+// "pdl" is printed only where set, so the text of every plan without it is unchanged.
+TEST(LaunchPlan, ProgrammaticDependentLaunchRoundTrips) {
+  constexpr std::string_view kTwo =
+      R"({"launches":[{"entry":"kd_main","grid":[8,1,4],"block":[384,1,1],"smem":0},)"
+      R"({"entry":"kd_reduce","grid":[64,1,1],"block":[256,1,1],"smem":0,"pdl":true}],"workspace":1024})";
+  const LaunchPlan plan = expect_plan(parse_plan_json(kTwo));
+  ASSERT_EQ(plan.launches.size(), 2u);
+  EXPECT_FALSE(plan.launches[0].pdl);
+  EXPECT_TRUE(plan.launches[1].pdl);
+  EXPECT_EQ(plan_to_json(plan), kTwo);
+  const LaunchPlan off = expect_plan(parse_plan_json(
+      R"({"launches":[{"entry":"a","grid":[1,1,1],"block":[32,1,1]},{"entry":"b","grid":[1,1,1],"block":[32,1,1],"pdl":false}]})"));
+  EXPECT_FALSE(off.launches[1].pdl);
+  EXPECT_EQ(plan_to_json(off).find("pdl"), std::string::npos);
+}
+
 TEST(LaunchPlan, SmemAndWorkspaceDefaultToZero) {
   const LaunchPlan plan =
       expect_plan(parse_plan_json(R"({"launches":[{"entry":"k","grid":[1,1,1],"block":[32,1,1]}]})"));
@@ -137,6 +153,11 @@ INSTANTIATE_TEST_SUITE_P(
                 R"(plan: launches[0]: unknown field "smem_bytes")"},
         BadPlan{R"({"launches":[{"entry":"k","grid":[1,1,1],"block":[32,1,1]}],"workspace":4294967297})",
                 "plan: workspace: 4294967297 exceeds the maximum 4294967296"},
+        BadPlan{R"({"launches":[{"entry":"k","grid":[1,1,1],"block":[32,1,1],"pdl":true}]})",
+                "plan: launches[0].pdl: the first launch has no launch of its plan before it to depend on"},
+        BadPlan{R"({"launches":[{"entry":"k","grid":[1,1,1],"block":[32,1,1]},)"
+                R"({"entry":"r","grid":[1,1,1],"block":[32,1,1],"pdl":1}]})",
+                "plan: launches[1].pdl: expected true or false, got 1"},
         BadPlan{R"({"launches":[{"entry":"k","grid":[1,1,1],"block":[32,1,1]}],"extra":1})",
                 R"(plan: unknown field "extra")"}));
 
