@@ -4,7 +4,10 @@
  *   extern "C" __global__ void NAME(kd_gemm_args args)
  * and which carries a launch plan in a comment:
  *   // kdispatch:plan {"launches":[{"entry":"kd_main","grid":[128,1,1],"block":[256,1,1],"smem":0}],"workspace":0}
- * Launches run in order on the caller's stream.
+ * Launches run in order on the caller's stream. A launch after the first may add "pdl":true (sm_90+):
+ * it may then start while the launch before it finishes, so its kernel must execute
+ *   asm volatile("griddepcontrol.wait;" ::: "memory");
+ * before it reads anything the earlier launches wrote (e.g. a split-K reduction reading partials).
  *
  * Semantics are cuBLAS's, column-major, for every batch index z < batch:
  *   C_z = alpha * op(A_z) * op(B_z) + beta * C_z   (+ bias[row] when the key's epilogue is bias)
