@@ -40,7 +40,11 @@ json binary(std::string_view bytes) {
 json plan_value(const LaunchPlan& plan) {
   json launches = json::array();
   for (const LaunchSpec& l : plan.launches) {
-    launches.push_back({{"entry", l.entry}, {"grid", l.grid}, {"block", l.block}, {"smem", l.smem_bytes}});
+    json launch = {{"entry", l.entry}, {"grid", l.grid}, {"block", l.block}, {"smem", l.smem_bytes}};
+    // Only when set: records without it keep their bytes, and a reader that predates the field
+    // ignores it and launches the kernel in plain stream order (its griddepcontrol.wait is a no-op).
+    if (l.pdl) launch["pdl"] = true;
+    launches.push_back(std::move(launch));
   }
   return {{"launches", std::move(launches)}, {"workspace", plan.workspace_bytes}};
 }
@@ -112,8 +116,12 @@ LaunchPlan plan_from(const json& v) {
   const json& launches = member(v, "launches");
   if (!launches.is_array()) throw Malformed{};
   for (const json& l : launches) {
-    plan.launches.push_back({text(l, "entry"), dim3(l, "grid"), dim3(l, "block"),
-                             integer<std::uint32_t>(l, "smem")});
+    LaunchSpec spec{text(l, "entry"), dim3(l, "grid"), dim3(l, "block"), integer<std::uint32_t>(l, "smem")};
+    if (const auto pdl = l.find("pdl"); pdl != l.end()) {
+      if (!pdl->is_boolean()) throw Malformed{};
+      spec.pdl = pdl->get<bool>();
+    }
+    plan.launches.push_back(std::move(spec));
   }
   plan.workspace_bytes = integer<std::uint64_t>(v, "workspace");
   return plan;

@@ -54,6 +54,19 @@ TEST(Record, RoundTripsACublasLtRecordWithAnEmptyPlan) {
   EXPECT_EQ(expect_record(deserialize_record(serialize_record(r))), r);
 }
 
+// A split-K reduction launched as a programmatic dependent keeps "pdl" through the cache; a launch
+// without it stores no such field, so older records and readers are unaffected.
+TEST(Record, RoundTripsAProgrammaticDependentLaunch) {
+  Record r = test::make_record(3, "gemm m=3");
+  r.plan.launches.push_back({"kd_reduce", {64, 1, 1}, {256, 1, 1}, 0, /*pdl=*/true});
+  r.plan.workspace_bytes = 4096;
+  const std::string bytes = serialize_record(r);
+  EXPECT_EQ(expect_record(deserialize_record(bytes)), r);
+  const auto payload = nlohmann::json::from_msgpack(bytes.substr(12));
+  EXPECT_FALSE(payload.at("plan").at("launches").at(0).contains("pdl"));
+  EXPECT_EQ(payload.at("plan").at("launches").at(1).at("pdl"), true);
+}
+
 TEST(Record, PayloadIsMessagePackWithBinaryBlobs) {
   const std::string bytes = serialize_record(test::make_record(1, "k"));
   const auto payload = nlohmann::json::from_msgpack(bytes.substr(12));
@@ -133,6 +146,9 @@ TEST(Record, ValidMessagePackWithWrongShapeIsMalformed) {
   json plan = payload;
   plan["plan"]["launches"][0]["grid"] = json::array({1, 2});
   EXPECT_EQ(expect_error(deserialize_record(encoded(plan))), RecordError::malformed_payload);
+  json pdl = payload;
+  pdl["plan"]["launches"][0]["pdl"] = "yes";
+  EXPECT_EQ(expect_error(deserialize_record(encoded(pdl))), RecordError::malformed_payload);
   EXPECT_EQ(expect_error(deserialize_record(encoded(json::array({1, 2, 3})))),
             RecordError::malformed_payload);
 }
