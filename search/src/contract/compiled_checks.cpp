@@ -24,7 +24,11 @@ struct PtxEntry {
   std::vector<std::string> params;  // each `.param ...` declaration, trimmed
   std::vector<std::uint32_t> maxntid;  // from `.maxntid x[, y[, z]]`, empty when absent
   std::vector<std::uint32_t> reqntid;  // from `.reqntid`, empty when absent
+  // Its body (up to the next entry) executes griddepcontrol.wait, or calls a function, which may.
+  bool may_wait_on_grid = false;
 };
+
+constexpr std::string_view kGridWait = "griddepcontrol.wait";
 
 std::string trim(std::string_view s) {
   const auto first = s.find_first_not_of(" \t\r\n");
@@ -84,6 +88,10 @@ std::map<std::string, PtxEntry> parse_entries(std::string_view ptx) {
         *field = parse_dims(trim(directives.substr(d + name.size(), eol - d - name.size())));
       }
     }
+    const std::string_view span = ptx.substr(body, ptx.find(kEntry, body) - body);
+    entry.may_wait_on_grid = span.find(kGridWait) != std::string_view::npos ||
+                             (span.find("call") != std::string_view::npos &&
+                              ptx.find(kGridWait) != std::string_view::npos);
     entries[trim(ptx.substr(at + kEntry.size(), open - at - kEntry.size()))] = std::move(entry);
   }
   return entries;
@@ -126,6 +134,13 @@ std::optional<Rejection> check_entry(const LaunchSpec& launch, const std::map<st
     return Rejection{CandidateStatus::plan_exceeds_launch_bounds,
                      fmt::format("plan block {} of '{}' has more threads than its .maxntid {}",
                                  block, launch.entry, entry.maxntid)};
+  }
+  if (launch.pdl && !entry.may_wait_on_grid) {
+    return Rejection{CandidateStatus::bad_plan,
+                     fmt::format("plan launch of '{}' is a programmatic dependent (\"pdl\") but the entry never "
+                                 "executes griddepcontrol.wait: it could read the previous launch's output before "
+                                 "that launch completes",
+                                 launch.entry)};
   }
   if (!entry.reqntid.empty()) {
     std::vector<std::uint32_t> required = entry.reqntid;

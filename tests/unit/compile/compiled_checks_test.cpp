@@ -15,6 +15,10 @@ extern "C" __global__ void two_params(kd_gemm_args a, int x) { static_cast<int*>
 extern "C" __global__ void int_param(int x) {}
 __global__ void not_extern_c(kd_gemm_args a) {}
 extern "C" __global__ void __launch_bounds__(128) bounded(kd_gemm_args a) {}
+extern "C" __global__ void waits(kd_gemm_args a) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  static_cast<float*>(a.c)[threadIdx.x] = a.alpha;
+}
 extern "C" __global__ void shared_40k(kd_gemm_args a) {
   __shared__ float tile[10240];
   tile[threadIdx.x] = a.alpha;
@@ -66,6 +70,21 @@ TEST_F(CompiledChecks, MangledEntryIsNotExternC) {
 TEST_F(CompiledChecks, BlockOverLaunchBoundsIsRejected) {
   EXPECT_EQ(status("bounded", 128), CandidateStatus::ok);
   EXPECT_EQ(status("bounded", 256), CandidateStatus::plan_exceeds_launch_bounds);
+}
+
+// A programmatic dependent launch must wait for the launch before it; "good" never does.
+TEST_F(CompiledChecks, ProgrammaticDependentEntryMustWaitOnTheGrid) {
+  const auto with = [](const char* second) {
+    LaunchPlan plan;
+    plan.launches.push_back({.entry = "good", .grid = {1, 1, 1}, .block = {32, 1, 1}});
+    plan.launches.push_back({.entry = second, .grid = {1, 1, 1}, .block = {32, 1, 1}, .pdl = true});
+    return check_compiled(plan, out_->ptx, out_->cubin, "sm_90");
+  };
+  EXPECT_FALSE(with("waits"));
+  const auto rejection = with("good");
+  ASSERT_TRUE(rejection);
+  EXPECT_EQ(rejection->status, CandidateStatus::bad_plan);
+  EXPECT_NE(rejection->message.find("griddepcontrol.wait"), std::string::npos) << rejection->message;
 }
 
 TEST_F(CompiledChecks, StaticPlusDynamicSharedMemoryIsBounded) {
