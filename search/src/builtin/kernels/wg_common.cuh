@@ -46,6 +46,13 @@ __device__ __forceinline__ void kd_mbar_wait(unsigned bar, int parity) {
 __device__ __forceinline__ void kd_cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+// Four lanes of partial sums added in place, lane by lane (the split-K sums add splits in order).
+__device__ __forceinline__ void kd_add4(float4& sum, const float4 v) {
+  sum.x += v.x;
+  sum.y += v.y;
+  sum.z += v.z;
+  sum.w += v.w;
+}
 // Four consecutive floats (16-byte aligned) from CTA `rank`'s shared memory at the address `addr` has
 // in this CTA.
 __device__ __forceinline__ float4 kd_ld_cluster4(unsigned addr, int rank) {
@@ -132,12 +139,7 @@ __device__ __forceinline__ void kd_cluster_finish(const kd_gemm_args& args, unsi
     for (int s = 0; s < KD_SPLITK; ++s) part[s] = kd_ld_cluster4(tile + 4u * static_cast<unsigned>(e), s);
     float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-    for (int s = 0; s < KD_SPLITK; ++s) {
-      sum.x += part[s].x;
-      sum.y += part[s].y;
-      sum.z += part[s].z;
-      sum.w += part[s].w;
-    }
+    for (int s = 0; s < KD_SPLITK; ++s) kd_add4(sum, part[s]);
     const long long row = m0 + e % kBM, col = n0 + e / kBM;
     if (col >= args.n) continue;
     const float v[4] = {sum.x, sum.y, sum.z, sum.w};

@@ -763,13 +763,8 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_tiled_reduce(kd_gemm_arg
       const long long idx = 4 * q, z = idx / mn, rem = idx % mn, row = rem % m, col = rem / m;
       float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
-      for (int s = 0; s < KD_SPLITK; ++s) {
-        const float4 v = *reinterpret_cast<const float4*>(W + static_cast<long long>(s) * total + idx);
-        sum.x += v.x;
-        sum.y += v.y;
-        sum.z += v.z;
-        sum.w += v.w;
-      }
+      for (int s = 0; s < KD_SPLITK; ++s)
+        kd_add4(sum, *reinterpret_cast<const float4*>(W + static_cast<long long>(s) * total + idx));
       KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
       kd_epilogue(args, C, row, col, sum.x);
       kd_epilogue(args, C, row + 1, col, sum.y);
