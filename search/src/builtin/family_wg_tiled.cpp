@@ -21,6 +21,7 @@ constexpr char kPromote[] = "KD_PROMOTE";
 constexpr char kLate[] = "KD_LATE";
 constexpr char kWs[] = "KD_WS";
 constexpr char kCluster[] = "KD_CLUSTER";
+constexpr char kBlo[] = "KD_BLO";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
@@ -35,23 +36,29 @@ long long tiles_of(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
 // Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes/kLoBufs/kBarBytes in wg_tiled.cu: 1024
-// bytes of alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows), then
-// the B-lo buffers (two, three when two k tiles share a promotion), then the warp-specialized
-// kernel's 256 bytes of mbarriers.
+// bytes of alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows, + with
+// KD_BLO its lo tile), then the B-lo buffers (two, three when two k tiles share a promotion; none with
+// KD_BLO), then the warp-specialized kernel's 256 bytes of mbarriers.
 long long stage_bytes(const GemmKey& key, const Params& p) {
   const long long bm = bm_of(p);
   const long long a_raw = key.ta == Transpose::T ? bm * (kBk + 4) * 4 : kBk * (bm + 8) * 4;
-  return ceil_div(a_raw, 1024) * 1024 + param(p, kBn) * 128;
+  return ceil_div(a_raw, 1024) * 1024 + param(p, kBn) * 128 * (param(p, kBlo) ? 2 : 1);
 }
 long long smem_bytes(const GemmKey& key, const Params& p) {
   const long long b = param(p, kBn) * 128;
-  return 1024 + param(p, kStages) * stage_bytes(key, p) + (param(p, kPromote) == 2 ? 3 : 2) * b +
-         (param(p, kWs) ? 256 : 0);
+  const long long lo_bufs = param(p, kBlo) ? 0 : param(p, kPromote) == 2 ? 3 : 2;
+  return 1024 + param(p, kStages) * stage_bytes(key, p) + lo_bufs * b + (param(p, kWs) ? 256 : 0);
 }
-// A cluster split sums its partials in distributed shared memory: no workspace.
-long long workspace_bytes(const GemmKey& key, const Params& p) {
+// Split-K partials (a cluster split sums them in distributed shared memory: none), then with KD_BLO
+// B's lo parts, [batch][n][k rounded up to 4] floats from a 16-byte boundary (kd_blo in wg_tiled.cu).
+long long partial_bytes(const GemmKey& key, const Params& p) {
   const long long split = param(p, kSplit);
   return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
+}
+long long blo_floats(const GemmKey& key) { return key.batch * key.n * (ceil_div(key.k, 4) * 4); }
+long long workspace_bytes(const GemmKey& key, const Params& p) {
+  const long long partials = partial_bytes(key, p);
+  return param(p, kBlo) ? ceil_div(partials, 16) * 16 + blo_floats(key) * 4 : partials;
 }
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
 // one CTA per SM.
@@ -99,7 +106,10 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     // The kernel lab's best for f32 n = 16 (H200): m64n16 wgmmas, a producer warpgroup with one or two
     // consumers, one wave of CTAs; 1.70-1.82x cuBLAS, 6-14% faster than skinny_bulk on 6144x16 and
     // 4096x16x14336.
-    std::vector<Params> out = {tile(2, 16, 8, 1, 0, 1), tile(1, 16, 6, 1, 0, 1)};
+    // The third seed takes B's lo parts from a first launch (KD_BLO): 28672x16x4096 139 against 147 us,
+    // 4096x16x4096 27.1 against 26.3 (the extra launch), kernel lab, H200, session 12.
+    std::vector<Params> out = {tile(2, 16, 8, 1, 0, 1), tile(1, 16, 6, 1, 0, 1), tile(2, 16, 8, 1, 0, 1)};
+    out[2][kBlo] = 1;
     for (Params& p : out) p[kSplit] = split_one_wave(key, t, p);
     return out;
   }
@@ -139,6 +149,7 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (!p.contains(kLate)) p[kLate] = 0;
   if (!p.contains(kWs)) p[kWs] = 0;
   if (!p.contains(kCluster)) p[kCluster] = 0;
+  if (!p.contains(kBlo)) p[kBlo] = 0;
   return p;
 }
 
@@ -167,6 +178,9 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (cluster == 1 &&
       (ws != 1 || split < 2 || split > kMaxClusterSplit || bm_of(p) * bn * 4 > stages * stage_bytes(key, p)))
     return false;
+  // B's lo parts from the workspace: strict fp32 (3xTF32) in the warp-specialized kernel only.
+  const long long blo = param(p, kBlo);
+  if ((blo != 0 && blo != 1) || (blo == 1 && (ws != 1 || x3 != 1))) return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
   return smem_bytes(key, p) <= t.smem_optin_bytes;
@@ -174,11 +188,22 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
 
 LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   LaunchPlan plan;
+  if (param(p, kBlo)) {
+    // B's lo parts, four floats per thread; the main kernel follows as its programmatic dependent and
+    // waits on it only before its first lo copy, after issuing its prologue's A and B copies.
+    LaunchSpec split;
+    split.entry = "kd_wg_split_b";
+    split.grid = {u32(std::clamp(ceil_div(blo_floats(key), 4 * 256), 1LL, 8LL * t.sms)), 1, 1};
+    split.block = {256, 1, 1};
+    plan.launches.push_back(split);
+    plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
+  }
   LaunchSpec main;
   main.entry = "kd_wg_tiled";
   main.grid = {u32(ceil_div(key.m, bm_of(p))), u32(ceil_div(key.n, param(p, kBn))), u32(key.batch * param(p, kSplit))};
   main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
+  main.pdl = param(p, kBlo) == 1;
   plan.launches.push_back(main);
   if (param(p, kSplit) > 1 && !param(p, kCluster)) {
     // A programmatic dependent: its blocks are resident when the main kernel's last CTAs finish
@@ -272,6 +297,17 @@ std::string cluster_off(const GemmKey&, const Target&, const Params& p) {
                      param(p, kSplit));
 }
 
+std::string blo_on(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("split B into its TF32 lo parts once per call ({} MB, a first launch) instead of in each of "
+                     "the {} CTAs for every k tile: the producer warpgroup only copies, and the lo tile travels in the "
+                     "stage",
+                     blo_floats(key) * 4 / 1000000, tiles_of(key, p) * param(p, kSplit));
+}
+std::string blo_off(const GemmKey&, const Target&, const Params&) {
+  return "split B in every CTA's producer warpgroup again: one launch fewer, and no wait on it before the first "
+         "k tiles";
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -289,6 +325,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.ws_off", ws_off, step_param<kWs, -1, 0, 1>},
     {"wg_tiled", "wg.cluster_on", cluster_on, step_param<kCluster, 1, 0, 1>},
     {"wg_tiled", "wg.cluster_off", cluster_off, step_param<kCluster, -1, 0, 1>},
+    {"wg_tiled", "wg.blo_on", blo_on, step_param<kBlo, 1, 0, 1>},
+    {"wg_tiled", "wg.blo_off", blo_off, step_param<kBlo, -1, 0, 1>},
 };
 
 Family make_family() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "builtin/family.hpp"
+#include "builtin/family_wg_tiled.hpp"
 #include "builtin/family_wg_tma.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
@@ -371,6 +372,73 @@ TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
     }
   }
   EXPECT_GE(evaluated, 8);
+  EXPECT_EQ(client.restarts(), 0);
+}
+
+// wg_tiled with KD_BLO: B's lo parts split once per call by a first launch into the workspace (after
+// any split-K partials) and read by the main kernel as its programmatic dependent. Through the whole
+// gate: the n <= 16 seed that uses it, then ragged, batched and biased calls with k not a multiple of 4
+// (the split's scalar path, edge k tiles) with and without split-K partials in front of the lo parts.
+TEST(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
+  test::TempDir dir;
+  worker::WorkerSpawn spawn;
+  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
+                "--roofline-dir", (dir.path() / "roofline").string()};
+  worker::WorkerClient client(spawn);
+  client.ensure_started();
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target t = builtin::Target::from(dev);
+  struct BloCase {
+    const char* line;
+    long long split;  // 0: the seed's own
+  };
+  int evaluated = 0;
+  for (const BloCase c : {
+           BloCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=28672 n=16 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 "
+                "epilogue=none beta0=1",
+                0},
+           BloCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=13 k=502 lda=504 ldb=504 ldc=1000 batch=2 "
+                "stride_a=504000 stride_b=6552 stride_c=13000 epilogue=bias beta0=0",
+                3},
+           BloCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=502 lda=1000 ldb=504 ldc=1000 batch=2 "
+                "stride_a=502000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+                1},
+           BloCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=502 lda=1000 ldb=504 ldc=1000 batch=2 "
+                "stride_a=502000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+                3}}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(c.line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << c.line;
+    builtin::Params p = f.complete(key, t, f.seeds(key, t).front());
+    p["KD_BLO"] = 1;
+    if (key.n > 16) {
+      p["KD_STAGES"] = 4;  // A, B and B lo per stage: 4 stages of 128-column tiles fit
+      p["KD_PROMOTE"] = 1;
+    }
+    if (c.split) p["KD_SPLITK"] = c.split;
+    ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+    const std::string source = builtin::render(f, key, t, p);
+    const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tiled.cu", .arch = dev.arch});
+    ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
+    EvalRequest r;
+    r.key_line = c.line;
+    r.cubin = out.cubin;
+    r.plan = f.plan(key, t, p);
+    ASSERT_EQ(r.plan.launches.front().entry, "kd_wg_split_b");
+    r.options = test_options();
+    const Verdict v = client.evaluate(r, 60s);
+    ++evaluated;
+    std::printf("wg_tiled blo %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", c.line + 5,
+                builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
+                v.candidate_time ? v.candidate_time->median_us : 0.0,
+                v.baseline_time ? v.baseline_time->median_us : 0.0, v.candidate_error.norm_rel,
+                v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
+    EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << c.line << ": " << to_string(v.rule) << " "
+                             << v.detail;
+  }
+  EXPECT_EQ(evaluated, 4);
   EXPECT_EQ(client.restarts(), 0);
 }
 

@@ -62,13 +62,22 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       const auto& lp = std::get<LaunchPlan>(plan);
       EXPECT_EQ(lp, f.plan(key, t, p));
       const bool split = p.at("KD_SPLITK") > 1, workspace = split && p.at("KD_CLUSTER") == 0;
-      EXPECT_EQ(lp.launches.size(), workspace ? 2u : 1u);
-      EXPECT_EQ(lp.workspace_bytes, workspace ? static_cast<std::uint64_t>(p.at("KD_SPLITK") * key.m * key.n * 4) : 0u);
-      const auto& g = lp.launches[0].grid;
+      const bool blo = p.at("KD_BLO") == 1;
+      EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo ? 1u : 0u));
+      const long long partials = workspace ? p.at("KD_SPLITK") * key.m * key.n * 4 : 0;
+      const long long lo = blo ? key.n * ((key.k + 3) / 4 * 4) * 4 : 0;
+      EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>((blo ? (partials + 15) / 16 * 16 : partials) + lo));
+      const LaunchSpec& main = lp.launches[blo ? 1 : 0];
+      EXPECT_EQ(main.entry, "kd_wg_tiled");
+      EXPECT_EQ(main.pdl, blo) << "with KD_BLO the main kernel waits on the split of B";
+      if (blo) {
+        EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b");
+      }
+      const auto& g = main.grid;
       EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
       // The lab's winners on every served shape are warp-specialized: a producer warpgroup on top.
       EXPECT_EQ(p.at("KD_WS"), 1) << describe(p);
-      EXPECT_EQ(lp.launches[0].block[0], 128u * (p.at("KD_WG") + 1));
+      EXPECT_EQ(main.block[0], 128u * (p.at("KD_WG") + 1));
       // Outputs of up to 16 columns take m64n16 wgmmas; a k split stops at one wave of CTAs.
       EXPECT_EQ(p.at("KD_BN") == 16, key.n <= 16) << describe(p);
       if (key.n <= 16 && split) {
@@ -125,6 +134,62 @@ TEST(WgTiled, ClusterSplitIsOneLaunchWithoutWorkspace) {
   for (const Params& q : completed_seeds(f, big, t)) EXPECT_EQ(q.at("KD_CLUSTER"), 0) << describe(q);
 }
 
+// KD_BLO: B's lo parts come from a first launch (kd_wg_split_b) into the workspace after any split-K
+// partials; the main kernel is its programmatic dependent. Strict fp32 with the producer warpgroup only.
+TEST(WgTiled, SplitOfBIsAFirstLaunchIntoTheWorkspace) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey key = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=28672 n=16 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 epilogue=none beta0=1");
+  const auto seeds = completed_seeds(f, key, t);
+  const auto it = std::find_if(seeds.begin(), seeds.end(), [](const Params& p) { return p.at("KD_BLO") == 1; });
+  ASSERT_NE(it, seeds.end()) << "n <= 16 seeds one configuration with B split once per call";
+  Params p = *it;
+  LaunchPlan plan = f.plan(key, t, p);
+  ASSERT_EQ(plan.launches.size(), 2u);
+  EXPECT_EQ(plan.launches[0].entry, "kd_wg_split_b");
+  EXPECT_FALSE(plan.launches[0].pdl);
+  EXPECT_EQ(plan.launches[0].grid[0], 16u * 4096 / 4 / 256);
+  EXPECT_EQ(plan.launches[1].entry, "kd_wg_tiled");
+  EXPECT_TRUE(plan.launches[1].pdl);
+  EXPECT_EQ(plan.workspace_bytes, 16u * 4096 * 4);
+  EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
+  // With split-K the lo parts follow the partials, from a 16-byte boundary; k rounds up to 4.
+  const GemmKey odd = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=777 n=13 k=4094 lda=4096 ldb=4096 ldc=777 batch=1 epilogue=none beta0=1");
+  Params q = completed_seeds(f, odd, t).front();
+  q["KD_BLO"] = 1;
+  q["KD_SPLITK"] = 3;
+  ASSERT_TRUE(f.valid(odd, t, q)) << describe(q);
+  plan = f.plan(odd, t, q);
+  ASSERT_EQ(plan.launches.size(), 3u);
+  EXPECT_EQ(plan.launches[2].entry, "kd_wg_tiled_reduce");
+  EXPECT_EQ(plan.workspace_bytes, (3u * 777 * 13 * 4 + 15) / 16 * 16 + 13u * 4096 * 4);
+  auto with = [&](const char* name, long long v) {
+    Params r = p;
+    r[name] = v;
+    return r;
+  };
+  EXPECT_FALSE(f.valid(key, t, with("KD_BLO", 2)));
+  const GemmKey wide = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
+  Params w = completed_seeds(f, wide, t).front();
+  w["KD_BLO"] = 1;
+  w["KD_PROMOTE"] = 1;
+  w["KD_STAGES"] = 4;
+  EXPECT_TRUE(f.valid(wide, t, w)) << "4 stages of A, B and B lo fit";
+  w["KD_STAGES"] = 5;
+  EXPECT_FALSE(f.valid(wide, t, w)) << "5 stages of 50 KB do not";
+  w["KD_STAGES"] = 4;
+  w["KD_WS"] = 0;
+  EXPECT_FALSE(f.valid(wide, t, w)) << "the producer warpgroup copies the lo tiles";
+  const GemmKey tf32 = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32");
+  Params x = f.complete(tf32, t, completed_seeds(f, tf32, t).front());
+  x["KD_BLO"] = 1;
+  EXPECT_FALSE(f.valid(tf32, t, x)) << "plain TF32 has no lo parts";
+}
+
 TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
   const auto [applied, ids] = test::sweep_ideas(wg_tiled_family(), wg_tiled_ideas());
   EXPECT_GT(applied, 40);
@@ -158,7 +223,7 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }
 
-// tools/dev/lab_wg_f32.json and lab_wg_cluster.json (the GPU lab's variants) agree with the family's
+// tools/dev/lab_wg_f32.json, lab_wg_cluster.json and lab_wg_blo.json (the GPU lab's variants) agree with the family's
 // rules: every variant is valid for its case's key and carries exactly the family's launch plan.
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   int variants = 0;
@@ -167,6 +232,9 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_cluster.json", wg_tiled_family(), variants));
   EXPECT_GE(variants, 90);
+  variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_blo.json", wg_tiled_family(), variants));
+  EXPECT_GE(variants, 20);
 }
 
 }  // namespace

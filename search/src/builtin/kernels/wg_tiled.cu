@@ -30,6 +30,9 @@
 //  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled;
 //    with KD_CLUSTER = 1 (SPLITK 2..8) the splits of one tile form a thread-block cluster and sum
 //    their partials through distributed shared memory instead: no workspace, no second launch.
+//  - f32, KD_BLO = 1 (with KD_WS): B's lo parts come from the workspace, written once per call by a
+//    first launch (kd_wg_split_b), instead of being split by every CTA for every k tile; the
+//    producer copies them into the stage after B and no longer splits, and the B-lo ring is gone.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
@@ -38,13 +41,16 @@
 //   KD_WG warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; 1 for f32; MW * BN <= 256)
 //   KD_BN 64 | 128 | 256 (f32: 16 with KD_WS | 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
-//   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
-// Plan: launch 0 kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK],
-//   block = [128 * (WG + WS)], smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32: 2 B-lo
+//   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
+//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+// Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256], then] kd_wg_tiled: grid =
+//   [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK], block = [128 * (WG + WS)], pdl with
+//   KD_BLO, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
 //   buffers, 3 when KD_PROMOTE = 2; + 256 bytes of barriers when WS = 1), see kStageBytes, kLoBufs
-//   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0,
-//   workspace = SPLITK * batch * m * n * 4 bytes and launch 1 kd_wg_tiled_reduce: grid = [any],
-//   block = [256], pdl (it waits on griddepcontrol before reading the partials).
+//   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0, SPLITK * batch * m * n * 4 bytes of
+//   workspace and then kd_wg_tiled_reduce: grid = [any], block = [256], pdl (it waits on
+//   griddepcontrol before reading the partials). KD_BLO adds batch * n * ceil4(k) * 4 bytes of
+//   workspace after the partials, rounded up to 16 bytes (kd_blo).
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -100,6 +106,9 @@
 #ifndef KD_CLUSTER
 #define KD_CLUSTER 0
 #endif
+#ifndef KD_BLO
+#define KD_BLO 0
+#endif
 
 #if KD_TB != 0
 #error "wg_tiled: only tb = N"
@@ -144,10 +153,12 @@ constexpr int kALdF32 = KD_TA ? kBK + 4 : kBM + 8;
 constexpr int kABytesRaw = kF32 ? (KD_TA ? kBM * kALdF32 : kBK * kALdF32) * 4 : kBM * 128;
 constexpr int kABytes = (kABytesRaw + 1023) / 1024 * 1024;
 constexpr int kBBytes = KD_BN * 128;
-constexpr int kStageBytes = kABytes + kBBytes;
+// KD_BLO: B's lo tile is copied into the stage, after B, like the operands.
+constexpr int kStageBytes = kABytes + kBBytes * (KD_BLO ? 2 : 1);
 // f32 B-lo buffers: splitting tile i+1 overwrites tile i+1-kLoBufs's. With KD_PROMOTE = 2 the other
-// warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper.
-constexpr int kLoBufs = KD_PROMOTE > 1 ? 3 : 2;
+// warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper. None with KD_BLO.
+constexpr int kLoBufs = KD_BLO ? 0 : KD_PROMOTE > 1 ? 3 : 2;
+constexpr int kLoRing = kLoBufs ? kLoBufs : 1;  // a modulus that compiles when there is no ring
 // KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer) after the B-lo buffers.
 constexpr int kBarBytes = KD_WS ? 256 : 0;
 static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoBufs) <= kBarBytes, "the barrier area (KD_WS)");
@@ -166,6 +177,7 @@ static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
 static_assert(KD_CLUSTER == 0 || (KD_CLUSTER == 1 && KD_SPLITK >= 2 && KD_SPLITK <= 8),
               "KD_CLUSTER is 0 or 1 (with 2..8 splits: a portable cluster size)");
 static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
+static_assert(KD_BLO == 0 || (KD_BLO == 1 && kF32 && KD_WS && KD_3XTF32), "KD_BLO is 0 or 1 (f32 3xTF32 with KD_WS)");
 
 #include "wg_common.cuh"
 
@@ -193,6 +205,46 @@ struct kd_int {
 // Round to TF32 to nearest (ties away), as tc_tiled: two integer ops for finite values; NaN
 // propagates through the lo part.
 __device__ __forceinline__ unsigned kd_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// B's lo part for 3xTF32: B's hi is the raw value, which wgmma reads truncated to TF32; lo is the
+// exact rest, rounded to TF32.
+__device__ __forceinline__ float kd_lo_b(float x) {
+  return __uint_as_float(kd_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
+}
+
+#if KD_BLO
+// KD_BLO: B's lo parts, computed once per call by kd_wg_split_b instead of once per CTA and k tile,
+// live in the workspace as [batch][n][ldl] floats (ldl = k rounded up to 4: 16-byte rows), after the
+// split-K partials (rounded up to 16 bytes). The plan's workspace covers both.
+__device__ __forceinline__ long long kd_blo_ld(long long k) { return (k + 3) & ~3LL; }
+__device__ __forceinline__ float* kd_blo(const kd_gemm_args& args) {
+  long long off = 0;
+  if (KD_SPLITK > 1 && !KD_CLUSTER) off = (static_cast<long long>(KD_SPLITK) * args.batch * args.m * args.n + 3) & ~3LL;
+  return static_cast<float*>(args.workspace) + off;
+}
+// Launch 0 of a KD_BLO plan. kd_wg_tiled runs as its programmatic dependent and waits on the grid
+// before its first copy of a lo tile; its blocks may become resident once every block here started.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b(kd_gemm_args args) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const long long k = args.k, ldl = kd_blo_ld(k), per = args.n * ldl, total = per * args.batch;
+  const float* B = static_cast<const float*>(args.b);
+  float* L = kd_blo(args);
+  const bool vec = k % 4 == 0 && args.ldb % 4 == 0 && args.stride_b % 4 == 0;
+  for (long long q = blockIdx.x * 256LL + threadIdx.x; 4 * q < total; q += 256LL * gridDim.x) {
+    const long long idx = 4 * q, z = idx / per, rem = idx % per, col = rem / ldl, kk = rem % ldl;
+    const float* src = B + z * args.stride_b + col * args.ldb + kk;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (vec) {
+      v = *reinterpret_cast<const float4*>(src);
+    } else {
+      if (kk < k) v.x = src[0];
+      if (kk + 1 < k) v.y = src[1];
+      if (kk + 2 < k) v.z = src[2];
+      if (kk + 3 < k) v.w = src[3];
+    }
+    *reinterpret_cast<float4*>(L + idx) = make_float4(kd_lo_b(v.x), kd_lo_b(v.y), kd_lo_b(v.z), kd_lo_b(v.w));
+  }
+}
+#endif
 
 // Copies a ROWS x 128-byte tile (row r at X + (row0 + r) * ld + k0) into the swizzled layout at
 // smem byte address `dst`; rows past rows_n and elements past k zero-fill.
@@ -454,8 +506,7 @@ __device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
 #if KD_3XTF32
-        // hi stays the raw value, which wgmma reads truncated to TF32; lo is the exact rest, rounded.
-        e[j] = __uint_as_float(kd_tf32(e[j] - __uint_as_float(__float_as_uint(e[j]) & 0xffffe000u)));
+        e[j] = kd_lo_b(e[j]);
 #else
         e[j] = __uint_as_float(kd_tf32(e[j]));
 #endif
@@ -489,10 +540,26 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   constexpr int kBIters = KD_BN * 8 / kLoaders;
   const kd_chunks pa = kF32 && !KD_TA ? kd_plan_kn(args.lda, m, m0) : kd_plan_rows<kBM, !kF32>(args.lda, m, m0);
   const kd_chunks pb = kd_plan_rows<KD_BN, true>(args.ldb, n, n0);
-  auto load_stage = [&](int slot, long long kt) {
+#if KD_BLO
+  const float* Blo = kd_blo(args) + z * n * kd_blo_ld(k);
+  const kd_chunks pl = kd_plan_rows<KD_BN, true>(kd_blo_ld(k), n, n0);
+#endif
+  // KD_BLO: a stage's lo tile, after its B tile.
+  auto load_lo = [&](int slot, long long kt) {
+#if KD_BLO
+    const unsigned sl = base + slot * kStageBytes + kABytes + kBBytes;
+    const long long k0 = kt * kBK;
+    kd_load_edge<kBIters>(sl, Blo, pl, k0, k);
+#endif
+  };
+  auto load_ab = [&](int slot, long long kt) {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
     const long long k0 = kt * kBK;
     if constexpr (KD_WS) {
+      // The general loader even inside k: its per-chunk bounds spread the producer's copies, and the
+      // tight loop of kd_load_fast measured 1-3% slower here and 18% with KD_BLO's third tile (kernel
+      // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
+      // loads (not profiled).
       kd_load_edge<kAIters>(sa, A, pa, k0, k);
       kd_load_edge<kBIters>(sb, B, pb, k0, k);
       return;
@@ -510,14 +577,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       kd_load_a_kn(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
     kd_load_swz<KD_BN>(sb, B, args.ldb, n, k, n0, k0);
   };
+  auto load_stage = [&](int slot, long long kt) {
+    load_ab(slot, kt);
+    load_lo(slot, kt);
+  };
 
   // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end), by the loaders.
   if (!KD_WS || wg == KD_WG) {
+#if KD_BLO
+    // The operands' copies go out first; the lo tiles wait for kd_wg_split_b's grid. Group 0 holds
+    // every prologue A and B copy, so waiting for tile s's group still covers them.
+#pragma unroll
+    for (int s = 0; s < KD_STAGES - 2; ++s)
+      if (s < nk) load_ab(s, kt0 + s);
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#pragma unroll
+    for (int s = 0; s < KD_STAGES - 2; ++s) {
+      if (s < nk) load_lo(s, kt0 + s);
+      kd_cp_commit();
+    }
+#else
 #pragma unroll
     for (int s = 0; s < KD_STAGES - 2; ++s) {
       if (s < nk) load_stage(s, kt0 + s);
       kd_cp_commit();
     }
+#endif
   }
 
   float acc[KD_MW][kAcc];
@@ -557,7 +642,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     unsigned char* smem = smem_raw + (base - raw_addr);
     auto split_tile = [&](int i) {
       kd_split_b(reinterpret_cast<float4*>(smem + (i % KD_STAGES) * kStageBytes + kABytes),
-                 reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i % kLoBufs) * kBBytes));
+                 reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes));
       kd_fence_async();
     };
     float tmp[kAcc];
@@ -591,7 +676,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
       kd_wg_fence();
 #if KD_3XTF32
-      const unsigned sl = base + KD_STAGES * kStageBytes + (i % kLoBufs) * kBBytes;  // B lo
+      const unsigned sl = KD_BLO ? sb + kBBytes : base + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes;  // B lo
       // Small products first, then hi*hi: the chain's truncation is relative to the group's own sum.
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -650,13 +735,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     const unsigned bars = base + KD_STAGES * kStageBytes + kLoBufs * kBBytes;
     auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
     auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
-    auto lofree = [&](int i) { return bars + 8 * (2 * KD_STAGES + i % kLoBufs); };
+    auto lofree = [&](int i) { return bars + 8 * (2 * KD_STAGES + i % kLoRing); };
     if (threadIdx.x == 0) {
       for (int s = 0; s < KD_STAGES; ++s) {
         kd_mbar_init(full(s), kLoaders);
         kd_mbar_init(empty(s), 4 * KD_WG);
       }
-      for (int s = 0; s < kLoBufs; ++s) kd_mbar_init(lofree(s), 4 * KD_WG);
+      if constexpr (!KD_BLO)
+        for (int s = 0; s < kLoBufs; ++s) kd_mbar_init(lofree(s), 4 * KD_WG);
       kd_mbar_fence_init();
     }
     __syncthreads();
@@ -673,8 +759,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         kd_cp_wait<KD_STAGES - 3>();
         kd_fence_async();
         kd_bar_sync_loaders();
-        if (i >= kLoBufs) kd_mbar_wait(lofree(i), ((i / kLoBufs) - 1) & 1);
-        split_tile(i);
+        if constexpr (!KD_BLO) {
+          if (i >= kLoBufs) kd_mbar_wait(lofree(i), ((i / kLoRing) - 1) & 1);
+          split_tile(i);
+        }
         kd_mbar_arrive(full(i));
         const int next = i + KD_STAGES - 2;
         if (next < nk) {
@@ -694,7 +782,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     auto release = [&](int i) {
       if (lane == 0) {
         kd_mbar_arrive(empty(i));
-        kd_mbar_arrive(lofree(i));
+        if constexpr (!KD_BLO) kd_mbar_arrive(lofree(i));
       }
     };
     auto tile = [&](int i, auto P, auto LAST) {
