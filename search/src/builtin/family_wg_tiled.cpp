@@ -22,6 +22,8 @@ constexpr char kLate[] = "KD_LATE";
 constexpr char kWs[] = "KD_WS";
 constexpr char kCluster[] = "KD_CLUSTER";
 constexpr char kBlo[] = "KD_BLO";
+constexpr char kTail[] = "KD_TAIL";
+constexpr long long kMaxTail = 4;  // 5 and 7 measured slower than 4 on 28672x128 (kernel lab, H200)
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
@@ -52,6 +54,7 @@ long long smem_bytes(const GemmKey& key, const Params& p) {
 // Split-K partials (a cluster split sums them in distributed shared memory: none), then with KD_BLO
 // B's lo parts, [batch][n][k rounded up to 4] floats from a 16-byte boundary (kd_blo in wg_tiled.cu).
 long long partial_bytes(const GemmKey& key, const Params& p) {
+  if (param(p, kTail) > 1) return param(p, kTail) * key.batch * key.m * key.n * 4;
   const long long split = param(p, kSplit);
   return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
 }
@@ -101,6 +104,37 @@ long long split_one_wave(const GemmKey& key, const Target& t, const Params& p) {
   return s;
 }
 
+// KD_TAIL: the tiles past the last whole wave of resident CTAs are split in k, each into `tail`
+// ranges, so that the last wave is made of shorter CTAs. 0 when there is no partial wave.
+long long tail_tiles(const GemmKey& key, const Target& t, const Params& p) {
+  const long long tiles = tiles_of(key, p), room = t.sms * ctas_per_sm(key, t, p);
+  return tiles > room ? tiles % room : 0;
+}
+// The tail split (2..kMaxTail) that finishes the tail tiles soonest, in units of one whole tile's time
+// (ceil(rounds of pieces) / pieces per tile); 1 when no split beats leaving the partial wave alone.
+// 28672x128x4096 (224 tiles on 132 SMs, 92 left over): 4 ranges each, 3 rounds of quarter tiles, 0.75
+// of a tile's time instead of 1; measured 299.7 against 315.9 us (kernel lab, H200, session 12).
+long long tail_split(const GemmKey& key, const Target& t, const Params& p) {
+  const long long tail = tail_tiles(key, t, p), room = t.sms * ctas_per_sm(key, t, p);
+  if (tail == 0 || key.batch != 1) return 1;
+  long long best = 1;
+  double best_time = 1.0;
+  for (long long s = 2; s <= kMaxTail; ++s) {
+    const double time = static_cast<double>(ceil_div(tail * s, room)) / static_cast<double>(s);
+    if (time < best_time - 1e-9) best = s, best_time = time;
+  }
+  return best;
+}
+
+// Appends `base` with its partial last wave split in k (KD_TAIL), where that finishes sooner.
+void add_tail_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, Params base) {
+  if (param(base, kSplit) != 1) return;
+  const long long s = tail_split(key, t, base);
+  if (s < 2) return;
+  base[kTail] = s;
+  out.push_back(base);
+}
+
 std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   if (key.n <= kNarrowN) {
     // The kernel lab's best for f32 n = 16 (H200): m64n16 wgmmas, a producer warpgroup with one or two
@@ -111,6 +145,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     std::vector<Params> out = {tile(2, 16, 8, 1, 0, 1), tile(1, 16, 6, 1, 0, 1), tile(2, 16, 8, 1, 0, 1)};
     out[2][kBlo] = 1;
     for (Params& p : out) p[kSplit] = split_one_wave(key, t, p);
+    add_tail_seed(key, t, out, out[0]);
     return out;
   }
   // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): a producer warpgroup and two consumer
@@ -124,6 +159,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     out = {tile(2, 128, 5, 2, 0, 1), tile(2, 128, 4, 1, 0, 1)};
   }
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
+  add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
   // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
   // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
@@ -150,6 +186,7 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (!p.contains(kWs)) p[kWs] = 0;
   if (!p.contains(kCluster)) p[kCluster] = 0;
   if (!p.contains(kBlo)) p[kBlo] = 0;
+  if (!p.contains(kTail)) p[kTail] = 1;
   return p;
 }
 
@@ -181,6 +218,12 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // B's lo parts from the workspace: strict fp32 (3xTF32) in the warp-specialized kernel only.
   const long long blo = param(p, kBlo);
   if ((blo != 0 && blo != 1) || (blo == 1 && (ws != 1 || x3 != 1))) return false;
+  // The tail split: no k split of its own, one batch (the wave arithmetic is per launch), a partial
+  // wave to split, and not with KD_BLO (ptxas spills in the producer).
+  const long long tail = param(p, kTail);
+  if (tail < 1 || tail > kMaxTail) return false;
+  if (tail > 1 && (split != 1 || cluster != 0 || blo != 0 || key.batch != 1 || tail_tiles(key, t, p) == 0))
+    return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
   return smem_bytes(key, p) <= t.smem_optin_bytes;
@@ -201,10 +244,24 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   LaunchSpec main;
   main.entry = "kd_wg_tiled";
   main.grid = {u32(ceil_div(key.m, bm_of(p))), u32(ceil_div(key.n, param(p, kBn))), u32(key.batch * param(p, kSplit))};
+  const long long tail = param(p, kTail), tail_n = tail > 1 ? tail_tiles(key, t, p) : 0;
+  // KD_TAIL: one CTA per whole tile, then `tail` per tile of the partial wave (the kernel reads the
+  // number of split tiles back from this extent).
+  if (tail > 1) main.grid = {u32(tiles_of(key, p) + tail_n * (tail - 1)), 1, u32(key.batch)};
   main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   main.pdl = param(p, kBlo) == 1;
   plan.launches.push_back(main);
+  if (tail > 1) {
+    // The split tiles' partials summed by a programmatic dependent: one block row per tile.
+    LaunchSpec reduce;
+    reduce.entry = "kd_wg_tail_reduce";
+    reduce.grid = {u32(ceil_div(bm_of(p) / 4 * param(p, kBn), 256)), u32(tail_n), u32(key.batch)};
+    reduce.block = {256, 1, 1};
+    reduce.pdl = true;
+    plan.launches.push_back(reduce);
+    plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
+  }
   if (param(p, kSplit) > 1 && !param(p, kCluster)) {
     // A programmatic dependent: its blocks are resident when the main kernel's last CTAs finish
     // (kernel lab, H200: 4096x128x4096 in 4 splits 49.8 -> 48.3 us, 4096x16x4096 28.6 -> 26.4 us).
@@ -308,6 +365,32 @@ std::string blo_off(const GemmKey&, const Target&, const Params&) {
          "k tiles";
 }
 
+std::string tail_on(const GemmKey& key, const Target& t, const Params& p) {
+  const long long s = tail_split(key, t, p);
+  return fmt::format("split the {} tiles of the partial last wave ({} tiles on {} SMs) into {} k ranges each, summed "
+                     "by a second launch: the last wave takes {:.2f} of a tile's time instead of a whole one",
+                     tail_tiles(key, t, p), tiles_of(key, p), t.sms, s,
+                     static_cast<double>(ceil_div(tail_tiles(key, t, p) * s, t.sms * ctas_per_sm(key, t, p))) / s);
+}
+std::optional<Params> tail_on_apply(const GemmKey& key, const Target& t, const Params& p) {
+  if (param(p, kTail) > 1 || param(p, kSplit) != 1 || param(p, kCluster) || param(p, kBlo)) return std::nullopt;
+  const long long s = tail_split(key, t, p);
+  if (s < 2) return std::nullopt;
+  Params out = p;
+  out[kTail] = s;
+  return out;
+}
+std::string tail_off(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("leave the partial last wave whole: no {}-way split of its tiles and no second launch",
+                     param(p, kTail));
+}
+std::optional<Params> tail_off_apply(const GemmKey&, const Target&, const Params& p) {
+  if (param(p, kTail) <= 1) return std::nullopt;
+  Params out = p;
+  out[kTail] = 1;
+  return out;
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -327,6 +410,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.cluster_off", cluster_off, step_param<kCluster, -1, 0, 1>},
     {"wg_tiled", "wg.blo_on", blo_on, step_param<kBlo, 1, 0, 1>},
     {"wg_tiled", "wg.blo_off", blo_off, step_param<kBlo, -1, 0, 1>},
+    {"wg_tiled", "wg.tail_on", tail_on, tail_on_apply},
+    {"wg_tiled", "wg.tail_off", tail_off, tail_off_apply},
 };
 
 Family make_family() {

@@ -442,6 +442,60 @@ TEST(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
   EXPECT_EQ(client.restarts(), 0);
 }
 
+// wg_tiled with KD_TAIL: the tiles past the last whole wave split in k, their partials summed by a
+// programmatic dependent launch. The tail seeds of ragged shapes (m not a multiple of the tile or of 4,
+// k not a multiple of the k tile) through the whole gate, 128- and 16-column tiles.
+TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
+  test::TempDir dir;
+  worker::WorkerSpawn spawn;
+  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
+                "--roofline-dir", (dir.path() / "roofline").string()};
+  worker::WorkerClient client(spawn);
+  client.ensure_started();
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target t = builtin::Target::from(dev);
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=20001 n=100 k=1000 lda=1000 ldb=1000 ldc=20001 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=20001 n=13 k=1000 lda=20004 ldb=1000 ldc=20001 batch=1 "
+           "epilogue=bias beta0=0"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << line;
+    bool found = false;
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_TAIL") < 2) continue;
+      found = true;
+      ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+      const std::string source = builtin::render(f, key, t, p);
+      const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tiled.cu", .arch = dev.arch});
+      ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
+      EvalRequest r;
+      r.key_line = line;
+      r.cubin = out.cubin;
+      r.plan = f.plan(key, t, p);
+      ASSERT_EQ(r.plan.launches.back().entry, "kd_wg_tail_reduce");
+      r.options = test_options();
+      const Verdict v = client.evaluate(r, 60s);
+      ++evaluated;
+      std::printf("wg_tiled tail %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", line + 5,
+                  builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
+                  v.candidate_time ? v.candidate_time->median_us : 0.0,
+                  v.baseline_time ? v.baseline_time->median_us : 0.0, v.candidate_error.norm_rel,
+                  v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
+      EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
+                               << v.detail;
+    }
+    EXPECT_TRUE(found) << "no tail seed for " << line;
+  }
+  EXPECT_EQ(evaluated, 2);
+  EXPECT_EQ(client.restarts(), 0);
+}
+
 }  // namespace
 }  // namespace kd::eval
 

@@ -61,10 +61,12 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << describe(p);
       const auto& lp = std::get<LaunchPlan>(plan);
       EXPECT_EQ(lp, f.plan(key, t, p));
-      const bool split = p.at("KD_SPLITK") > 1, workspace = split && p.at("KD_CLUSTER") == 0;
+      const bool split = p.at("KD_SPLITK") > 1, tail = p.at("KD_TAIL") > 1;
+      const bool workspace = (split && p.at("KD_CLUSTER") == 0) || tail;
       const bool blo = p.at("KD_BLO") == 1;
       EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo ? 1u : 0u));
-      const long long partials = workspace ? p.at("KD_SPLITK") * key.m * key.n * 4 : 0;
+      const long long parts = tail ? p.at("KD_TAIL") : p.at("KD_SPLITK");
+      const long long partials = workspace ? parts * key.m * key.n * 4 : 0;
       const long long lo = blo ? key.n * ((key.k + 3) / 4 * 4) * 4 : 0;
       EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>((blo ? (partials + 15) / 16 * 16 : partials) + lo));
       const LaunchSpec& main = lp.launches[blo ? 1 : 0];
@@ -190,6 +192,45 @@ TEST(WgTiled, SplitOfBIsAFirstLaunchIntoTheWorkspace) {
   EXPECT_FALSE(f.valid(tf32, t, x)) << "plain TF32 has no lo parts";
 }
 
+// KD_TAIL: the tiles past the last whole wave split in k (28672x128: 224 tiles of 128x128 on 132 SMs,
+// 92 left over, 4 ranges each), summed by a programmatic dependent with one block row per split tile.
+TEST(WgTiled, PartialLastWaveIsSplitInK) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey key = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=28672 n=128 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 epilogue=none beta0=1");
+  const auto seeds = completed_seeds(f, key, t);
+  const auto it = std::find_if(seeds.begin(), seeds.end(), [](const Params& p) { return p.at("KD_TAIL") > 1; });
+  ASSERT_NE(it, seeds.end()) << "1.7 waves of tiles: one seed splits the last wave's tiles";
+  const Params p = *it;
+  EXPECT_EQ(p.at("KD_TAIL"), 4);
+  EXPECT_EQ(p.at("KD_SPLITK"), 1);
+  const LaunchPlan plan = f.plan(key, t, p);
+  ASSERT_EQ(plan.launches.size(), 2u);
+  EXPECT_EQ(plan.launches[0].grid, (std::array<std::uint32_t, 3>{224 + 92 * 3, 1, 1}));
+  EXPECT_EQ(plan.launches[1].entry, "kd_wg_tail_reduce");
+  EXPECT_EQ(plan.launches[1].grid, (std::array<std::uint32_t, 3>{16, 92, 1}));
+  EXPECT_TRUE(plan.launches[1].pdl);
+  EXPECT_EQ(plan.workspace_bytes, 4u * 28672 * 128 * 4);
+  EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
+  auto with = [&](const char* name, long long v) {
+    Params q = p;
+    q[name] = v;
+    return q;
+  };
+  EXPECT_FALSE(f.valid(key, t, with("KD_TAIL", 5))) << "beyond the measured best";
+  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 2))) << "no k split of its own";
+  EXPECT_FALSE(f.valid(key, t, with("KD_BLO", 1))) << "spills with KD_BLO";
+  // Whole waves (4096x128x4096: 32 tiles) have no tail to split, and no seed tries.
+  const GemmKey small = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
+  for (const Params& q : completed_seeds(f, small, t)) EXPECT_EQ(q.at("KD_TAIL"), 1) << describe(q);
+  Params q = completed_seeds(f, small, t).front();
+  q["KD_SPLITK"] = 1;
+  q["KD_TAIL"] = 4;
+  EXPECT_FALSE(f.valid(small, t, q));
+}
+
 TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
   const auto [applied, ids] = test::sweep_ideas(wg_tiled_family(), wg_tiled_ideas());
   EXPECT_GT(applied, 40);
@@ -223,7 +264,7 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }
 
-// tools/dev/lab_wg_f32.json, lab_wg_cluster.json and lab_wg_blo.json (the GPU lab's variants) agree with the family's
+// tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json and lab_wg_tail.json (the GPU lab's variants) agree with the family's
 // rules: every variant is valid for its case's key and carries exactly the family's launch plan.
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   int variants = 0;
@@ -235,6 +276,9 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_blo.json", wg_tiled_family(), variants));
   EXPECT_GE(variants, 20);
+  variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tail.json", wg_tiled_family(), variants));
+  EXPECT_GE(variants, 16);
 }
 
 }  // namespace

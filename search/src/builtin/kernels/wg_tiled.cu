@@ -109,6 +109,9 @@
 #ifndef KD_BLO
 #define KD_BLO 0
 #endif
+#ifndef KD_TAIL
+#define KD_TAIL 1
+#endif
 
 #if KD_TB != 0
 #error "wg_tiled: only tb = N"
@@ -178,6 +181,9 @@ static_assert(KD_CLUSTER == 0 || (KD_CLUSTER == 1 && KD_SPLITK >= 2 && KD_SPLITK
               "KD_CLUSTER is 0 or 1 (with 2..8 splits: a portable cluster size)");
 static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
 static_assert(KD_BLO == 0 || (KD_BLO == 1 && kF32 && KD_WS && KD_3XTF32), "KD_BLO is 0 or 1 (f32 3xTF32 with KD_WS)");
+static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 && !KD_CLUSTER)),
+              "KD_TAIL is 1..16 (more than 1 only without KD_SPLITK)");
+static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 #include "wg_common.cuh"
 
@@ -218,7 +224,8 @@ __device__ __forceinline__ float kd_lo_b(float x) {
 __device__ __forceinline__ long long kd_blo_ld(long long k) { return (k + 3) & ~3LL; }
 __device__ __forceinline__ float* kd_blo(const kd_gemm_args& args) {
   long long off = 0;
-  if (KD_SPLITK > 1 && !KD_CLUSTER) off = (static_cast<long long>(KD_SPLITK) * args.batch * args.m * args.n + 3) & ~3LL;
+  const long long parts = KD_TAIL > 1 ? KD_TAIL : KD_CLUSTER ? 1 : KD_SPLITK;
+  if (parts > 1) off = (parts * args.batch * args.m * args.n + 3) & ~3LL;
   return static_cast<float*>(args.workspace) + off;
 }
 // Launch 0 of a KD_BLO plan. kd_wg_tiled runs as its programmatic dependent and waits on the grid
@@ -523,16 +530,32 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   const unsigned base = (raw_addr + 1023u) & ~1023u;
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const long long m = args.m, n = args.n, k = args.k;
+#if KD_TAIL > 1
+  // blockIdx.x runs over the tiles that fill whole waves, one CTA each (m fastest), then over the
+  // KD_TAIL k ranges of each remaining tile, whose partials a second launch sums; the grid's extent
+  // (tiles + tail * (KD_TAIL - 1)) says how many tiles are split. split < 0: a whole tile.
+  const long long z = blockIdx.z;
+  const long long tm = (m + kBM - 1) / kBM, tiles = tm * ((n + KD_BN - 1) / KD_BN);
+  const long long whole = tiles - (static_cast<long long>(gridDim.x) - tiles) / (KD_TAIL - 1);
+  const long long cta = blockIdx.x;
+  const long long tile_id = cta < whole ? cta : whole + (cta - whole) / KD_TAIL;
+  const int split = cta < whole ? -1 : static_cast<int>((cta - whole) % KD_TAIL);
+  const long long m0 = tile_id % tm * kBM;
+  const long long n0 = tile_id / tm * KD_BN;
+  const int parts = split < 0 ? 1 : KD_TAIL;
+#else
   const long long z = blockIdx.z / KD_SPLITK;
   const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
-  const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
-  const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
   const long long m0 = static_cast<long long>(blockIdx.x) * kBM;
   const long long n0 = static_cast<long long>(blockIdx.y) * KD_BN;
+  constexpr int parts = KD_SPLITK;
+#endif
+  const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
+  const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
 
   const long long ktiles = (k + kBK - 1) / kBK;
-  const long long per = (ktiles + KD_SPLITK - 1) / KD_SPLITK;
-  const long long kt0 = split * per;
+  const long long per = (ktiles + parts - 1) / parts;
+  const long long kt0 = (split < 0 ? 0 : split) * per;
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
   const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
 
@@ -819,7 +842,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   kd_for_each_acc(acc, wg, warp, lane, 0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
   kd_cluster_finish(args, base, z, m0, n0);
 #else
-  if constexpr (KD_SPLITK == 1) {
+  if (KD_TAIL > 1 ? split < 0 : KD_SPLITK == 1) {
     KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
     kd_for_each_acc(acc, wg, warp, lane, m0, n0,
                     [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
@@ -835,6 +858,42 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   }
 #endif
 }
+
+#if KD_TAIL > 1
+// KD_TAIL: the split tiles' KD_TAIL partials summed in split order, then the epilogue. grid = [any, the
+// number of split tiles, batch]: blockIdx.y picks the tile (the last ones of kd_wg_tiled's order),
+// blockIdx.x strides over its 4-row column pieces.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_tail_reduce(kd_gemm_args args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const long long m = args.m, n = args.n, mn = m * n, total = mn * args.batch, z = blockIdx.z;
+  const long long tm = (m + kBM - 1) / kBM, tiles = tm * ((n + KD_BN - 1) / KD_BN);
+  const long long tile_id = tiles - gridDim.y + blockIdx.y;
+  const long long m0 = tile_id % tm * kBM, n0 = tile_id / tm * KD_BN;
+  const float* W = static_cast<const float*>(args.workspace) + z * mn;
+  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+  for (int q = blockIdx.x * 256 + threadIdx.x; q < kBM / 4 * KD_BN; q += 256 * gridDim.x) {
+    const long long row = m0 + 4 * (q % (kBM / 4)), col = n0 + q / (kBM / 4);
+    if (row >= m || col >= n) continue;
+    const long long idx = row + col * m;
+    if (m % 4 == 0) {
+      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+      for (int s = 0; s < KD_TAIL; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * total + idx));
+      kd_epilogue(args, C, row, col, sum.x);
+      kd_epilogue(args, C, row + 1, col, sum.y);
+      kd_epilogue(args, C, row + 2, col, sum.z);
+      kd_epilogue(args, C, row + 3, col, sum.w);
+      continue;
+    }
+    for (int r = 0; r < 4 && row + r < m; ++r) {
+      float sum = 0.f;
+#pragma unroll
+      for (int s = 0; s < KD_TAIL; ++s) sum += W[s * total + idx + r];
+      kd_epilogue(args, C, row + r, col, sum);
+    }
+  }
+}
+#endif
 
 // Split-K reduction: the KD_SPLITK partials of every output summed in split order (deterministic),
 // then the epilogue. Grid-stride over batch * m * n outputs, m fastest; with m a multiple of 4, four
