@@ -1,6 +1,7 @@
 // kdctl verify: re-runs the gate on the stored records of this GPU and evicts those that fail.
 // kdctl bench FILE: tuned vs cuBLAS vs the roofline per shape, as a table and a PNG chart.
 // Both run candidates in the sandboxed worker, exactly as the search does.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -161,9 +162,15 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
         bar.tuned = true;
         bar.roofline_frac = v.floor_us > 0 ? v.floor_us / t : 0;
         bar.roofline_cublas = v.floor_us > 0 ? v.floor_us / c : 0;
-        // Who made it and, for a compiled kernel, its entry point (which builtin family won).
+        // Who made it and, for a compiled kernel, its main entry point (which builtin family won): the
+        // launch with the most shared memory, the first on a tie (helper launches before or after the
+        // main kernel, such as a split of B or a split-K sum, use none).
         note = r->proposer;
-        if (r->kind == RecordKind::nvrtc_kernel && !r->plan.launches.empty()) note += " " + r->plan.launches.front().entry;
+        if (r->kind == RecordKind::nvrtc_kernel && !r->plan.launches.empty()) {
+          const auto main = std::max_element(r->plan.launches.begin(), r->plan.launches.end(),
+                                             [](const auto& x, const auto& y) { return x.smem_bytes < y.smem_bytes; });
+          note += " " + main->entry;
+        }
       }
     }
     bars.push_back(bar);
