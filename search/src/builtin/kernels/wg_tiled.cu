@@ -33,6 +33,9 @@
 //  - f32, KD_BLO = 1 (with KD_WS): B's lo parts come from the workspace, written once per call by a
 //    first launch (kd_wg_split_b), instead of being split by every CTA for every k tile; the
 //    producer copies them into the stage after B and no longer splits, and the B-lo ring is gone.
+//  - KD_TAIL > 1 (without KD_SPLITK): the tiles past the last whole wave of CTAs are split into
+//    KD_TAIL k ranges each, whose partials a second launch (kd_wg_tail_reduce) sums, so that the
+//    last wave is made of shorter CTAs.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
@@ -42,7 +45,7 @@
 //   KD_BN 64 | 128 | 256 (f32: 16 with KD_WS | 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
 //   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
-//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256], then] kd_wg_tiled: grid =
 //   [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK], block = [128 * (WG + WS)], pdl with
 //   KD_BLO, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
@@ -50,7 +53,9 @@
 //   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0, SPLITK * batch * m * n * 4 bytes of
 //   workspace and then kd_wg_tiled_reduce: grid = [any], block = [256], pdl (it waits on
 //   griddepcontrol before reading the partials). KD_BLO adds batch * n * ceil4(k) * 4 bytes of
-//   workspace after the partials, rounded up to 16 bytes (kd_blo).
+//   workspace after the partials, rounded up to 16 bytes (kd_blo). KD_TAIL > 1: kd_wg_tiled's grid is
+//   [tiles + split tiles * (TAIL - 1), 1, batch], TAIL * batch * m * n * 4 bytes of workspace, then
+//   kd_wg_tail_reduce: grid = [any, split tiles, batch], block = [256], pdl.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -367,7 +372,7 @@ __device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const 
   }
 }
 // Any k tile, k edge included, from the same plan: fewer live registers than the general loaders,
-// for the producer warpgroup (KD_WS), which runs in 40.
+// for the producer warpgroup (KD_WS), which runs in 72 registers beside two consumers.
 template <int ITERS>
 __device__ __forceinline__ void kd_load_edge(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0,
                                              long long k) {
