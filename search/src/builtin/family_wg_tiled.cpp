@@ -239,7 +239,6 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     split.grid = {u32(std::clamp(ceil_div(blo_floats(key), 4 * 256), 1LL, 8LL * t.sms)), 1, 1};
     split.block = {256, 1, 1};
     plan.launches.push_back(split);
-    plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   }
   LaunchSpec main;
   main.entry = "kd_wg_tiled";
@@ -260,7 +259,6 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     reduce.block = {256, 1, 1};
     reduce.pdl = true;
     plan.launches.push_back(reduce);
-    plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   }
   if (param(p, kSplit) > 1 && !param(p, kCluster)) {
     // A programmatic dependent: its blocks are resident when the main kernel's last CTAs finish
@@ -268,8 +266,8 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     LaunchSpec reduce = splitk_reduce_launch(key, t, "kd_wg_tiled_reduce");
     reduce.pdl = true;
     plan.launches.push_back(reduce);
-    plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   }
+  plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));  // 0 without partials or lo parts
   return plan;
 }
 

@@ -213,6 +213,37 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
   EXPECT_EQ(client.restarts(), 3) << "a fresh worker after the hang, the trap and the illegal address";
 }
 
+// The worker the builtin families' gate tests evaluate through: this binary in worker mode.
+worker::WorkerSpawn builtin_gate_worker(const test::TempDir& dir) {
+  worker::WorkerSpawn spawn;
+  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
+                "--roofline-dir", (dir.path() / "roofline").string()};
+  return spawn;
+}
+
+// Renders family `f`'s configuration `p` for `line`, compiles it, runs it through the whole gate,
+// prints one line headed `label` with its time against cuBLAS, and expects it correct.
+void gate_builtin(worker::WorkerClient& client, const builtin::Family& f, const builtin::Target& t,
+                  const DeviceInfo& dev, const char* label, const char* line, const builtin::Params& p) {
+  const GemmKey key = std::get<GemmKey>(parse_key(line));
+  ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+  const std::string source = builtin::render(f, key, t, p);
+  const search::CompileOutput out =
+      search::compile_cuda({.source = source, .name = std::string(f.name) + ".cu", .arch = dev.arch});
+  ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
+  EvalRequest r;
+  r.key_line = line;
+  r.cubin = out.cubin;
+  r.plan = f.plan(key, t, p);
+  r.options = test_options();
+  const Verdict v = client.evaluate(r, 60s);
+  std::printf("%s %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", label, line + 5,
+              builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
+              v.candidate_time ? v.candidate_time->median_us : 0.0, v.baseline_time ? v.baseline_time->median_us : 0.0,
+              v.candidate_error.norm_rel, v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
+  EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " " << v.detail;
+}
+
 // The wg_tma trial family (TMA-fed wgmma for 16-bit inputs, tensor maps built on the device) through
 // the same gate: every seed of an issue shape, of a ragged batched bias call with beta != 0 and of an
 // f16 call with an f32 output must pass (correct, faster or not). Prints its times against cuBLAS.
@@ -330,10 +361,7 @@ TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
   const DeviceInfo dev = query_device(0);
   if (dev.cc_major != 9) GTEST_SKIP() << "wg_tma needs sm_90a (TMA, wgmma); this GPU is " << dev.arch;
   test::TempDir dir;
-  worker::WorkerSpawn spawn;
-  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
-                "--roofline-dir", (dir.path() / "roofline").string()};
-  worker::WorkerClient client(spawn);
+  worker::WorkerClient client(builtin_gate_worker(dir));
   client.ensure_started();
   const builtin::Family& f = builtin::wg_tma_family();
   const builtin::Target t = builtin::Target::from(dev);
@@ -350,25 +378,8 @@ TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line;
     for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
-      const std::string source = builtin::render(f, key, t, p);
-      const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tma.cu", .arch = dev.arch});
-      ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
-      EvalRequest r;
-      r.key_line = line;
-      r.cubin = out.cubin;
-      r.plan = f.plan(key, t, p);
-      r.options = test_options();
-      const Verdict v = client.evaluate(r, 60s);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tma", line, f.complete(key, t, raw)));
       ++evaluated;
-      std::printf("wg_tma %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", line + 5,
-                  builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
-                  v.candidate_time ? v.candidate_time->median_us : 0.0,
-                  v.baseline_time ? v.baseline_time->median_us : 0.0, v.candidate_error.norm_rel,
-                  v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
-      EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
-                               << v.detail;
     }
   }
   EXPECT_GE(evaluated, 8);
@@ -384,10 +395,7 @@ TEST(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
   const DeviceInfo dev = query_device(0);
   if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
   test::TempDir dir;
-  worker::WorkerSpawn spawn;
-  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
-                "--roofline-dir", (dir.path() / "roofline").string()};
-  worker::WorkerClient client(spawn);
+  worker::WorkerClient client(builtin_gate_worker(dir));
   client.ensure_started();
   const builtin::Family& f = builtin::wg_tiled_family();
   const builtin::Target t = builtin::Target::from(dev);
@@ -418,25 +426,9 @@ TEST(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
       p["KD_PROMOTE"] = 1;
     }
     if (c.split) p["KD_SPLITK"] = c.split;
-    ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
-    const std::string source = builtin::render(f, key, t, p);
-    const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tiled.cu", .arch = dev.arch});
-    ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
-    EvalRequest r;
-    r.key_line = c.line;
-    r.cubin = out.cubin;
-    r.plan = f.plan(key, t, p);
-    ASSERT_EQ(r.plan.launches.front().entry, "kd_wg_split_b");
-    r.options = test_options();
-    const Verdict v = client.evaluate(r, 60s);
+    ASSERT_EQ(f.plan(key, t, p).launches.front().entry, "kd_wg_split_b");
+    ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tiled blo", c.line, p));
     ++evaluated;
-    std::printf("wg_tiled blo %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", c.line + 5,
-                builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
-                v.candidate_time ? v.candidate_time->median_us : 0.0,
-                v.baseline_time ? v.baseline_time->median_us : 0.0, v.candidate_error.norm_rel,
-                v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
-    EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << c.line << ": " << to_string(v.rule) << " "
-                             << v.detail;
   }
   EXPECT_EQ(evaluated, 4);
   EXPECT_EQ(client.restarts(), 0);
@@ -450,10 +442,7 @@ TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
   const DeviceInfo dev = query_device(0);
   if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
   test::TempDir dir;
-  worker::WorkerSpawn spawn;
-  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
-                "--roofline-dir", (dir.path() / "roofline").string()};
-  worker::WorkerClient client(spawn);
+  worker::WorkerClient client(builtin_gate_worker(dir));
   client.ensure_started();
   const builtin::Family& f = builtin::wg_tiled_family();
   const builtin::Target t = builtin::Target::from(dev);
@@ -470,25 +459,9 @@ TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
       const builtin::Params p = f.complete(key, t, raw);
       if (p.at("KD_TAIL") < 2) continue;
       found = true;
-      ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
-      const std::string source = builtin::render(f, key, t, p);
-      const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tiled.cu", .arch = dev.arch});
-      ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
-      EvalRequest r;
-      r.key_line = line;
-      r.cubin = out.cubin;
-      r.plan = f.plan(key, t, p);
-      ASSERT_EQ(r.plan.launches.back().entry, "kd_wg_tail_reduce");
-      r.options = test_options();
-      const Verdict v = client.evaluate(r, 60s);
+      ASSERT_EQ(f.plan(key, t, p).launches.back().entry, "kd_wg_tail_reduce");
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tiled tail", line, p));
       ++evaluated;
-      std::printf("wg_tiled tail %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", line + 5,
-                  builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
-                  v.candidate_time ? v.candidate_time->median_us : 0.0,
-                  v.baseline_time ? v.baseline_time->median_us : 0.0, v.candidate_error.norm_rel,
-                  v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
-      EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
-                               << v.detail;
     }
     EXPECT_TRUE(found) << "no tail seed for " << line;
   }

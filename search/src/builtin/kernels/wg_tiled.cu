@@ -864,6 +864,29 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #endif
 }
 
+// The S f32 partials of output idx of C (workspace partials S apart by `stride` floats), summed in
+// split order, then the epilogue; kd_sum_partials4 does rows row .. row + 3 of one column (idx a
+// multiple of 4) with 16-byte loads, same order, same bits.
+template <int S>
+__device__ __forceinline__ void kd_sum_partials4(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
+                                                 long long idx, long long row, long long col) {
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int s = 0; s < S; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * stride + idx));
+  kd_epilogue(args, C, row, col, sum.x);
+  kd_epilogue(args, C, row + 1, col, sum.y);
+  kd_epilogue(args, C, row + 2, col, sum.z);
+  kd_epilogue(args, C, row + 3, col, sum.w);
+}
+template <int S>
+__device__ __forceinline__ void kd_sum_partials1(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
+                                                 long long idx, long long row, long long col) {
+  float sum = 0.f;
+#pragma unroll
+  for (int s = 0; s < S; ++s) sum += W[s * stride + idx];
+  kd_epilogue(args, C, row, col, sum);
+}
+
 #if KD_TAIL > 1
 // KD_TAIL: the split tiles' KD_TAIL partials summed in split order, then the epilogue. grid = [any, the
 // number of split tiles, batch]: blockIdx.y picks the tile (the last ones of kd_wg_tiled's order),
@@ -880,22 +903,10 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_tail_reduce(kd_gemm_args
     const long long row = m0 + 4 * (q % (kBM / 4)), col = n0 + q / (kBM / 4);
     if (row >= m || col >= n) continue;
     const long long idx = row + col * m;
-    if (m % 4 == 0) {
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int s = 0; s < KD_TAIL; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * total + idx));
-      kd_epilogue(args, C, row, col, sum.x);
-      kd_epilogue(args, C, row + 1, col, sum.y);
-      kd_epilogue(args, C, row + 2, col, sum.z);
-      kd_epilogue(args, C, row + 3, col, sum.w);
-      continue;
-    }
-    for (int r = 0; r < 4 && row + r < m; ++r) {
-      float sum = 0.f;
-#pragma unroll
-      for (int s = 0; s < KD_TAIL; ++s) sum += W[s * total + idx + r];
-      kd_epilogue(args, C, row + r, col, sum);
-    }
+    if (m % 4 == 0)
+      kd_sum_partials4<KD_TAIL>(args, C, W, total, idx, row, col);
+    else
+      for (int r = 0; r < 4 && row + r < m; ++r) kd_sum_partials1<KD_TAIL>(args, C, W, total, idx + r, row + r, col);
   }
 }
 #endif
@@ -913,23 +924,12 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_tiled_reduce(kd_gemm_arg
   if (m % 4 == 0) {
     for (long long q = blockIdx.x * 256LL + threadIdx.x; 4 * q < total; q += stride) {
       const long long idx = 4 * q, z = idx / mn, rem = idx % mn, row = rem % m, col = rem / m;
-      float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-      for (int s = 0; s < KD_SPLITK; ++s)
-        kd_add4(sum, *reinterpret_cast<const float4*>(W + static_cast<long long>(s) * total + idx));
-      KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-      kd_epilogue(args, C, row, col, sum.x);
-      kd_epilogue(args, C, row + 1, col, sum.y);
-      kd_epilogue(args, C, row + 2, col, sum.z);
-      kd_epilogue(args, C, row + 3, col, sum.w);
+      kd_sum_partials4<KD_SPLITK>(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, W, total, idx, row, col);
     }
     return;
   }
   for (long long idx = blockIdx.x * 256LL + threadIdx.x; idx < total; idx += stride) {
     const long long z = idx / mn, rem = idx % mn, row = rem % m, col = rem / m;
-    float sum = 0.f;
-#pragma unroll
-    for (int s = 0; s < KD_SPLITK; ++s) sum += W[static_cast<long long>(s) * total + idx];
-    kd_epilogue(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, row, col, sum);
+    kd_sum_partials1<KD_SPLITK>(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, W, total, idx, row, col);
   }
 }
