@@ -24,6 +24,7 @@ constexpr char kCluster[] = "KD_CLUSTER";
 constexpr char kBlo[] = "KD_BLO";
 constexpr char kTail[] = "KD_TAIL";
 constexpr long long kMaxTail = 4;  // 5 and 7 measured slower than 4 on 28672x128 (kernel lab, H200)
+constexpr char kSk[] = "KD_SK";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
@@ -53,7 +54,9 @@ long long smem_bytes(const GemmKey& key, const Params& p) {
 }
 // Split-K partials (a cluster split sums them in distributed shared memory: none), then with KD_BLO
 // B's lo parts, [batch][n][k rounded up to 4] floats from a 16-byte boundary (kd_blo in wg_tiled.cu).
+long long sk_partials(const GemmKey& key, const Params& p);
 long long partial_bytes(const GemmKey& key, const Params& p) {
+  if (param(p, kSk)) return sk_partials(key, p) > 1 ? sk_partials(key, p) * key.batch * key.m * key.n * 4 : 0;
   if (param(p, kTail) > 1) return param(p, kTail) * key.batch * key.m * key.n * 4;
   const long long split = param(p, kSplit);
   return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
@@ -104,6 +107,26 @@ long long split_one_wave(const GemmKey& key, const Target& t, const Params& p) {
   return s;
 }
 
+// KD_SK (stream-K): one batch's tiles * k tiles units, tile-major, in KD_SK equal contiguous ranges, one
+// per CTA (kd_sk_cta in wg_tiled.cu). A tile that one CTA covers whole goes straight to C; the others
+// leave one partial per CTA that touches them, in workspace slots summed by kd_wg_sk_reduce.
+long long sk_units(const GemmKey& key, const Params& p) {
+  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * ceil_div(key.k, kBk);
+}
+long long sk_cta(long long u, long long units, long long ctas) { return ((u + 1) * ctas - 1) / units; }
+// The most CTAs any tile spans: the workspace's slots (1: every tile whole, no workspace, no reduce).
+long long sk_partials(const GemmKey& key, const Params& p) {
+  const long long ctas = param(p, kSk), kt = ceil_div(key.k, kBk), units = sk_units(key, p);
+  long long most = 1;
+  for (long long t = 0; t * kt < units; ++t) most = std::max(most, sk_cta(t * kt + kt - 1, units, ctas) - sk_cta(t * kt, units, ctas) + 1);
+  return most;
+}
+// How full the last wave of a split-K decomposition is (1 for whole waves).
+double wave_fill(const GemmKey& key, const Params& p, long long room) {
+  const long long ctas = tiles_of(key, p) * param(p, kSplit);
+  return static_cast<double>(ctas) / static_cast<double>(ceil_div(ctas, room) * room);
+}
+
 // KD_TAIL: the tiles past the last whole wave of resident CTAs are split in k, each into `tail`
 // ranges, so that the last wave is made of shorter CTAs. 0 when there is no partial wave.
 long long tail_tiles(const GemmKey& key, const Target& t, const Params& p) {
@@ -126,6 +149,24 @@ long long tail_split(const GemmKey& key, const Target& t, const Params& p) {
   return best;
 }
 
+// Appends `base` as stream-K over one wave of resident CTAs where its split-K decomposition leaves the
+// last wave less than 90% full and each CTA still gets at least 8 k tiles. 6144x128x4096 (48 tiles
+// of 128x128): 132 CTAs of 46.5 k tiles, 72.3 us against 81.2 us in 8 splits (2.9 waves), kernel
+// lab, H200, session 13. Where split-K fills its waves it stays ahead (4096x128x14336: 150.4 against
+// 146.7 us with the same 4-way decomposition): the per-segment plans cost the producer registers.
+void add_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, Params base) {
+  const long long room = t.sms * ctas_per_sm(key, t, base);
+  if (key.batch != 1 || param(base, kWs) != 1 || wave_fill(key, base, room) >= 0.9) return;
+  base[kSplit] = 1;
+  if (sk_units(key, base) < 8 * room || sk_units(key, base) > 0x7fffffffLL) return;
+  base[kSk] = room;
+  base[kPromote] = 1;
+  base[kTail] = 1;
+  base[kBlo] = 0;
+  base[kCluster] = 0;
+  out.push_back(base);
+}
+
 // Appends `base` with its partial last wave split in k (KD_TAIL), where that finishes sooner.
 void add_tail_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, Params base) {
   if (param(base, kSplit) != 1) return;
@@ -146,6 +187,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     out[2][kBlo] = 1;
     for (Params& p : out) p[kSplit] = split_one_wave(key, t, p);
     add_tail_seed(key, t, out, out[0]);
+    add_sk_seed(key, t, out, out[0]);
     return out;
   }
   // The kernel lab's best (tools/dev/lab_wg_f32.json, H200): a producer warpgroup and two consumer
@@ -160,6 +202,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   }
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
   add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
+  add_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
   // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
   // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
@@ -187,6 +230,7 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (!p.contains(kCluster)) p[kCluster] = 0;
   if (!p.contains(kBlo)) p[kBlo] = 0;
   if (!p.contains(kTail)) p[kTail] = 1;
+  if (!p.contains(kSk)) p[kSk] = 0;
   return p;
 }
 
@@ -224,6 +268,13 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (tail < 1 || tail > kMaxTail) return false;
   if (tail > 1 && (split != 1 || cluster != 0 || blo != 0 || key.batch != 1 || tail_tiles(key, t, p) == 0))
     return false;
+  // Stream-K: 2 CTAs up to one per k-tile unit (32-bit unit arithmetic in the kernel), in the
+  // warp-specialized kernel promoting every tile, instead of the other ways to divide k.
+  const long long sk = param(p, kSk);
+  if (sk < 0 || sk == 1) return false;
+  if (sk > 0 && (ws != 1 || promote != 1 || split != 1 || cluster != 0 || blo != 0 || tail != 1 || sk > sk_units(key, p) ||
+                 sk_units(key, p) > 0x7fffffffLL || sk > 65535))
+    return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
   return smem_bytes(key, p) <= t.smem_optin_bytes;
@@ -247,6 +298,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   // KD_TAIL: one CTA per whole tile, then `tail` per tile of the partial wave (the kernel reads the
   // number of split tiles back from this extent).
   if (tail > 1) main.grid = {u32(tiles_of(key, p) + tail_n * (tail - 1)), 1, u32(key.batch)};
+  if (param(p, kSk)) main.grid = {u32(param(p, kSk)), 1, u32(key.batch)};
   main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   main.pdl = param(p, kBlo) == 1;
@@ -256,6 +308,16 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     LaunchSpec reduce;
     reduce.entry = "kd_wg_tail_reduce";
     reduce.grid = {u32(ceil_div(bm_of(p) / 4 * param(p, kBn), 256)), u32(tail_n), u32(key.batch)};
+    reduce.block = {256, 1, 1};
+    reduce.pdl = true;
+    plan.launches.push_back(reduce);
+  }
+  if (param(p, kSk) && sk_partials(key, p) > 1) {
+    // The partials of the tiles that more than one CTA touched, summed by a programmatic dependent:
+    // one block row per tile (the whole ones return at once).
+    LaunchSpec reduce;
+    reduce.entry = "kd_wg_sk_reduce";
+    reduce.grid = {u32(ceil_div(bm_of(p) / 4 * param(p, kBn), 256)), u32(tiles_of(key, p) / key.batch), u32(key.batch)};
     reduce.block = {256, 1, 1};
     reduce.pdl = true;
     plan.launches.push_back(reduce);
@@ -389,6 +451,42 @@ std::optional<Params> tail_off_apply(const GemmKey&, const Target&, const Params
   return out;
 }
 
+std::string sk_on(const GemmKey& key, const Target& t, const Params& p) {
+  const long long room = t.sms * ctas_per_sm(key, t, p);
+  Params q = p;
+  q[kSplit] = 1;
+  return fmt::format("stream-K: {} CTAs (one wave) take {:.1f} k tiles each of the {} tiles' {} in one run, instead "
+                     "of {} CTAs in {:.2f} waves",
+                     room, static_cast<double>(sk_units(key, q)) / room, tiles_of(key, p), ceil_div(key.k, kBk),
+                     tiles_of(key, p) * param(p, kSplit),
+                     static_cast<double>(tiles_of(key, p) * param(p, kSplit)) / room);
+}
+std::optional<Params> sk_on_apply(const GemmKey& key, const Target& t, const Params& p) {
+  if (param(p, kSk) || param(p, kWs) != 1 || key.batch != 1) return std::nullopt;
+  Params out = p;
+  out[kSk] = t.sms * ctas_per_sm(key, t, p);
+  out[kSplit] = 1;
+  out[kPromote] = 1;
+  out[kTail] = 1;
+  out[kBlo] = 0;
+  out[kCluster] = 0;
+  return out;
+}
+std::string sk_off(const GemmKey& key, const Target& t, const Params& p) {
+  Params q = p;
+  q[kSk] = 0;
+  return fmt::format("split-K in {} instead of stream-K: whole k ranges per CTA, and the producer's plans fixed for "
+                     "the CTA",
+                     split_to_fill(key, t, q));
+}
+std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Params& p) {
+  if (!param(p, kSk)) return std::nullopt;
+  Params out = p;
+  out[kSk] = 0;
+  out[kSplit] = split_to_fill(key, t, out);
+  return out;
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -410,6 +508,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.blo_off", blo_off, step_param<kBlo, -1, 0, 1>},
     {"wg_tiled", "wg.tail_on", tail_on, tail_on_apply},
     {"wg_tiled", "wg.tail_off", tail_off, tail_off_apply},
+    {"wg_tiled", "wg.sk_on", sk_on, sk_on_apply},
+    {"wg_tiled", "wg.sk_off", sk_off, sk_off_apply},
 };
 
 Family make_family() {

@@ -469,6 +469,62 @@ TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
   EXPECT_EQ(client.restarts(), 0);
 }
 
+// wg_tiled with KD_SK (stream-K): each CTA takes an equal run of tile-major k-tile units; a tile one CTA
+// covers goes straight to C, the others leave partials that a programmatic dependent sums in CTA
+// order. Through the whole gate: the 6144x128 seed, then ragged calls (m, n and k off the tile, k not a
+// multiple of 4 rows of k tiles, bias, beta != 0) with whole and split tiles, ta = N, 16-column tiles,
+// a batch of two and a CTA count that is not the SM count.
+TEST(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
+  test::TempDir dir;
+  worker::WorkerClient client(builtin_gate_worker(dir));
+  client.ensure_started();
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target t = builtin::Target::from(dev);
+  struct SkCase {
+    const char* line;
+    long long ctas;  // 0: the seed's own
+  };
+  int evaluated = 0;
+  for (const SkCase c : {
+           SkCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=6144 n=128 k=4096 lda=4096 ldb=4096 ldc=6144 batch=1 "
+                  "epilogue=none beta0=1",
+                  0},
+           SkCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=20001 n=100 k=1000 lda=1000 ldb=1000 ldc=20001 batch=1 "
+                  "epilogue=bias beta0=0",
+                  t.sms},
+           SkCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=502 lda=1000 ldb=504 ldc=1000 batch=2 "
+                  "stride_a=502000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+                  100},
+           SkCase{"gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=20001 n=13 k=1000 lda=20004 ldb=1000 ldc=20001 batch=1 "
+                  "epilogue=none beta0=1",
+                  t.sms}}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(c.line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << c.line;
+    builtin::Params p;
+    if (c.ctas == 0) {
+      for (const builtin::Params& raw : f.seeds(key, t))
+        if (raw.contains("KD_SK") && raw.at("KD_SK") > 0) p = f.complete(key, t, raw);
+      ASSERT_FALSE(p.empty()) << "no stream-K seed for " << c.line;
+    } else {
+      p = f.complete(key, t, f.seeds(key, t).front());
+      p["KD_SK"] = c.ctas;
+      p["KD_SPLITK"] = 1;
+      p["KD_PROMOTE"] = 1;
+      p["KD_TAIL"] = 1;
+      p["KD_BLO"] = 0;
+      p["KD_CLUSTER"] = 0;
+    }
+    ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+    ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tiled stream-K", c.line, p));
+    ++evaluated;
+  }
+  EXPECT_EQ(evaluated, 4);
+  EXPECT_EQ(client.restarts(), 0);
+}
+
 }  // namespace
 }  // namespace kd::eval
 

@@ -43,6 +43,23 @@ TEST(WgTiled, ServesTheF32ShapesWithUpTo16OrAtLeast48Columns) {
   EXPECT_TRUE(f.rejects(odd_ld).has_value());
 }
 
+// Stream-K's workspace slots, counted unit by unit (the family and the kernel use a closed form): the
+// most CTAs whose ranges of tile-major k-tile units touch one tile.
+long long stream_k_slots(const GemmKey& key, const Params& p) {
+  const long long bm = 64 * p.at("KD_WG"), bn = p.at("KD_BN"), ctas = p.at("KD_SK");
+  const long long kt = (key.k + 31) / 32, tiles = (key.m + bm - 1) / bm * ((key.n + bn - 1) / bn);
+  const long long units = tiles * kt;
+  std::vector<long long> first(tiles, -1), last(tiles, -1);
+  for (long long c = 0; c < ctas; ++c)
+    for (long long u = c * units / ctas; u < (c + 1) * units / ctas; ++u) {
+      if (first[u / kt] < 0) first[u / kt] = c;
+      last[u / kt] = c;
+    }
+  long long most = 1;
+  for (long long t = 0; t < tiles; ++t) most = std::max(most, last[t] - first[t] + 1);
+  return most;
+}
+
 TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
   const Family& f = wg_tiled_family();
   const Target t;
@@ -62,10 +79,11 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       const auto& lp = std::get<LaunchPlan>(plan);
       EXPECT_EQ(lp, f.plan(key, t, p));
       const bool split = p.at("KD_SPLITK") > 1, tail = p.at("KD_TAIL") > 1;
-      const bool workspace = (split && p.at("KD_CLUSTER") == 0) || tail;
+      const long long sk_slots = p.at("KD_SK") ? stream_k_slots(key, p) : 1;
+      const bool workspace = (split && p.at("KD_CLUSTER") == 0) || tail || sk_slots > 1;
       const bool blo = p.at("KD_BLO") == 1;
       EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo ? 1u : 0u));
-      const long long parts = tail ? p.at("KD_TAIL") : p.at("KD_SPLITK");
+      const long long parts = tail ? p.at("KD_TAIL") : sk_slots > 1 ? sk_slots : p.at("KD_SPLITK");
       const long long partials = workspace ? parts * key.m * key.n * 4 : 0;
       const long long lo = blo ? key.n * ((key.k + 3) / 4 * 4) * 4 : 0;
       EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>((blo ? (partials + 15) / 16 * 16 : partials) + lo));
@@ -231,6 +249,72 @@ TEST(WgTiled, PartialLastWaveIsSplitInK) {
   EXPECT_FALSE(f.valid(small, t, q));
 }
 
+// KD_SK: 6144x128x4096 has 48 tiles of 128x128; split-K leaves its last wave 45% full (192 CTAs on 132
+// SMs), so one seed runs stream-K: 132 CTAs of 46.5 k tiles, a tile spanning at most 4 of them, the
+// partials summed by a programmatic dependent with one block row per tile.
+TEST(WgTiled, StreamKSeedsWhereSplitKLeavesAPartialWave) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey key = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=6144 n=128 k=4096 lda=4096 ldb=4096 ldc=6144 batch=1 epilogue=none beta0=1");
+  const auto seeds = completed_seeds(f, key, t);
+  const auto it = std::find_if(seeds.begin(), seeds.end(), [](const Params& p) { return p.at("KD_SK") > 0; });
+  ASSERT_NE(it, seeds.end());
+  const Params p = *it;
+  EXPECT_EQ(p.at("KD_SK"), t.sms);
+  EXPECT_EQ(p.at("KD_SPLITK"), 1);
+  EXPECT_EQ(p.at("KD_PROMOTE"), 1);
+  EXPECT_EQ(stream_k_slots(key, p), 4);
+  const LaunchPlan plan = f.plan(key, t, p);
+  ASSERT_EQ(plan.launches.size(), 2u);
+  EXPECT_EQ(plan.launches[0].grid, (std::array<std::uint32_t, 3>{static_cast<std::uint32_t>(t.sms), 1, 1}));
+  EXPECT_EQ(plan.launches[1].entry, "kd_wg_sk_reduce");
+  EXPECT_EQ(plan.launches[1].grid, (std::array<std::uint32_t, 3>{16, 48, 1}));
+  EXPECT_TRUE(plan.launches[1].pdl);
+  EXPECT_EQ(plan.workspace_bytes, 4u * 6144 * 128 * 4);
+  EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
+  auto with = [&](const char* name, long long v) {
+    Params q = p;
+    q[name] = v;
+    return q;
+  };
+  EXPECT_FALSE(f.valid(key, t, with("KD_SK", 1)));
+  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 2))) << "one way to divide k at a time";
+  EXPECT_FALSE(f.valid(key, t, with("KD_PROMOTE", 2)));
+  EXPECT_FALSE(f.valid(key, t, with("KD_WS", 0))) << "the producer warpgroup follows the segments";
+  EXPECT_FALSE(f.valid(key, t, with("KD_SK", 48 * 128 + 1))) << "more CTAs than k-tile units";
+  EXPECT_TRUE(f.valid(key, t, with("KD_SK", 96))) << "any CTA count up to the units";
+  // Whole tiles per CTA need no workspace and no second launch (a 6144x128 tile is 128 k tiles).
+  const LaunchPlan whole = f.plan(key, t, with("KD_SK", 48));
+  ASSERT_EQ(whole.launches.size(), 1u);
+  EXPECT_EQ(whole.workspace_bytes, 0u);
+  // Split-K that fills its waves keeps it: 4096x128x4096 (32 tiles, 8 splits, 1.94 waves) has no
+  // stream-K seed; the idea moves switch either way.
+  const GemmKey full = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
+  for (const Params& q : completed_seeds(f, full, t)) EXPECT_EQ(q.at("KD_SK"), 0) << describe(q);
+  const Params base = completed_seeds(f, full, t).front();
+  const IdeaMove* on = nullptr;
+  const IdeaMove* off = nullptr;
+  for (const IdeaMove& m : wg_tiled_ideas()) {
+    if (m.id == std::string("wg.sk_on")) on = &m;
+    if (m.id == std::string("wg.sk_off")) off = &m;
+  }
+  ASSERT_TRUE(on && off);
+  const auto sk = apply_idea(*on, f, full, t, base);
+  ASSERT_TRUE(sk.has_value());
+  EXPECT_EQ(sk->at("KD_SK"), t.sms);
+  EXPECT_EQ(sk->at("KD_SPLITK"), 1);
+  const auto back = apply_idea(*off, f, full, t, *sk);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->at("KD_SK"), 0);
+  EXPECT_GT(back->at("KD_SPLITK"), 1);
+  // Batched calls keep split-K (the units are counted per batch).
+  const GemmKey batched = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=6144 n=128 k=4096 lda=4096 ldb=4096 ldc=6144 batch=2 stride_a=25165824 stride_b=524288 stride_c=786432 epilogue=none beta0=1");
+  for (const Params& q : completed_seeds(f, batched, t)) EXPECT_EQ(q.at("KD_SK"), 0) << describe(q);
+}
+
 TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
   const auto [applied, ids] = test::sweep_ideas(wg_tiled_family(), wg_tiled_ideas());
   EXPECT_GT(applied, 40);
@@ -264,7 +348,7 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }
 
-// tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json and lab_wg_tail.json (the GPU lab's variants) agree with the family's
+// tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json, lab_wg_tail.json and lab_wg_sk.json (the GPU lab's variants) agree with the family's
 // rules: every variant is valid for its case's key and carries exactly the family's launch plan.
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   int variants = 0;
@@ -279,6 +363,9 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tail.json", wg_tiled_family(), variants));
   EXPECT_GE(variants, 16);
+  variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_sk.json", wg_tiled_family(), variants));
+  EXPECT_GE(variants, 30);
 }
 
 }  // namespace

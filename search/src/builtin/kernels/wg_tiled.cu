@@ -36,6 +36,12 @@
 //  - KD_TAIL > 1 (without KD_SPLITK): the tiles past the last whole wave of CTAs are split into
 //    KD_TAIL k ranges each, whose partials a second launch (kd_wg_tail_reduce) sums, so that the
 //    last wave is made of shorter CTAs.
+//  - KD_SK > 1 (stream-K; f32 with KD_WS and KD_PROMOTE 1, no SPLITK, CLUSTER, TAIL or BLO): KD_SK
+//    CTAs each take an equal contiguous run of a batch's tile-major k-tile units. A run is cut into
+//    segments at tile boundaries; a tile that one CTA covers whole goes straight to C, the others leave
+//    one partial per CTA in the workspace, which a second launch (kd_wg_sk_reduce) sums in CTA order.
+//    The producer copies each segment with that tile's plans, so the ring never drains between
+//    segments.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
@@ -45,7 +51,7 @@
 //   KD_BN 64 | 128 | 256 (f32: 16 with KD_WS | 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
 //   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
-//   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256], then] kd_wg_tiled: grid =
 //   [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK], block = [128 * (WG + WS)], pdl with
 //   KD_BLO, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
@@ -55,7 +61,10 @@
 //   griddepcontrol before reading the partials). KD_BLO adds batch * n * ceil4(k) * 4 bytes of
 //   workspace after the partials, rounded up to 16 bytes (kd_blo). KD_TAIL > 1: kd_wg_tiled's grid is
 //   [tiles + split tiles * (TAIL - 1), 1, batch], TAIL * batch * m * n * 4 bytes of workspace, then
-//   kd_wg_tail_reduce: grid = [any, split tiles, batch], block = [256], pdl.
+//   kd_wg_tail_reduce: grid = [any, split tiles, batch], block = [256], pdl. KD_SK: kd_wg_tiled's grid is
+//   [KD_SK, 1, batch]; where a tile spans several CTAs, S * batch * m * n * 4 bytes of workspace (S: the
+//   most CTAs one tile spans) and then kd_wg_sk_reduce: grid = [any, tiles of one batch, batch],
+//   block = [256], pdl.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -116,6 +125,9 @@
 #endif
 #ifndef KD_TAIL
 #define KD_TAIL 1
+#endif
+#ifndef KD_SK
+#define KD_SK 0
 #endif
 
 #if KD_TB != 0
@@ -188,6 +200,9 @@ static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the pa
 static_assert(KD_BLO == 0 || (KD_BLO == 1 && kF32 && KD_WS && KD_3XTF32), "KD_BLO is 0 or 1 (f32 3xTF32 with KD_WS)");
 static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 && !KD_CLUSTER)),
               "KD_TAIL is 1..16 (more than 1 only without KD_SPLITK)");
+static_assert(KD_SK == 0 || (KD_SK >= 2 && kF32 && KD_WS && KD_PROMOTE == 1 && KD_SPLITK == 1 && !KD_CLUSTER &&
+                               KD_TAIL == 1 && !KD_BLO),
+              "KD_SK is 0 or a CTA count >= 2 (f32 with KD_WS and KD_PROMOTE 1; no SPLITK, CLUSTER, TAIL or BLO)");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 #include "wg_common.cuh"
@@ -207,6 +222,12 @@ __device__ __forceinline__ void kd_fence_async() { asm volatile("fence.proxy.asy
 __device__ __forceinline__ void kd_bar_sync_loaders() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
 // Every thread of the CTA (id 2), reached from the producer's and the consumers' code alike.
 __device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 2, %0;" ::"n"(kThreads) : "memory"); }
+
+// KD_SK: the CTA whose unit range [c * units / KD_SK, (c + 1) * units / KD_SK) holds unit u (every
+// range non-empty: KD_SK <= units).
+__device__ __forceinline__ long long kd_sk_cta(long long u, long long units) {
+  return ((u + 1) * KD_SK - 1) / units;
+}
 
 template <int V>
 struct kd_int {
@@ -548,6 +569,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   const long long m0 = tile_id % tm * kBM;
   const long long n0 = tile_id / tm * KD_BN;
   const int parts = split < 0 ? 1 : KD_TAIL;
+#elif KD_SK
+  // Stream-K: the batch's tiles * ktiles k-tile units, tile-major, in KD_SK equal contiguous ranges,
+  // one per CTA; a range that starts or ends inside a tile leaves a partial that kd_wg_sk_reduce sums.
+  const long long z = blockIdx.z;
+  // 32-bit unit arithmetic (the host rules keep units below 2^31): fewer registers in the producer.
+  const int tm = static_cast<int>((m + kBM - 1) / kBM), tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN);
+  const int ktiles_all = static_cast<int>((k + kBK - 1) / kBK), units = tiles * ktiles_all;
+  const int u0 = static_cast<int>(blockIdx.x * static_cast<long long>(units) / KD_SK);
+  const int u1 = static_cast<int>((blockIdx.x + 1LL) * units / KD_SK);
 #else
   const long long z = blockIdx.z / KD_SPLITK;
   const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
@@ -558,38 +588,62 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
   const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
 
+#if KD_SK
+  const int nk = u1 - u0;
+#else
   const long long ktiles = (k + kBK - 1) / kBK;
   const long long per = (ktiles + parts - 1) / parts;
   const long long kt0 = (split < 0 ? 0 : split) * per;
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
   const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
+#endif
 
   constexpr int kAIters = kF32 && !KD_TA ? kBK * (kBM / 4) / kLoaders : kBM * 8 / kLoaders;
   constexpr int kBIters = KD_BN * 8 / kLoaders;
-  const kd_chunks pa = kF32 && !KD_TA ? kd_plan_kn(args.lda, m, m0) : kd_plan_rows<kBM, !kF32>(args.lda, m, m0);
-  const kd_chunks pb = kd_plan_rows<KD_BN, true>(args.ldb, n, n0);
+  auto plan_a = [&](long long row0) {
+    return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32>(args.lda, m, row0);
+  };
+  auto plan_b = [&](long long col0) { return kd_plan_rows<KD_BN, true>(args.ldb, n, col0); };
+#if !KD_SK
+  const kd_chunks pa = plan_a(m0), pb = plan_b(n0);
+#endif
 #if KD_BLO
   const float* Blo = kd_blo(args) + z * n * kd_blo_ld(k);
   const kd_chunks pl = kd_plan_rows<KD_BN, true>(kd_blo_ld(k), n, n0);
 #endif
   // KD_BLO: a stage's lo tile, after its B tile.
-  auto load_lo = [&](int slot, long long kt) {
+  [[maybe_unused]] auto load_lo = [&](int slot, long long kt) {  // unused with KD_SK
 #if KD_BLO
     const unsigned sl = base + slot * kStageBytes + kABytes + kBBytes;
     const long long k0 = kt * kBK;
     kd_load_edge<kBIters>(sl, Blo, pl, k0, k);
 #endif
   };
+  // The producer warpgroup's copies of one stage (KD_WS), with the plans of the stage's tile. KD_SK
+  // keeps a segment's plans const in the loop that uses them: plans that change inside the loop (at a
+  // tile boundary) measured 15-20% slower (kernel lab, H200), as the producer's per-tile path grew.
+  auto load_ws = [&](int slot, long long kt, const kd_chunks& qa, const kd_chunks& qb) {
+    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
+    const long long k0 = kt * kBK;
+    // The general loader even inside k: its per-chunk bounds spread the producer's copies, and the
+    // tight loop of kd_load_fast measured 1-3% slower here and 18% with KD_BLO's third tile (kernel
+    // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
+    // loads (not profiled).
+    kd_load_edge<kAIters>(sa, A, qa, k0, k);
+    kd_load_edge<kBIters>(sb, B, qb, k0, k);
+  };
+#if KD_SK
+  // The k tile and plans of the CTA's unit i (a division: the prologue's few tiles only).
+  auto load_unit = [&](int slot, int i) {
+    const int u = u0 + i, t = u / ktiles_all;
+    load_ws(slot, u - t * ktiles_all, plan_a(static_cast<long long>(t % tm) * kBM), plan_b(static_cast<long long>(t / tm) * KD_BN));
+  };
+#else
   auto load_ab = [&](int slot, long long kt) {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
     const long long k0 = kt * kBK;
     if constexpr (KD_WS) {
-      // The general loader even inside k: its per-chunk bounds spread the producer's copies, and the
-      // tight loop of kd_load_fast measured 1-3% slower here and 18% with KD_BLO's third tile (kernel
-      // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
-      // loads (not profiled).
-      kd_load_edge<kAIters>(sa, A, pa, k0, k);
-      kd_load_edge<kBIters>(sb, B, pb, k0, k);
+      load_ws(slot, kt, pa, pb);
       return;
     }
     if (k0 + kBK <= k) {
@@ -609,6 +663,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     load_ab(slot, kt);
     load_lo(slot, kt);
   };
+#endif
 
   // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end), by the loaders.
   if (!KD_WS || wg == KD_WG) {
@@ -622,6 +677,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #pragma unroll
     for (int s = 0; s < KD_STAGES - 2; ++s) {
       if (s < nk) load_lo(s, kt0 + s);
+      kd_cp_commit();
+    }
+#elif KD_SK
+#pragma unroll
+    for (int s = 0; s < KD_STAGES - 2; ++s) {
+      if (s < nk) load_unit(s, s);
       kd_cp_commit();
     }
 #else
@@ -777,13 +838,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     if (wg == KD_WG) {
       // 384 threads start at 168 registers each; the producer needs few, the consumers' two 64-column
       // accumulators and A fragments need more (ptxas: no spills at 72 / 216).
-      if constexpr (KD_WG == 2) kd_setmaxnreg_dec<72>();
+      // KD_SK: the producer's per-segment plans need more (NVRTC: 88 spills 52 bytes, 96 none); its
+      // consumers fit in 200.
+      if constexpr (KD_WG == 2) kd_setmaxnreg_dec<KD_SK ? 96 : 72>();
       // The prologue above committed tiles 0 .. D-1 (D = STAGES-2). Step t splits tile t into a
       // B-lo buffer whose tile t - kLoBufs the consumers retired, publishes it, then copies tile
       // t + D into the slot of tile t + D - STAGES once retired. With two tiles per promotion a
       // consumer holds tile t - 1 while waiting for tile t, so D <= STAGES - 2 and kLoBufs >= 2
       // never deadlock.
-      for (int i = 0; i < nk; ++i) {
+      auto publish = [&](int i) {
         kd_cp_wait<KD_STAGES - 3>();
         kd_fence_async();
         kd_bar_sync_loaders();
@@ -792,13 +855,39 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
           split_tile(i);
         }
         kd_mbar_arrive(full(i));
+      };
+      auto refill_wait = [&](int next) {
+        if (next >= KD_STAGES) kd_mbar_wait(empty(next), ((next / KD_STAGES) - 1) & 1);
+      };
+#if KD_SK
+      // As below, with the copies of unit j = i + STAGES - 2 grouped by the tile they belong to.
+      int i = 0;
+      for (int j = KD_STAGES - 2; j < nk;) {
+        const int u = u0 + j, t = u / ktiles_all;
+        const int e = (t + 1) * ktiles_all - u0 < nk ? (t + 1) * ktiles_all - u0 : nk;
+        const kd_chunks qa = plan_a(static_cast<long long>(t % tm) * kBM), qb = plan_b(static_cast<long long>(t / tm) * KD_BN);
+        for (int kt = u - t * ktiles_all; j < e; ++j, ++i, ++kt) {
+          publish(i);
+          refill_wait(j);
+          load_ws(j % KD_STAGES, kt, qa, qb);
+          kd_cp_commit();
+        }
+      }
+      for (; i < nk; ++i) {
+        publish(i);
+        kd_cp_commit();
+      }
+#else
+      for (int i = 0; i < nk; ++i) {
+        publish(i);
         const int next = i + KD_STAGES - 2;
         if (next < nk) {
-          if (next >= KD_STAGES) kd_mbar_wait(empty(next), ((next / KD_STAGES) - 1) & 1);
+          refill_wait(next);
           load_stage(next % KD_STAGES, kt0 + next);
         }
         kd_cp_commit();
       }
+#endif
       kd_cp_wait<0>();
 #if KD_CLUSTER
       kd_bar_sync_all();  // with the consumers' below: the ring is free for the partial tile
@@ -806,7 +895,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #endif
       return;
     }
-    if constexpr (KD_WG == 2) kd_setmaxnreg_inc<216>();
+    if constexpr (KD_WG == 2) kd_setmaxnreg_inc<KD_SK ? 200 : 216>();
     auto release = [&](int i) {
       if (lane == 0) {
         kd_mbar_arrive(empty(i));
@@ -828,6 +917,44 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       }
     };
 #endif
+#if KD_SK
+    // A segment ends at its tile's last k tile or the CTA's last unit. A tile that one CTA covers
+    // whole goes to C; otherwise the segment's partial goes to workspace slot (CTA - the tile's
+    // first CTA), [slot][batch][n][m], which kd_wg_sk_reduce sums in slot order.
+    auto sk_flush = [&](long long u) {
+      // tmp was promoted; the wgmma asm reads it, so without this it stays live through the epilogue
+      // (64 registers, and the consumers spill at 216).
+#pragma unroll
+      for (int q = 0; q < kAcc; ++q) tmp[q] = 0.f;
+      const long long t = u / ktiles_all, ts = t * ktiles_all;  // once per segment
+      const long long sm0 = t % tm * kBM, sn0 = t / tm * KD_BN;
+      const long long first = kd_sk_cta(ts, units), last = kd_sk_cta(ts + ktiles_all - 1, units);
+      if (first == last) {
+        KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+        kd_for_each_acc(acc, wg, warp, lane, sm0, sn0,
+                        [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+      } else {
+        float* W = static_cast<float*>(args.workspace) + ((blockIdx.x - first) * args.batch + z) * m * n;
+        kd_for_each_acc(acc, wg, warp, lane, sm0, sn0, [&](long long r, long long c, float v) {
+          if (r < m && c < n) W[r + c * m] = v;
+        });
+      }
+#pragma unroll
+      for (int q = 0; q < kAcc; ++q) acc[0][q] = 0.f;
+    };
+    // One segment per pass: its k tiles in the same loop as an unsplit tile's (the compiler
+    // unrolls it and overlaps a promotion with the next tile's fragment loads; one loop with the
+    // flush inside measured 11% slower, kernel lab, H200), then the flush.
+    int kt = u0 % ktiles_all;
+    for (int i = 0; i < nk;) {
+      const int seg = nk - i < ktiles_all - kt ? nk - i : ktiles_all - kt;
+      const int e = i + seg;
+      for (; i < e; ++i) tile(i, kd_int<0>{}, kd_int<true>{});
+      if (i == nk) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+      sk_flush(u0 + i - 1);
+      kt = 0;
+    }
+#else
     int i = 0;
     for (; i + KD_PROMOTE <= nk; i += KD_PROMOTE) {
       tile(i, kd_int<0>{}, kd_int<KD_PROMOTE == 1>{});
@@ -836,11 +963,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #endif
     }
     for (; i < nk; ++i) tile(i, kd_int<0>{}, kd_int<true>{});
+#endif
   }
 #endif
   kd_cp_wait<0>();
 
-#if KD_CLUSTER
+#if KD_SK
+  // Every segment was written in the loop.
+#elif KD_CLUSTER
   // Every warpgroup's wgmmas have retired and every copy has landed: the ring holds the partial tile.
   kd_bar_sync_all();
   float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
@@ -886,6 +1016,50 @@ __device__ __forceinline__ void kd_sum_partials1(const kd_gemm_args& args, KD_C_
   for (int s = 0; s < S; ++s) sum += W[s * stride + idx];
   kd_epilogue(args, C, row, col, sum);
 }
+
+#if KD_SK
+// As kd_sum_partials4/1, for a count known at run time.
+__device__ __forceinline__ void kd_sum_partials4n(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
+                                                  long long idx, long long row, long long col, int S) {
+  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int s = 0; s < S; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * stride + idx));
+  kd_epilogue(args, C, row, col, sum.x);
+  kd_epilogue(args, C, row + 1, col, sum.y);
+  kd_epilogue(args, C, row + 2, col, sum.z);
+  kd_epilogue(args, C, row + 3, col, sum.w);
+}
+__device__ __forceinline__ void kd_sum_partials1n(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
+                                                  long long idx, long long row, long long col, int S) {
+  float sum = 0.f;
+  for (int s = 0; s < S; ++s) sum += W[s * stride + idx];
+  kd_epilogue(args, C, row, col, sum);
+}
+// KD_SK: the partials of every tile that more than one CTA covered, summed in CTA order, then the
+// epilogue. grid = [any, tiles, batch]: blockIdx.y is the tile, blockIdx.x strides over its 4-row
+// column pieces.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_sk_reduce(kd_gemm_args args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const long long m = args.m, n = args.n, mn = m * n, total = mn * args.batch, z = blockIdx.z;
+  const long long tm = (m + kBM - 1) / kBM, tiles = tm * ((n + KD_BN - 1) / KD_BN);
+  const long long ktiles = (args.k + kBK - 1) / kBK, units = tiles * ktiles;
+  const long long t = blockIdx.y, ts = t * ktiles;
+  const long long first = kd_sk_cta(ts, units), last = kd_sk_cta(ts + ktiles - 1, units);
+  if (first == last) return;
+  const int S = static_cast<int>(last - first + 1);
+  const long long m0 = t % tm * kBM, n0 = t / tm * KD_BN;
+  const float* W = static_cast<const float*>(args.workspace) + z * mn;
+  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+  for (int q = blockIdx.x * 256 + threadIdx.x; q < kBM / 4 * KD_BN; q += 256 * gridDim.x) {
+    const long long row = m0 + 4 * (q % (kBM / 4)), col = n0 + q / (kBM / 4);
+    if (row >= m || col >= n) continue;
+    const long long idx = row + col * m;
+    if (m % 4 == 0)
+      kd_sum_partials4n(args, C, W, total, idx, row, col, S);
+    else
+      for (int r = 0; r < 4 && row + r < m; ++r) kd_sum_partials1n(args, C, W, total, idx + r, row + r, col, S);
+  }
+}
+#endif
 
 #if KD_TAIL > 1
 // KD_TAIL: the split tiles' KD_TAIL partials summed in split order, then the epilogue. grid = [any, the
