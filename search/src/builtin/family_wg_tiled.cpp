@@ -56,7 +56,10 @@ long long smem_bytes(const GemmKey& key, const Params& p) {
 // B's lo parts, [batch][n][k rounded up to 4] floats from a 16-byte boundary (kd_blo in wg_tiled.cu).
 long long sk_partials(const GemmKey& key, const Params& p);
 long long partial_bytes(const GemmKey& key, const Params& p) {
-  if (param(p, kSk)) return sk_partials(key, p) > 1 ? sk_partials(key, p) * key.batch * key.m * key.n * 4 : 0;
+  if (param(p, kSk)) {
+    const long long slots = sk_partials(key, p);
+    return slots > 1 ? slots * key.batch * key.m * key.n * 4 : 0;
+  }
   if (param(p, kTail) > 1) return param(p, kTail) * key.batch * key.m * key.n * 4;
   const long long split = param(p, kSplit);
   return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
@@ -149,6 +152,17 @@ long long tail_split(const GemmKey& key, const Target& t, const Params& p) {
   return best;
 }
 
+// `p` as stream-K over `ctas` CTAs: no other way of dividing k, one promotion per k tile.
+Params as_stream_k(Params p, long long ctas) {
+  p[kSk] = ctas;
+  p[kSplit] = 1;
+  p[kPromote] = 1;
+  p[kTail] = 1;
+  p[kBlo] = 0;
+  p[kCluster] = 0;
+  return p;
+}
+
 // Appends `base` as stream-K over one wave of resident CTAs where its split-K decomposition leaves the
 // last wave less than 90% full and each CTA still gets at least 8 k tiles. 6144x128x4096 (48 tiles
 // of 128x128): 132 CTAs of 46.5 k tiles, 72.3 us against 81.2 us in 8 splits (2.9 waves), kernel
@@ -157,14 +171,9 @@ long long tail_split(const GemmKey& key, const Target& t, const Params& p) {
 void add_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, Params base) {
   const long long room = t.sms * ctas_per_sm(key, t, base);
   if (key.batch != 1 || param(base, kWs) != 1 || wave_fill(key, base, room) >= 0.9) return;
-  base[kSplit] = 1;
-  if (sk_units(key, base) < 8 * room || sk_units(key, base) > 0x7fffffffLL) return;
-  base[kSk] = room;
-  base[kPromote] = 1;
-  base[kTail] = 1;
-  base[kBlo] = 0;
-  base[kCluster] = 0;
-  out.push_back(base);
+  const long long units = sk_units(key, base);
+  if (units < 8 * room || units > 0x7fffffffLL) return;
+  out.push_back(as_stream_k(base, room));
 }
 
 // Appends `base` with its partial last wave split in k (KD_TAIL), where that finishes sooner.
@@ -463,14 +472,7 @@ std::string sk_on(const GemmKey& key, const Target& t, const Params& p) {
 }
 std::optional<Params> sk_on_apply(const GemmKey& key, const Target& t, const Params& p) {
   if (param(p, kSk) || param(p, kWs) != 1 || key.batch != 1) return std::nullopt;
-  Params out = p;
-  out[kSk] = t.sms * ctas_per_sm(key, t, p);
-  out[kSplit] = 1;
-  out[kPromote] = 1;
-  out[kTail] = 1;
-  out[kBlo] = 0;
-  out[kCluster] = 0;
-  return out;
+  return as_stream_k(p, t.sms * ctas_per_sm(key, t, p));
 }
 std::string sk_off(const GemmKey& key, const Target& t, const Params& p) {
   Params q = p;

@@ -996,10 +996,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 
 // The S f32 partials of output idx of C (workspace partials S apart by `stride` floats), summed in
 // split order, then the epilogue; kd_sum_partials4 does rows row .. row + 3 of one column (idx a
-// multiple of 4) with 16-byte loads, same order, same bits.
-template <int S>
+// multiple of 4) with 16-byte loads, same order, same bits. S is a constant where split-K and
+// KD_TAIL inline them (the loop unrolls) and a run-time count for KD_SK.
 __device__ __forceinline__ void kd_sum_partials4(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
-                                                 long long idx, long long row, long long col) {
+                                                 long long idx, long long row, long long col, int S) {
   float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int s = 0; s < S; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * stride + idx));
@@ -1008,68 +1008,20 @@ __device__ __forceinline__ void kd_sum_partials4(const kd_gemm_args& args, KD_C_
   kd_epilogue(args, C, row + 2, col, sum.z);
   kd_epilogue(args, C, row + 3, col, sum.w);
 }
-template <int S>
 __device__ __forceinline__ void kd_sum_partials1(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
-                                                 long long idx, long long row, long long col) {
+                                                 long long idx, long long row, long long col, int S) {
   float sum = 0.f;
 #pragma unroll
   for (int s = 0; s < S; ++s) sum += W[s * stride + idx];
   kd_epilogue(args, C, row, col, sum);
 }
 
-#if KD_SK
-// As kd_sum_partials4/1, for a count known at run time.
-__device__ __forceinline__ void kd_sum_partials4n(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
-                                                  long long idx, long long row, long long col, int S) {
-  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-  for (int s = 0; s < S; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * stride + idx));
-  kd_epilogue(args, C, row, col, sum.x);
-  kd_epilogue(args, C, row + 1, col, sum.y);
-  kd_epilogue(args, C, row + 2, col, sum.z);
-  kd_epilogue(args, C, row + 3, col, sum.w);
-}
-__device__ __forceinline__ void kd_sum_partials1n(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
-                                                  long long idx, long long row, long long col, int S) {
-  float sum = 0.f;
-  for (int s = 0; s < S; ++s) sum += W[s * stride + idx];
-  kd_epilogue(args, C, row, col, sum);
-}
-// KD_SK: the partials of every tile that more than one CTA covered, summed in CTA order, then the
-// epilogue. grid = [any, tiles, batch]: blockIdx.y is the tile, blockIdx.x strides over its 4-row
-// column pieces.
-extern "C" __global__ void __launch_bounds__(256) kd_wg_sk_reduce(kd_gemm_args args) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+#if KD_TAIL > 1 || KD_SK
+// One tile's S partials summed and stored (the KD_TAIL and KD_SK reductions): grid = [any, tiles,
+// batch], blockIdx.x strides over the tile's 4-row column pieces.
+__device__ __forceinline__ void kd_sum_tile(const kd_gemm_args& args, long long tile_id, int S) {
   const long long m = args.m, n = args.n, mn = m * n, total = mn * args.batch, z = blockIdx.z;
-  const long long tm = (m + kBM - 1) / kBM, tiles = tm * ((n + KD_BN - 1) / KD_BN);
-  const long long ktiles = (args.k + kBK - 1) / kBK, units = tiles * ktiles;
-  const long long t = blockIdx.y, ts = t * ktiles;
-  const long long first = kd_sk_cta(ts, units), last = kd_sk_cta(ts + ktiles - 1, units);
-  if (first == last) return;
-  const int S = static_cast<int>(last - first + 1);
-  const long long m0 = t % tm * kBM, n0 = t / tm * KD_BN;
-  const float* W = static_cast<const float*>(args.workspace) + z * mn;
-  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-  for (int q = blockIdx.x * 256 + threadIdx.x; q < kBM / 4 * KD_BN; q += 256 * gridDim.x) {
-    const long long row = m0 + 4 * (q % (kBM / 4)), col = n0 + q / (kBM / 4);
-    if (row >= m || col >= n) continue;
-    const long long idx = row + col * m;
-    if (m % 4 == 0)
-      kd_sum_partials4n(args, C, W, total, idx, row, col, S);
-    else
-      for (int r = 0; r < 4 && row + r < m; ++r) kd_sum_partials1n(args, C, W, total, idx + r, row + r, col, S);
-  }
-}
-#endif
-
-#if KD_TAIL > 1
-// KD_TAIL: the split tiles' KD_TAIL partials summed in split order, then the epilogue. grid = [any, the
-// number of split tiles, batch]: blockIdx.y picks the tile (the last ones of kd_wg_tiled's order),
-// blockIdx.x strides over its 4-row column pieces.
-extern "C" __global__ void __launch_bounds__(256) kd_wg_tail_reduce(kd_gemm_args args) {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  const long long m = args.m, n = args.n, mn = m * n, total = mn * args.batch, z = blockIdx.z;
-  const long long tm = (m + kBM - 1) / kBM, tiles = tm * ((n + KD_BN - 1) / KD_BN);
-  const long long tile_id = tiles - gridDim.y + blockIdx.y;
+  const long long tm = (m + kBM - 1) / kBM;
   const long long m0 = tile_id % tm * kBM, n0 = tile_id / tm * KD_BN;
   const float* W = static_cast<const float*>(args.workspace) + z * mn;
   KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
@@ -1078,10 +1030,34 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_tail_reduce(kd_gemm_args
     if (row >= m || col >= n) continue;
     const long long idx = row + col * m;
     if (m % 4 == 0)
-      kd_sum_partials4<KD_TAIL>(args, C, W, total, idx, row, col);
+      kd_sum_partials4(args, C, W, total, idx, row, col, S);
     else
-      for (int r = 0; r < 4 && row + r < m; ++r) kd_sum_partials1<KD_TAIL>(args, C, W, total, idx + r, row + r, col);
+      for (int r = 0; r < 4 && row + r < m; ++r) kd_sum_partials1(args, C, W, total, idx + r, row + r, col, S);
   }
+}
+#endif
+
+#if KD_SK
+// KD_SK: the partials of every tile that more than one CTA covered, summed in CTA order, then the
+// epilogue; blockIdx.y is the tile.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_sk_reduce(kd_gemm_args args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const long long tiles = (args.m + kBM - 1) / kBM * ((args.n + KD_BN - 1) / KD_BN);
+  const long long ktiles = (args.k + kBK - 1) / kBK, units = tiles * ktiles;
+  const long long ts = blockIdx.y * ktiles;
+  const long long first = kd_sk_cta(ts, units), last = kd_sk_cta(ts + ktiles - 1, units);
+  if (first == last) return;  // written to C by its one CTA
+  kd_sum_tile(args, blockIdx.y, static_cast<int>(last - first + 1));
+}
+#endif
+
+#if KD_TAIL > 1
+// KD_TAIL: the split tiles' KD_TAIL partials summed in split order, then the epilogue; blockIdx.y picks
+// the tile (the last ones of kd_wg_tiled's order).
+extern "C" __global__ void __launch_bounds__(256) kd_wg_tail_reduce(kd_gemm_args args) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const long long tiles = (args.m + kBM - 1) / kBM * ((args.n + KD_BN - 1) / KD_BN);
+  kd_sum_tile(args, tiles - gridDim.y + blockIdx.y, KD_TAIL);
 }
 #endif
 
@@ -1098,12 +1074,12 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_tiled_reduce(kd_gemm_arg
   if (m % 4 == 0) {
     for (long long q = blockIdx.x * 256LL + threadIdx.x; 4 * q < total; q += stride) {
       const long long idx = 4 * q, z = idx / mn, rem = idx % mn, row = rem % m, col = rem / m;
-      kd_sum_partials4<KD_SPLITK>(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, W, total, idx, row, col);
+      kd_sum_partials4(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, W, total, idx, row, col, KD_SPLITK);
     }
     return;
   }
   for (long long idx = blockIdx.x * 256LL + threadIdx.x; idx < total; idx += stride) {
     const long long z = idx / mn, rem = idx % mn, row = rem % m, col = rem / m;
-    kd_sum_partials1<KD_SPLITK>(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, W, total, idx, row, col);
+    kd_sum_partials1(args, static_cast<KD_C_T*>(args.c) + z * args.stride_c, W, total, idx, row, col, KD_SPLITK);
   }
 }
