@@ -60,6 +60,12 @@ long long stream_k_slots(const GemmKey& key, const Params& p) {
   return most;
 }
 
+// `p` with one parameter changed.
+Params with(Params p, const char* name, long long v) {
+  p[name] = v;
+  return p;
+}
+
 TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
   const Family& f = wg_tiled_family();
   const Target t;
@@ -138,16 +144,11 @@ TEST(WgTiled, ClusterSplitIsOneLaunchWithoutWorkspace) {
   EXPECT_EQ(plan.launches[0].grid[2], 2u);
   EXPECT_EQ(plan.workspace_bytes, 0u);
   EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
-  auto with = [&](const char* name, long long v) {
-    Params q = p;
-    q[name] = v;
-    return q;
-  };
-  EXPECT_TRUE(f.valid(key, t, with("KD_SPLITK", 8)));
-  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 16))) << "beyond the portable cluster size";
-  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 1))) << "nothing to reduce";
-  EXPECT_FALSE(f.valid(key, t, with("KD_WS", 0))) << "the reduction lives in the warp-specialized kernel";
-  EXPECT_FALSE(f.valid(key, t, with("KD_CLUSTER", 2)));
+  EXPECT_TRUE(f.valid(key, t, with(p, "KD_SPLITK", 8)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_SPLITK", 16))) << "beyond the portable cluster size";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_SPLITK", 1))) << "nothing to reduce";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_WS", 0))) << "the reduction lives in the warp-specialized kernel";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_CLUSTER", 2)));
   // The 4096^3 shape fills the GPU without a split: no cluster seed.
   const GemmKey big = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
@@ -185,12 +186,7 @@ TEST(WgTiled, SplitOfBIsAFirstLaunchIntoTheWorkspace) {
   ASSERT_EQ(plan.launches.size(), 3u);
   EXPECT_EQ(plan.launches[2].entry, "kd_wg_tiled_reduce");
   EXPECT_EQ(plan.workspace_bytes, (3u * 777 * 13 * 4 + 15) / 16 * 16 + 13u * 4096 * 4);
-  auto with = [&](const char* name, long long v) {
-    Params r = p;
-    r[name] = v;
-    return r;
-  };
-  EXPECT_FALSE(f.valid(key, t, with("KD_BLO", 2)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_BLO", 2)));
   const GemmKey wide = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
   Params w = completed_seeds(f, wide, t).front();
@@ -231,14 +227,9 @@ TEST(WgTiled, PartialLastWaveIsSplitInK) {
   EXPECT_TRUE(plan.launches[1].pdl);
   EXPECT_EQ(plan.workspace_bytes, 4u * 28672 * 128 * 4);
   EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
-  auto with = [&](const char* name, long long v) {
-    Params q = p;
-    q[name] = v;
-    return q;
-  };
-  EXPECT_FALSE(f.valid(key, t, with("KD_TAIL", 5))) << "beyond the measured best";
-  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 2))) << "no k split of its own";
-  EXPECT_FALSE(f.valid(key, t, with("KD_BLO", 1))) << "spills with KD_BLO";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_TAIL", 5))) << "beyond the measured best";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_SPLITK", 2))) << "no k split of its own";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_BLO", 1))) << "spills with KD_BLO";
   // Whole waves (4096x128x4096: 32 tiles) have no tail to split, and no seed tries.
   const GemmKey small = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
@@ -273,19 +264,14 @@ TEST(WgTiled, StreamKSeedsWhereSplitKLeavesAPartialWave) {
   EXPECT_TRUE(plan.launches[1].pdl);
   EXPECT_EQ(plan.workspace_bytes, 4u * 6144 * 128 * 4);
   EXPECT_EQ(std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))), plan);
-  auto with = [&](const char* name, long long v) {
-    Params q = p;
-    q[name] = v;
-    return q;
-  };
-  EXPECT_FALSE(f.valid(key, t, with("KD_SK", 1)));
-  EXPECT_FALSE(f.valid(key, t, with("KD_SPLITK", 2))) << "one way to divide k at a time";
-  EXPECT_FALSE(f.valid(key, t, with("KD_PROMOTE", 2)));
-  EXPECT_FALSE(f.valid(key, t, with("KD_WS", 0))) << "the producer warpgroup follows the segments";
-  EXPECT_FALSE(f.valid(key, t, with("KD_SK", 48 * 128 + 1))) << "more CTAs than k-tile units";
-  EXPECT_TRUE(f.valid(key, t, with("KD_SK", 96))) << "any CTA count up to the units";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_SK", 1)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_SPLITK", 2))) << "one way to divide k at a time";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_PROMOTE", 2)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_WS", 0))) << "the producer warpgroup follows the segments";
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_SK", 48 * 128 + 1))) << "more CTAs than k-tile units";
+  EXPECT_TRUE(f.valid(key, t, with(p, "KD_SK", 96))) << "any CTA count up to the units";
   // Whole tiles per CTA need no workspace and no second launch (a 6144x128 tile is 128 k tiles).
-  const LaunchPlan whole = f.plan(key, t, with("KD_SK", 48));
+  const LaunchPlan whole = f.plan(key, t, with(p, "KD_SK", 48));
   ASSERT_EQ(whole.launches.size(), 1u);
   EXPECT_EQ(whole.workspace_bytes, 0u);
   // Split-K that fills its waves keeps it: 4096x128x4096 (32 tiles, 8 splits, 1.94 waves) has no
