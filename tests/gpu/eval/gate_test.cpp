@@ -244,6 +244,31 @@ void gate_builtin(worker::WorkerClient& client, const builtin::Family& f, const 
   EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " " << v.detail;
 }
 
+// The sm_90a builtin families (wgmma; wg_tma also TMA) on this GPU. Skips without a GPU or on
+// another architecture; gate() starts the gate worker on first use.
+class GpuEvalBuiltin : public ::testing::Test {
+protected:
+  void SetUp() override {
+    KD_REQUIRE_GPU();
+    dev_ = query_device(0);
+    if (dev_.cc_major != 9) GTEST_SKIP() << "the wgmma families need sm_90a; this GPU is " << dev_.arch;
+    target_ = builtin::Target::from(dev_);
+  }
+  worker::WorkerClient& gate() {
+    if (!client_) {
+      client_.emplace(builtin_gate_worker(dir_));
+      client_->ensure_started();
+    }
+    return *client_;
+  }
+  // No evaluation needed a fresh worker (0 when gate() was never used).
+  void expect_no_restarts() const { EXPECT_EQ(client_ ? client_->restarts() : 0, 0); }
+  DeviceInfo dev_;
+  builtin::Target target_;
+  test::TempDir dir_;
+  std::optional<worker::WorkerClient> client_;
+};
+
 // The wg_tma trial family (TMA-fed wgmma for 16-bit inputs, tensor maps built on the device) through
 // the same gate: every seed of an issue shape, of a ragged batched bias call with beta != 0 and of an
 // f16 call with an f32 output must pass (correct, faster or not). Prints its times against cuBLAS.
@@ -252,14 +277,10 @@ void gate_builtin(worker::WorkerClient& client, const builtin::Family& f, const 
 // its first CTA publishes with what the driver's cuTensorMapEncodeTiled makes of the same tensor,
 // byte for byte, in a probe build that issues no copy: a wrong field shows here as a named byte
 // difference instead of a TMA fault in the gate.
-TEST(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tma needs sm_90a (TMA, wgmma); this GPU is " << dev.arch;
+TEST_F(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
   const CudaDriver& d = cu();  // KD_REQUIRE_GPU left device 0's primary context current
-
   const builtin::Family& f = builtin::wg_tma_family();
-  const builtin::Target t = builtin::Target::from(dev);
+  const builtin::Target& t = target_;
   const char* line =
       "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4160 ldb=4224 ldc=4096 batch=1 "
       "epilogue=none beta0=1";
@@ -274,7 +295,8 @@ TEST(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
   ASSERT_EQ(bn * l.grid[0], key.n);
 
   const std::string source = "#define KD_MAP_PROBE 1\n" + builtin::render(f, key, t, p);
-  const search::CompileOutput out = search::compile_cuda({.source = source, .name = "wg_tma_probe.cu", .arch = dev.arch});
+  const search::CompileOutput out =
+      search::compile_cuda({.source = source, .name = "wg_tma_probe.cu", .arch = dev_.arch});
   ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
   CUmodule module = nullptr;
   KD_CU_CHECK(d.cuModuleLoadData(&module, out.cubin.data()), "probe module");
@@ -356,15 +378,9 @@ TEST(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
   d.cuModuleUnload(module);
 }
 
-TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tma needs sm_90a (TMA, wgmma); this GPU is " << dev.arch;
-  test::TempDir dir;
-  worker::WorkerClient client(builtin_gate_worker(dir));
-  client.ensure_started();
+TEST_F(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
   const builtin::Family& f = builtin::wg_tma_family();
-  const builtin::Target t = builtin::Target::from(dev);
+  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
@@ -378,27 +394,21 @@ TEST(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line;
     for (const builtin::Params& raw : f.seeds(key, t)) {
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tma", line, f.complete(key, t, raw)));
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tma", line, f.complete(key, t, raw)));
       ++evaluated;
     }
   }
   EXPECT_GE(evaluated, 8);
-  EXPECT_EQ(client.restarts(), 0);
+  expect_no_restarts();
 }
 
 // wg_tiled with KD_BLO: B's lo parts split once per call by a first launch into the workspace (after
 // any split-K partials) and read by the main kernel as its programmatic dependent. Through the whole
 // gate: the n <= 16 seed that uses it, then ragged, batched and biased calls with k not a multiple of 4
 // (the split's scalar path, edge k tiles) with and without split-K partials in front of the lo parts.
-TEST(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
-  test::TempDir dir;
-  worker::WorkerClient client(builtin_gate_worker(dir));
-  client.ensure_started();
+TEST_F(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target t = builtin::Target::from(dev);
+  const builtin::Target& t = target_;
   struct BloCase {
     const char* line;
     long long split;  // 0: the seed's own
@@ -427,25 +437,19 @@ TEST(GpuEvalBuiltin, WgTiledSplitOfBPassesTheGate) {
     }
     if (c.split) p["KD_SPLITK"] = c.split;
     ASSERT_EQ(f.plan(key, t, p).launches.front().entry, "kd_wg_split_b");
-    ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tiled blo", c.line, p));
+    ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled blo", c.line, p));
     ++evaluated;
   }
   EXPECT_EQ(evaluated, 4);
-  EXPECT_EQ(client.restarts(), 0);
+  expect_no_restarts();
 }
 
 // wg_tiled with KD_TAIL: the tiles past the last whole wave split in k, their partials summed by a
 // programmatic dependent launch. The tail seeds of ragged shapes (m not a multiple of the tile or of 4,
 // k not a multiple of the k tile) through the whole gate, 128- and 16-column tiles.
-TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
-  test::TempDir dir;
-  worker::WorkerClient client(builtin_gate_worker(dir));
-  client.ensure_started();
+TEST_F(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target t = builtin::Target::from(dev);
+  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=20001 n=100 k=1000 lda=1000 ldb=1000 ldc=20001 batch=1 "
@@ -460,13 +464,13 @@ TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
       if (p.at("KD_TAIL") < 2) continue;
       found = true;
       ASSERT_EQ(f.plan(key, t, p).launches.back().entry, "kd_wg_tail_reduce");
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tiled tail", line, p));
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled tail", line, p));
       ++evaluated;
     }
     EXPECT_TRUE(found) << "no tail seed for " << line;
   }
   EXPECT_EQ(evaluated, 2);
-  EXPECT_EQ(client.restarts(), 0);
+  expect_no_restarts();
 }
 
 // wg_tiled with KD_SK (stream-K): each CTA takes an equal run of tile-major k-tile units; a tile one CTA
@@ -474,15 +478,9 @@ TEST(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
 // order. Through the whole gate: the 6144x128 seed, then ragged calls (m, n and k off the tile, k not a
 // multiple of 4 rows of k tiles, bias, beta != 0) with whole and split tiles, ta = N, 16-column tiles,
 // a batch of two and a CTA count that is not the SM count.
-TEST(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  if (dev.cc_major != 9) GTEST_SKIP() << "wg_tiled needs sm_90a (wgmma); this GPU is " << dev.arch;
-  test::TempDir dir;
-  worker::WorkerClient client(builtin_gate_worker(dir));
-  client.ensure_started();
+TEST_F(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target t = builtin::Target::from(dev);
+  const builtin::Target& t = target_;
   struct SkCase {
     const char* line;
     long long ctas;  // 0: the seed's own
@@ -518,11 +516,11 @@ TEST(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
       p["KD_CLUSTER"] = 0;
     }
     ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
-    ASSERT_NO_FATAL_FAILURE(gate_builtin(client, f, t, dev, "wg_tiled stream-K", c.line, p));
+    ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled stream-K", c.line, p));
     ++evaluated;
   }
   EXPECT_EQ(evaluated, 4);
-  EXPECT_EQ(client.restarts(), 0);
+  expect_no_restarts();
 }
 
 }  // namespace
