@@ -152,17 +152,6 @@ long long tail_split(const GemmKey& key, const Target& t, const Params& p) {
   return best;
 }
 
-// `p` as stream-K over `ctas` CTAs: no other way of dividing k, one promotion per k tile.
-Params as_stream_k(Params p, long long ctas) {
-  p[kSk] = ctas;
-  p[kSplit] = 1;
-  p[kPromote] = 1;
-  p[kTail] = 1;
-  p[kBlo] = 0;
-  p[kCluster] = 0;
-  return p;
-}
-
 // Appends `base` as stream-K over one wave of resident CTAs where its split-K decomposition leaves the
 // last wave less than 90% full and each CTA still gets at least 8 k tiles. 6144x128x4096 (48 tiles
 // of 128x128): 132 CTAs of 46.5 k tiles, 72.3 us against 81.2 us in 8 splits (2.9 waves), kernel
@@ -520,6 +509,16 @@ Family make_family() {
 }
 
 }  // namespace
+
+Params as_stream_k(Params p, long long ctas) {
+  p[kSk] = ctas;
+  p[kSplit] = 1;
+  p[kPromote] = 1;
+  p[kTail] = 1;
+  p[kBlo] = 0;
+  p[kCluster] = 0;
+  return p;
+}
 
 const Family& wg_tiled_family() {
   static const Family family = make_family();

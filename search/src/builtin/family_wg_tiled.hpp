@@ -15,6 +15,10 @@ namespace kd::builtin {
 // The family row; `source` is embedded_kernel("wg_tiled.cu").
 const Family& wg_tiled_family();
 
+// `p` as stream-K (KD_SK) over `ctas` CTAs: no other way of dividing k (split-K, tail, cluster),
+// B's lo parts split in the kernel, one promotion per k tile. The seeds and the wg.sk_on move use it.
+Params as_stream_k(Params p, long long ctas);
+
 // Parameter moves of wg_tiled (family "wg_tiled"), each with its idea in words.
 std::span<const IdeaMove> wg_tiled_ideas();
 

@@ -507,13 +507,7 @@ TEST_F(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
         if (raw.contains("KD_SK") && raw.at("KD_SK") > 0) p = f.complete(key, t, raw);
       ASSERT_FALSE(p.empty()) << "no stream-K seed for " << c.line;
     } else {
-      p = f.complete(key, t, f.seeds(key, t).front());
-      p["KD_SK"] = c.ctas;
-      p["KD_SPLITK"] = 1;
-      p["KD_PROMOTE"] = 1;
-      p["KD_TAIL"] = 1;
-      p["KD_BLO"] = 0;
-      p["KD_CLUSTER"] = 0;
+      p = builtin::as_stream_k(f.complete(key, t, f.seeds(key, t).front()), c.ctas);
     }
     ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
     ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled stream-K", c.line, p));
