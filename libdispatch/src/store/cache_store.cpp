@@ -103,11 +103,19 @@ std::filesystem::path default_cache_dir() {
 enum class ReaderState { open, unavailable, foreign_schema };
 
 struct CacheReader::Impl {
+  // What a snapshot's meta database says; applied to the reader only once the snapshot is taken.
+  struct MetaView {
+    ReaderState state = ReaderState::unavailable;
+    std::string reason;
+    std::uint64_t generation = 0;
+  };
+
   fs::path dir;
   RuntimeVersions versions;
-  // Declared before txn: the transaction must end before its environment closes.
+  // Declared before the transactions: they must end before their environment closes.
   std::optional<lmdb::Env> env;
-  std::optional<lmdb::Txn> txn;
+  std::optional<lmdb::Txn> txn;    // the snapshot lookups read
+  std::optional<lmdb::Txn> spare;  // reset; the candidate for the next snapshot (see refresh())
   MDB_dbi records = 0;
   MDB_dbi meta = 0;
   ReaderState state = ReaderState::unavailable;
@@ -115,6 +123,7 @@ struct CacheReader::Impl {
   std::uint64_t generation = 0;
 
   void close() noexcept {
+    spare.reset();
     txn.reset();
     env.reset();
   }
@@ -137,24 +146,29 @@ struct CacheReader::Impl {
     }
   }
 
-  // Reads schema and generation from the current snapshot and sets the state.
-  void load_meta() {
-    const auto schema_text = lmdb::get(*txn, meta, kSchemaKey);
+  MetaView read_meta(const lmdb::Txn& snapshot) const {
+    const auto schema_text = lmdb::get(snapshot, meta, kSchemaKey);
     if (!schema_text) {
-      mark_unavailable(fmt::format("cache at {} has no schema yet (not initialized)", dir.string()));
-      return;
+      return {ReaderState::unavailable, fmt::format("cache at {} has no schema yet (not initialized)", dir.string()), 0};
     }
     const auto schema = parse_decimal(*schema_text);
     if (schema != kCacheSchemaVersion) {
-      state = ReaderState::foreign_schema;
-      reason = fmt::format("cache at {} has schema \"{}\"; this kdispatch reads schema {}",
-                           dir.string(), *schema_text, kCacheSchemaVersion);
-      generation = 0;
+      return {ReaderState::foreign_schema,
+              fmt::format("cache at {} has schema \"{}\"; this kdispatch reads schema {}", dir.string(),
+                          *schema_text, kCacheSchemaVersion),
+              0};
+    }
+    return {ReaderState::open, {}, read_generation(snapshot, meta, dir)};
+  }
+
+  void apply(MetaView view) noexcept {
+    if (view.state == ReaderState::unavailable) {
+      mark_unavailable(std::move(view.reason));
       return;
     }
-    generation = read_generation(*txn, meta, dir);
-    state = ReaderState::open;
-    reason.clear();
+    state = view.state;
+    reason = std::move(view.reason);
+    generation = view.generation;
   }
 
   void open() noexcept {
@@ -176,10 +190,32 @@ struct CacheReader::Impl {
         records = *records_dbi;
       }
       txn.emplace(*env, lmdb::Access::read_only);
-      load_meta();
+      apply(read_meta(*txn));
     } catch (const std::exception& e) {
       mark_unavailable(fmt::format("cache at {} unavailable: {}", dir.string(), e.what()));
     }
+  }
+
+  // A fresh snapshot replaces the current one unless its generation is lower. LMDB 0.9 pins a
+  // reader to the writer's last published txnid but copies the meta page afterwards; a writer
+  // two commits on has already rewritten that page, so a snapshot can be newer than its pin, and
+  // the next one (taken before the writer publishes its txnid) older than that. Keeping the
+  // newer snapshot makes generations never go back (pages of a snapshot newer than its pin are
+  // not reused: they were freed after the pin, if at all).
+  void take_snapshot() {
+    if (spare) {
+      spare->renew();
+    } else {
+      spare.emplace(*env, lmdb::Access::read_only);
+    }
+    MetaView view = read_meta(*spare);
+    if (state == ReaderState::open && view.state == ReaderState::open && view.generation < generation) {
+      spare->reset();
+      return;
+    }
+    txn->reset();
+    std::swap(txn, spare);
+    apply(std::move(view));
   }
 
   std::variant<Record, LookupMiss> lookup(std::string_view key) const {
@@ -227,9 +263,7 @@ std::uint64_t CacheReader::refresh() noexcept {
     return d.generation;
   }
   try {
-    d.txn->reset();
-    d.txn->renew();
-    d.load_meta();
+    d.take_snapshot();
   } catch (const std::exception&) {
     // MDB_MAP_RESIZED (the writer grew the map), a replaced file, ...: start over.
     d.open();

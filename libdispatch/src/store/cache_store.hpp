@@ -55,8 +55,9 @@ struct RuntimeVersions {
 
 // Read-only access for application processes. Opens without creating anything; a missing or
 // unreadable directory is not an error at construction: every lookup then answers
-// cache_unavailable. One read transaction is kept and reset/renewed (refresh()), so lookups cost
-// no reader-slot registration. Not thread-safe: one reader per thread, or external locking.
+// cache_unavailable. Two read transactions (two reader slots) are kept and reset/renewed in turn
+// (refresh()), so lookups cost no reader-slot registration. Not thread-safe: one reader per
+// thread, or external locking.
 // A cache whose meta schema is not kCacheSchemaVersion is not available() either; its lookups
 // answer schema_mismatch. A directory the process cannot write (no lock file can be created or
 // opened for writing) is opened with MDB_NOLOCK as a fallback: see lmdb::LockMode::no_lock for
@@ -73,8 +74,10 @@ public:
   // Why not available (empty when available).
   const std::string& unavailable_reason() const noexcept;
 
-  // Takes a fresh snapshot (mdb_txn_reset + mdb_txn_renew); retries opening a cache that was
-  // unavailable. Returns the generation counter of the new snapshot (0 when unavailable).
+  // Takes a fresh snapshot (mdb_txn_renew of the spare transaction); retries opening a cache that
+  // was unavailable. Generations never go back: a fresh snapshot older than the current one is
+  // dropped (see take_snapshot in the source). Returns the generation counter of the snapshot now
+  // read (0 when unavailable).
   std::uint64_t refresh() noexcept;
   std::uint64_t generation() const noexcept;
 
