@@ -83,11 +83,14 @@ static double measure_vendor_peak(const std::string& peak_class, CUstream stream
 
 double measure_peak_flops(const std::string& peak_class, CUstream stream, const EvalKernels& kernels) {
   if (peak_class != "f32/f32") return measure_vendor_peak(peak_class, stream, kernels);
-  // Strict fp32 runs on tensor cores as 3xTF32: three TF32 products per product, the cheapest
-  // error-compensated scheme that passes the strict gate. Its ceiling, the TF32 peak over 3, is
-  // above a SIMT SGEMM's on Ampere and later, and the floor must not call such kernels impossible.
-  return std::max(measure_vendor_peak("f32/f32", stream, kernels),
-                  measure_vendor_peak("f32/tf32", stream, kernels) / 3.0);
+  // Strict fp32 runs on tensor cores as three products of split operands, the cheapest
+  // error-compensated schemes that pass the strict gate: TF32 splits (3xTF32), or f16 splits with
+  // power-of-two scales (wg_tiled's KD_F16S) at f16's rate. Their ceilings, the TF32 and f16 peaks
+  // over 3, are above a SIMT SGEMM's on Ampere and later, and the floor must not call such kernels
+  // impossible.
+  return std::max({measure_vendor_peak("f32/f32", stream, kernels),
+                   measure_vendor_peak("f32/tf32", stream, kernels) / 3.0,
+                   measure_vendor_peak("f16/f32", stream, kernels) / 3.0});
 }
 
 }  // namespace kd::eval

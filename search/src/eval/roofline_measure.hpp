@@ -15,8 +15,8 @@ namespace kd::eval {
 double measure_copy_bandwidth(CUstream stream, std::uint64_t max_bytes);
 
 // Flops per second of an 8192^3 vendor GEMM of `peak_class` ("bf16/f32", see peak_class()),
-// best of 5 after warm-up; for strict f32 the larger of that and the TF32 GEMM's rate over 3
-// (3xTF32 on tensor cores). Throws kd::Error (usage) for an unknown class.
+// best of 5 after warm-up; for strict f32 the largest of that and the TF32 and f16 GEMMs' rates
+// over 3 (three split products on tensor cores). Throws kd::Error (usage) for an unknown class.
 double measure_peak_flops(const std::string& peak_class, CUstream stream, const EvalKernels& kernels);
 
 }  // namespace kd::eval
