@@ -25,6 +25,7 @@ constexpr char kBlo[] = "KD_BLO";
 constexpr char kTail[] = "KD_TAIL";
 constexpr long long kMaxTail = 4;  // 5 and 7 measured slower than 4 on 28672x128 (kernel lab, H200)
 constexpr char kSk[] = "KD_SK";
+constexpr char kF16s[] = "KD_F16S";
 constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
@@ -41,15 +42,16 @@ long long tiles_of(const GemmKey& key, const Params& p) {
 // Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes/kLoBufs/kBarBytes in wg_tiled.cu: 1024
 // bytes of alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows, + with
 // KD_BLO its lo tile), then the B-lo buffers (two, three when two k tiles share a promotion; none with
-// KD_BLO), then the warp-specialized kernel's 256 bytes of mbarriers.
+// KD_BLO or KD_F16S), then the warp-specialized kernel's 256 bytes of mbarriers. KD_F16S pads A's
+// rows to 40 floats instead of 36.
 long long stage_bytes(const GemmKey& key, const Params& p) {
   const long long bm = bm_of(p);
-  const long long a_raw = key.ta == Transpose::T ? bm * (kBk + 4) * 4 : kBk * (bm + 8) * 4;
+  const long long a_raw = key.ta == Transpose::T ? bm * (kBk + (param(p, kF16s) ? 8 : 4)) * 4 : kBk * (bm + 8) * 4;
   return ceil_div(a_raw, 1024) * 1024 + param(p, kBn) * 128 * (param(p, kBlo) ? 2 : 1);
 }
 long long smem_bytes(const GemmKey& key, const Params& p) {
   const long long b = param(p, kBn) * 128;
-  const long long lo_bufs = param(p, kBlo) ? 0 : param(p, kPromote) == 2 ? 3 : 2;
+  const long long lo_bufs = param(p, kBlo) || param(p, kF16s) ? 0 : param(p, kPromote) == 2 ? 3 : 2;
   return 1024 + param(p, kStages) * stage_bytes(key, p) + lo_bufs * b + (param(p, kWs) ? 256 : 0);
 }
 // Split-K partials (a cluster split sums them in distributed shared memory: none), then with KD_BLO
@@ -65,8 +67,12 @@ long long partial_bytes(const GemmKey& key, const Params& p) {
   return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
 }
 long long blo_floats(const GemmKey& key) { return key.batch * key.n * (ceil_div(key.k, 4) * 4); }
+// KD_F16S: B's hi|lo halves, one 128-byte row per column and k tile, then 1 / s per column, from a
+// 128-byte boundary after the partials (kd_b16 and kd_inv16 in wg_tiled.cu).
+long long b16_floats(const GemmKey& key) { return key.batch * key.n * (ceil_div(key.k, kBk) * kBk + 1); }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
   const long long partials = partial_bytes(key, p);
+  if (param(p, kF16s)) return ceil_div(partials, 128) * 128 + b16_floats(key) * 4;
   return param(p, kBlo) ? ceil_div(partials, 16) * 16 + blo_floats(key) * 4 : partials;
 }
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
@@ -201,6 +207,23 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
   add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
   add_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
+  // Strict fp32 on f16 wgmmas (KD_F16S), with the split that fills the SMs, half of it, and the tail
+  // split. Kernel lab, H200, session 16, against the TF32 plans' best: 4096x128x4096 43.1 us in 4
+  // splits (49.1), 4096x128x14336 116.4 in 4 (147.0), 6144x128x4096 67.2 in 2 (70.8 stream-K),
+  // 28672x128x4096 223.5 with KD_TAIL 4 (291.4 stream-K); errors 1.5-2.9e-7 against cuBLAS's 4.1-8.1e-7.
+  if (key.n > 64 && key.ta == Transpose::T && key.precision == PrecisionClass::f32) {
+    Params f = tile(2, 128, 4, 1, 0, 1);
+    f[kF16s] = 1;
+    f[k3x] = 1;
+    f[kSplit] = split_to_fill(key, t, f);
+    out.push_back(f);
+    if (param(f, kSplit) > 1) {
+      Params half = f;
+      half[kSplit] = param(f, kSplit) / 2;
+      out.push_back(half);
+    }
+    add_tail_seed(key, t, out, f);
+  }
   // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
   // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
@@ -229,6 +252,7 @@ Params wg_complete(const GemmKey& key, const Target&, Params p) {
   if (!p.contains(kBlo)) p[kBlo] = 0;
   if (!p.contains(kTail)) p[kTail] = 1;
   if (!p.contains(kSk)) p[kSk] = 0;
+  if (!p.contains(kF16s)) p[kF16s] = 0;
   return p;
 }
 
@@ -273,6 +297,13 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (sk > 0 && (ws != 1 || promote != 1 || split != 1 || cluster != 0 || blo != 0 || tail != 1 || sk > sk_units(key, p) ||
                  sk_units(key, p) > 0x7fffffffLL || sk > 65535))
     return false;
+  // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (ta = T, a producer and two
+  // m64n128 consumers promoting every tile), without the other k-division and B-lo schemes.
+  const long long f16s = param(p, kF16s);
+  if (f16s != 0 && f16s != 1) return false;
+  if (f16s == 1 && (x3 != 1 || key.ta != Transpose::T || ws != 1 || wg != 2 || bn != 128 || promote != 1 ||
+                    blo != 0 || sk != 0 || cluster != 0 || key.batch * key.n > 0x7fffffffLL))
+    return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
   return smem_bytes(key, p) <= t.smem_optin_bytes;
@@ -289,6 +320,15 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     split.block = {256, 1, 1};
     plan.launches.push_back(split);
   }
+  if (param(p, kF16s)) {
+    // B's hi|lo halves and column scales, one block per column; the main kernel follows as its
+    // programmatic dependent and waits on it before its first copy.
+    LaunchSpec split;
+    split.entry = "kd_wg_split_b16";
+    split.grid = {u32(key.batch * key.n), 1, 1};
+    split.block = {256, 1, 1};
+    plan.launches.push_back(split);
+  }
   LaunchSpec main;
   main.entry = "kd_wg_tiled";
   main.grid = {u32(ceil_div(key.m, bm_of(p))), u32(ceil_div(key.n, param(p, kBn))), u32(key.batch * param(p, kSplit))};
@@ -299,7 +339,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   if (param(p, kSk)) main.grid = {u32(param(p, kSk)), 1, u32(key.batch)};
   main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
-  main.pdl = param(p, kBlo) == 1;
+  main.pdl = param(p, kBlo) == 1 || param(p, kF16s) == 1;
   plan.launches.push_back(main);
   if (tail > 1) {
     // The split tiles' partials summed by a programmatic dependent: one block row per tile.
@@ -478,6 +518,33 @@ std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Pa
   return out;
 }
 
+std::string f16s_on(const GemmKey& key, const Target&, const Params&) {
+  return fmt::format("run the split's three products on f16 wgmmas at twice TF32's rate: x = (hi + lo) / s with f16 "
+                     "hi and lo (11 significant bits, as TF32) and a power-of-two scale per row of A and k tile and per "
+                     "column of B; B's halves written once per call ({} MB, a first launch)",
+                     b16_floats(key) * 4 / 1000000);
+}
+std::optional<Params> f16s_on_apply(const GemmKey& key, const Target&, const Params& p) {
+  if (param(p, kF16s) || key.ta != Transpose::T || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kBn) != 128 ||
+      param(p, kSk) || param(p, kCluster))
+    return std::nullopt;
+  Params out = p;
+  out[kF16s] = 1;
+  out[k3x] = 1;
+  out[kPromote] = 1;
+  out[kBlo] = 0;
+  return out;
+}
+std::string f16s_off(const GemmKey&, const Target&, const Params&) {
+  return "run the split's products on TF32 wgmmas again: no scales, no first launch, B copied as it is";
+}
+std::optional<Params> f16s_off_apply(const GemmKey&, const Target&, const Params& p) {
+  if (!param(p, kF16s)) return std::nullopt;
+  Params out = p;
+  out[kF16s] = 0;
+  return out;
+}
+
 const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.split_double", split_double, scale_param<kSplit, 2, 1, 1, kMaxSplit>},
     {"wg_tiled", "wg.split_half", split_half, scale_param<kSplit, 1, 2, 1, kMaxSplit>},
@@ -501,6 +568,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.tail_off", tail_off, tail_off_apply},
     {"wg_tiled", "wg.sk_on", sk_on, sk_on_apply},
     {"wg_tiled", "wg.sk_off", sk_off, sk_off_apply},
+    {"wg_tiled", "wg.f16s_on", f16s_on, f16s_on_apply},
+    {"wg_tiled", "wg.f16s_off", f16s_off, f16s_off_apply},
 };
 
 Family make_family() {

@@ -461,7 +461,7 @@ TEST_F(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
     bool found = false;
     for (const builtin::Params& raw : f.seeds(key, t)) {
       const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_TAIL") < 2) continue;
+      if (p.at("KD_TAIL") < 2 || p.at("KD_F16S") == 1) continue;  // f16 splits: WgTiledF16SplitPassesTheGate
       found = true;
       ASSERT_EQ(f.plan(key, t, p).launches.back().entry, "kd_wg_tail_reduce");
       ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled tail", line, p));
@@ -514,6 +514,38 @@ TEST_F(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
     ++evaluated;
   }
   EXPECT_EQ(evaluated, 4);
+  expect_no_restarts();
+}
+
+// wg_tiled with KD_F16S (strict fp32 from f16 hi|lo splits with power-of-two scales): every such
+// seed through the whole gate, including its value distributions scaled by 1e-2 and 1e2. The
+// 4096x128 split seeds, a ragged batched call (k off the k tile and off four, bias, beta != 0: B's
+// last halves and column scales come from the partial float4 path) and a tail split.
+TEST_F(GpuEvalBuiltin, WgTiledF16SplitPassesTheGate) {
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=100 k=1001 lda=1004 ldb=1004 ldc=1000 batch=2 "
+           "stride_a=1004000 stride_b=100400 stride_c=100000 epilogue=bias beta0=0",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=20001 n=100 k=1000 lda=1000 ldb=1000 ldc=20001 batch=1 "
+           "epilogue=none beta0=1"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << line;
+    int found = 0;
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_F16S") != 1) continue;
+      ++found;
+      ASSERT_EQ(f.plan(key, t, p).launches.front().entry, "kd_wg_split_b16");
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled f16 split", line, p));
+      ++evaluated;
+    }
+    EXPECT_GT(found, 0) << "no f16-split seed for " << line;
+  }
+  EXPECT_GE(evaluated, 5);
   expect_no_restarts();
 }
 

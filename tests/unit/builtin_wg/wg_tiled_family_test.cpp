@@ -87,17 +87,24 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       const bool split = p.at("KD_SPLITK") > 1, tail = p.at("KD_TAIL") > 1;
       const long long sk_slots = p.at("KD_SK") ? stream_k_slots(key, p) : 1;
       const bool workspace = (split && p.at("KD_CLUSTER") == 0) || tail || sk_slots > 1;
-      const bool blo = p.at("KD_BLO") == 1;
-      EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo ? 1u : 0u));
+      const bool blo = p.at("KD_BLO") == 1, f16s = p.at("KD_F16S") == 1;
+      EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo || f16s ? 1u : 0u));
       const long long parts = tail ? p.at("KD_TAIL") : sk_slots > 1 ? sk_slots : p.at("KD_SPLITK");
       const long long partials = workspace ? parts * key.m * key.n * 4 : 0;
       const long long lo = blo ? key.n * ((key.k + 3) / 4 * 4) * 4 : 0;
-      EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>((blo ? (partials + 15) / 16 * 16 : partials) + lo));
-      const LaunchSpec& main = lp.launches[blo ? 1 : 0];
+      // KD_F16S: a 128-byte row of halves per column and k tile, then a scale per column.
+      const long long halves = f16s ? key.n * ((key.k + 31) / 32 * 32 + 1) * 4 : 0;
+      const long long aligned = f16s ? (partials + 127) / 128 * 128 : blo ? (partials + 15) / 16 * 16 : partials;
+      EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>(aligned + lo + halves));
+      const LaunchSpec& main = lp.launches[blo || f16s ? 1 : 0];
       EXPECT_EQ(main.entry, "kd_wg_tiled");
-      EXPECT_EQ(main.pdl, blo) << "with KD_BLO the main kernel waits on the split of B";
+      EXPECT_EQ(main.pdl, blo || f16s) << "with KD_BLO or KD_F16S the main kernel waits on the split of B";
       if (blo) {
         EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b");
+      }
+      if (f16s) {
+        EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b16");
+        EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(key.n)) << "one block per column of B";
       }
       const auto& g = main.grid;
       EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
@@ -301,6 +308,68 @@ TEST(WgTiled, StreamKSeedsWhereSplitKLeavesAPartialWave) {
   for (const Params& q : completed_seeds(f, batched, t)) EXPECT_EQ(q.at("KD_SK"), 0) << describe(q);
 }
 
+// KD_F16S: strict-fp32 n = 128 calls with ta = T get f16-split seeds (the split that fills the SMs,
+// half of it, and the tail split where a wave is partial); ta = N, TF32 calls and the schemes the
+// kernel lacks with it are not offered, and the idea moves switch it on and off.
+TEST(WgTiled, F16SplitSeedsForStrictF32WithTaT) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const auto f16s_of = [&](const GemmKey& key) {
+    std::vector<Params> out;
+    for (const Params& p : completed_seeds(f, key, t))
+      if (p.at("KD_F16S") == 1) out.push_back(p);
+    return out;
+  };
+  const std::string n128 = "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1";
+  const GemmKey key = key_of(n128);
+  const auto seeds = f16s_of(key);
+  ASSERT_EQ(seeds.size(), 2u);
+  EXPECT_EQ(seeds[0].at("KD_SPLITK"), 8);
+  EXPECT_EQ(seeds[1].at("KD_SPLITK"), 4);
+  for (const Params& p : seeds) {
+    EXPECT_EQ(p.at("KD_PROMOTE"), 1);
+    EXPECT_EQ(p.at("KD_BLO"), 0);
+    EXPECT_EQ(p.at("KD_3XTF32"), 1);
+  }
+  const Params p = seeds[1];
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_PROMOTE", 2)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_BLO", 1)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_BN", 64)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_WS", 0)));
+  EXPECT_FALSE(f.valid(key, t, with(with(p, "KD_SPLITK", 1), "KD_SK", 132)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_F16S", 2)));
+  // 4 stages: A rows of 40 floats (20 KB) and B's 128-byte rows of halves (16 KB), no B-lo buffers.
+  EXPECT_EQ(f.plan(key, t, p).launches[1].smem_bytes, 1024u + 4 * (20480 + 16384) + 256);
+  // 28672x128 (224 tiles, 92 past the first wave): an unsplit seed and its tail split.
+  const GemmKey big = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=28672 n=128 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 epilogue=none beta0=1");
+  const auto big_seeds = f16s_of(big);
+  ASSERT_EQ(big_seeds.size(), 2u);
+  EXPECT_EQ(big_seeds[0].at("KD_TAIL"), 1);
+  EXPECT_EQ(big_seeds[1].at("KD_TAIL"), 4);
+  EXPECT_TRUE(f16s_of(key_of(n128 + " precision=tf32")).empty()) << "plain TF32 is cheaper where it is allowed";
+  const GemmKey ta_n = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
+  EXPECT_TRUE(f16s_of(ta_n).empty());
+  EXPECT_FALSE(f.valid(ta_n, t, with(completed_seeds(f, ta_n, t)[1], "KD_F16S", 1))) << "A rows are read k-major";
+  const IdeaMove* on = nullptr;
+  const IdeaMove* off = nullptr;
+  for (const IdeaMove& m : wg_tiled_ideas()) {
+    if (m.id == std::string("wg.f16s_on")) on = &m;
+    if (m.id == std::string("wg.f16s_off")) off = &m;
+  }
+  ASSERT_TRUE(on && off);
+  const Params tf32 = completed_seeds(f, key, t).front();  // 5 stages, two tiles per promotion
+  ASSERT_EQ(tf32.at("KD_F16S"), 0);
+  const auto moved = apply_idea(*on, f, key, t, tf32);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->at("KD_F16S"), 1);
+  EXPECT_EQ(moved->at("KD_PROMOTE"), 1);
+  const auto back = apply_idea(*off, f, key, t, *moved);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->at("KD_F16S"), 0);
+}
+
 TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
   const auto [applied, ids] = test::sweep_ideas(wg_tiled_family(), wg_tiled_ideas());
   EXPECT_GT(applied, 40);
@@ -318,6 +387,7 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   std::vector<GemmKey> keys = llama_keys();
   for (const std::string line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=100 k=500 lda=504 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=50400 stride_c=100000 epilogue=bias beta0=0",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1"})
     keys.push_back(key_of(line));
@@ -334,7 +404,7 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }
 
-// tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json, lab_wg_tail.json and lab_wg_sk.json (the GPU lab's variants) agree with the family's
+// tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json, lab_wg_tail.json, lab_wg_sk.json and lab_wg_f16s.json (the GPU lab's variants) agree with the family's
 // rules: every variant is valid for its case's key and carries exactly the family's launch plan.
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   int variants = 0;
@@ -351,6 +421,9 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   EXPECT_GE(variants, 16);
   variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_sk.json", wg_tiled_family(), variants));
+  EXPECT_GE(variants, 30);
+  variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_f16s.json", wg_tiled_family(), variants));
   EXPECT_GE(variants, 30);
 }
 

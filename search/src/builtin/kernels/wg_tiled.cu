@@ -36,6 +36,15 @@
 //  - KD_TAIL > 1 (without KD_SPLITK): the tiles past the last whole wave of CTAs are split into
 //    KD_TAIL k ranges each, whose partials a second launch (kd_wg_tail_reduce) sums, so that the
 //    last wave is made of shorter CTAs.
+//  - f32, KD_F16S = 1 (strict fp32, ta = T, KD_WS with two consumers of m64n128, KD_PROMOTE 1; no
+//    BLO, SK or CLUSTER): the same three products on f16 wgmmas, twice TF32's rate. x = (hi + lo) / s,
+//    hi and lo f16 rounded to nearest, s a power of two that puts the largest |x| of its group in
+//    [2^14, 2^15): a row of A per k tile (the quad holding the row agrees by two shuffles; the
+//    promotion is an FFMA by 1 / s), a column of B over all of k. f16's 11 significant bits equal
+//    TF32's, so the error matches 3xTF32's; each product is exact in f32. A first launch
+//    (kd_wg_split_b16) writes B's hi|lo halves per k tile, one 128-byte row, and 1 / s per column;
+//    the producer copies those instead of B. A group whose largest |x| is below 2^-112 loses
+//    precision (s is clamped to keep 1 / s normal).
 //  - KD_SK > 1 (stream-K; f32 with KD_WS and KD_PROMOTE 1, no SPLITK, CLUSTER, TAIL or BLO): KD_SK
 //    CTAs each take an equal contiguous run of a batch's tile-major k-tile units. A run is cut into
 //    segments at tile boundaries; a tile that one CTA covers whole goes straight to C, the others leave
@@ -51,10 +60,11 @@
 //   KD_BN 64 | 128 | 256 (f32: 16 with KD_WS | 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
 //   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
-//   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
-// Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256], then] kd_wg_tiled: grid =
+//   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_F16S 0|1   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+// Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
+//   [batch * n], block = [256]; then] kd_wg_tiled: grid =
 //   [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK], block = [128 * (WG + WS)], pdl with
-//   KD_BLO, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
+//   KD_BLO or KD_F16S, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
 //   buffers, 3 when KD_PROMOTE = 2; + 256 bytes of barriers when WS = 1), see kStageBytes, kLoBufs
 //   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0, SPLITK * batch * m * n * 4 bytes of
 //   workspace and then kd_wg_tiled_reduce: grid = [any], block = [256], pdl (it waits on
@@ -64,7 +74,9 @@
 //   kd_wg_tail_reduce: grid = [any, split tiles, batch], block = [256], pdl. KD_SK: kd_wg_tiled's grid is
 //   [KD_SK, 1, batch]; where a tile spans several CTAs, S * batch * m * n * 4 bytes of workspace (S: the
 //   most CTAs one tile spans) and then kd_wg_sk_reduce: grid = [any, tiles of one batch, batch],
-//   block = [256], pdl.
+//   block = [256], pdl. KD_F16S adds, after the partials rounded up to 128 bytes, batch * n * ceil32(k)
+//   floats of B halves and batch * n floats of column scales (kd_b16, kd_inv16); its A rows are
+//   [BM][32 + 8] floats.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -129,6 +141,9 @@
 #ifndef KD_SK
 #define KD_SK 0
 #endif
+#ifndef KD_F16S
+#define KD_F16S 0
+#endif
 
 #if KD_TB != 0
 #error "wg_tiled: only tb = N"
@@ -168,8 +183,8 @@ constexpr int kVec = 16 / kElem;              // elements per 16-byte chunk
 constexpr int kAcc = KD_BN / 2;               // accumulator registers per m64 block
 // Shared memory per stage, bytes: A then B, each 1024-aligned. f32 A is read by ordinary loads:
 // [BM][32 + 4] (ta = T: lane (g, t) reads rows g.. at k t, banks 4g + t) or [32][BM + 8] (ta = N:
-// k t, rows g.., banks 8t + g).
-constexpr int kALdF32 = KD_TA ? kBK + 4 : kBM + 8;
+// k t, rows g.., banks 8t + g). KD_F16S reads float2 pairs from [BM][32 + 8]: banks 8g + 2t.
+constexpr int kALdF32 = KD_TA ? (KD_F16S ? kBK + 8 : kBK + 4) : kBM + 8;
 constexpr int kABytesRaw = kF32 ? (KD_TA ? kBM * kALdF32 : kBK * kALdF32) * 4 : kBM * 128;
 constexpr int kABytes = (kABytesRaw + 1023) / 1024 * 1024;
 constexpr int kBBytes = KD_BN * 128;
@@ -177,7 +192,7 @@ constexpr int kBBytes = KD_BN * 128;
 constexpr int kStageBytes = kABytes + kBBytes * (KD_BLO ? 2 : 1);
 // f32 B-lo buffers: splitting tile i+1 overwrites tile i+1-kLoBufs's. With KD_PROMOTE = 2 the other
 // warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper. None with KD_BLO.
-constexpr int kLoBufs = KD_BLO ? 0 : KD_PROMOTE > 1 ? 3 : 2;
+constexpr int kLoBufs = KD_BLO || KD_F16S ? 0 : KD_PROMOTE > 1 ? 3 : 2;
 constexpr int kLoRing = kLoBufs ? kLoBufs : 1;  // a modulus that compiles when there is no ring
 // KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer) after the B-lo buffers.
 constexpr int kBarBytes = KD_WS ? 256 : 0;
@@ -203,6 +218,8 @@ static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 
 static_assert(KD_SK == 0 || (KD_SK >= 2 && kF32 && KD_WS && KD_PROMOTE == 1 && KD_SPLITK == 1 && !KD_CLUSTER &&
                                KD_TAIL == 1 && !KD_BLO),
               "KD_SK is 0 or a CTA count >= 2 (f32 with KD_WS and KD_PROMOTE 1; no SPLITK, CLUSTER, TAIL or BLO)");
+static_assert(!KD_F16S || (kF32 && KD_TA && KD_WS && KD_WG == 2 && KD_BN == 128 && KD_PROMOTE == 1 && !KD_BLO &&
+                             !KD_SK && !KD_CLUSTER && KD_3XTF32), "KD_F16S: f32 ta = T, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 #include "wg_common.cuh"
@@ -242,6 +259,75 @@ __device__ __forceinline__ unsigned kd_tf32(float x) { return (__float_as_uint(x
 __device__ __forceinline__ float kd_lo_b(float x) {
   return __uint_as_float(kd_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
 }
+
+#if KD_F16S
+// KD_F16S (see the top): B's hi|lo per k tile (64 halves, one 128-byte row) live in the workspace
+// after the partials, then B's 1 / s per column.
+__device__ __forceinline__ long long kd_ld16(long long k) { return (k + 31) / 32 * 32; }
+__device__ __forceinline__ float* kd_b16(const kd_gemm_args& args) {
+  long long off = 0;
+  const long long parts = KD_TAIL > 1 ? KD_TAIL : KD_CLUSTER ? 1 : KD_SPLITK;
+  if (parts > 1) off = (parts * args.batch * args.m * args.n + 31) & ~31LL;
+  return static_cast<float*>(args.workspace) + off;
+}
+__device__ __forceinline__ float* kd_inv16(const kd_gemm_args& args) {
+  return kd_b16(args) + args.batch * args.n * kd_ld16(args.k);
+}
+// The scale that puts a max of biased exponent e in [2^14, 2^15), clamped so s and 1 / s are normal.
+__device__ __forceinline__ void kd_f16_scale(unsigned maxbits, float& s, float& inv) {
+  int sb = 268 - static_cast<int>(maxbits >> 23);
+  sb = sb > 253 ? 253 : (sb < 1 ? 1 : sb);
+  s = __uint_as_float(static_cast<unsigned>(sb) << 23);
+  inv = __uint_as_float(static_cast<unsigned>(254 - sb) << 23);
+}
+// One block per column of B (batch * n blocks): the column's max, then its hi|lo halves and 1 / s.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args args) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __shared__ unsigned warp_max[8];
+  const long long n = args.n, k = args.k, ld16 = kd_ld16(k);
+  const long long col = blockIdx.x;
+  const long long z = col / n, c = col % n;
+  const float* Bc = static_cast<const float*>(args.b) + z * args.stride_b + c * args.ldb;
+  // Rows of B are 16-byte aligned (ldb a multiple of 4 floats); the last partial float4 by halves.
+  auto load4 = [&](long long kk) {
+    if (kk + 4 <= k) return *reinterpret_cast<const float4*>(Bc + kk);
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (kk < k) v.x = Bc[kk];
+    if (kk + 1 < k) v.y = Bc[kk + 1];
+    if (kk + 2 < k) v.z = Bc[kk + 2];
+    return v;
+  };
+  unsigned mx = 0;
+  for (long long kk = 4 * threadIdx.x; kk < k; kk += 1024) {
+    const float4 v = load4(kk);
+    mx = max(max(mx, __float_as_uint(v.x) & 0x7fffffffu), __float_as_uint(v.y) & 0x7fffffffu);
+    mx = max(max(mx, __float_as_uint(v.z) & 0x7fffffffu), __float_as_uint(v.w) & 0x7fffffffu);
+  }
+  for (int o = 16; o; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  mx = warp_max[0];
+  for (int w = 1; w < 8; ++w) mx = max(mx, warp_max[w]);
+  float s, inv;
+  kd_f16_scale(mx, s, inv);
+  __half* out = reinterpret_cast<__half*>(kd_b16(args) + col * ld16);
+  for (long long kk = 4 * threadIdx.x; kk < ld16; kk += 1024) {
+    const float4 v = load4(kk);
+    const float x[4] = {v.x * s, v.y * s, v.z * s, v.w * s};
+    __half2 h[2], l[2];
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      h[e] = __floats2half2_rn(x[2 * e], x[2 * e + 1]);
+      const float2 hf = __half22float2(h[e]);
+      l[e] = __floats2half2_rn(x[2 * e] - hf.x, x[2 * e + 1] - hf.y);
+    }
+    __half* o = out + (kk >> 5) * 64 + (kk & 31);
+    *reinterpret_cast<uint2*>(o) = make_uint2(*reinterpret_cast<unsigned*>(&h[0]), *reinterpret_cast<unsigned*>(&h[1]));
+    *reinterpret_cast<uint2*>(o + 32) = make_uint2(*reinterpret_cast<unsigned*>(&l[0]), *reinterpret_cast<unsigned*>(&l[1]));
+  }
+  if (threadIdx.x == 0) kd_inv16(args)[col] = inv;
+}
+#endif
 
 #if KD_BLO
 // KD_BLO: B's lo parts, computed once per call by kd_wg_split_b instead of once per CTA and k tile,
@@ -407,6 +493,25 @@ __device__ __forceinline__ void kd_load_edge(unsigned dst, const kd_t* X, const 
   }
 }
 
+#if KD_F16S
+__device__ __forceinline__ void kd_wgmma_f16r(float (&d)[64], const unsigned (&a)[4], unsigned long long db, int scale_d) {
+  asm volatile(
+      "{.reg .pred p; setp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 {%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"
+      "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+      "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"
+      "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;}"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d));
+}
+#endif
 // ---- generated by tools/dev/gen_wgmma.py: begin ----
 #if KD_BN == 16
 #if KD_F32
@@ -586,7 +691,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   constexpr int parts = KD_SPLITK;
 #endif
   const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
+#if KD_F16S
+  const kd_t* B = kd_b16(args) + z * n * kd_ld16(k);
+  const long long ldb = kd_ld16(k), kb = kd_ld16(k);
+#else
   const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
+  const long long ldb = args.ldb, kb = k;
+#endif
 
 #if KD_SK
   const int nk = u1 - u0;
@@ -603,7 +714,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   auto plan_a = [&](long long row0) {
     return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32>(args.lda, m, row0);
   };
-  auto plan_b = [&](long long col0) { return kd_plan_rows<KD_BN, true>(args.ldb, n, col0); };
+  auto plan_b = [&](long long col0) { return kd_plan_rows<KD_BN, true>(ldb, n, col0); };
 #if !KD_SK
   const kd_chunks pa = plan_a(m0), pb = plan_b(n0);
 #endif
@@ -630,7 +741,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
     // loads (not profiled).
     kd_load_edge<kAIters>(sa, A, qa, k0, k);
-    kd_load_edge<kBIters>(sb, B, qb, k0, k);
+    kd_load_edge<kBIters>(sb, B, qb, k0, kb);
   };
 #if KD_SK
   // The k tile and plans of the CTA's unit i (a division: the prologue's few tiles only).
@@ -667,6 +778,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 
   // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end), by the loaders.
   if (!KD_WS || wg == KD_WG) {
+#if KD_F16S
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 #if KD_BLO
     // The operands' copies go out first; the lo tiles wait for kd_wg_split_b's grid. Group 0 holds
     // every prologue A and B copy, so waiting for tile s's group still covers them.
@@ -746,8 +860,58 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #endif
     // Tile i's products into tmp (one commit group): A fragments from the stage, split in
     // registers, then the wgmmas. P: the tile's place in its promotion group (its fragment set).
+    [[maybe_unused]] float inv_sa[2] = {1.f, 1.f};
     auto mma_tile = [&](int i, auto P) {
       constexpr int p = decltype(P)::value;
+#if KD_F16S
+      {
+        // Thread (g, t) holds rows row and row + 8 at k 2t, 2t + 1, 2t + 8, 2t + 9 of each k16 step
+        // (the register-A fragment); its quad holds the rows' 32 k. Banks: 8g + 2t (row stride 40).
+        const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + row * kALdF32 + 2 * t;
+        float2 v[2][2][2];
+        unsigned mx[2] = {0u, 0u};
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              v[j][h][r] = *reinterpret_cast<const float2*>(sa + r * 8 * kALdF32 + 16 * j + 8 * h);
+              mx[r] = max(mx[r], max(__float_as_uint(v[j][h][r].x) & 0x7fffffffu, __float_as_uint(v[j][h][r].y) & 0x7fffffffu));
+            }
+        float s[2];
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+          mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+          kd_f16_scale(mx[r], s[r], inv_sa[r]);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int r = 0; r < 2; ++r) {
+              const float x = v[j][h][r].x * s[r], y = v[j][h][r].y * s[r];
+              const __half2 hh = __floats2half2_rn(x, y);
+              const float2 hf = __half22float2(hh);
+              const __half2 ll = __floats2half2_rn(x - hf.x, y - hf.y);
+              ahi[p][j][h * 2 + r] = *reinterpret_cast<const unsigned*>(&hh);
+              alo[p][j][h * 2 + r] = *reinterpret_cast<const unsigned*>(&ll);
+            }
+        const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+        kd_wg_fence();
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          kd_wgmma_f16r(tmp, alo[p][j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
+          kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + 64 + j * 32), 1);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
+        kd_wg_commit();
+        return;
+      }
+#endif
       // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
       const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
                         (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
@@ -784,7 +948,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       kd_wg_wait<0>();
       kd_fence_regs(tmp);
 #pragma unroll
-      for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+      for (int q = 0; q < kAcc; ++q) {
+#if KD_F16S
+        acc[0][q] = fmaf(tmp[q], inv_sa[(q >> 1) & 1], acc[0][q]);
+#else
+        acc[0][q] += tmp[q];
+#endif
+      }
     };
 #if !KD_WS
     if (nk > 0) {
@@ -830,7 +1000,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         kd_mbar_init(full(s), kLoaders);
         kd_mbar_init(empty(s), 4 * KD_WG);
       }
-      if constexpr (!KD_BLO)
+      if constexpr (!KD_BLO && !KD_F16S)
         for (int s = 0; s < kLoBufs; ++s) kd_mbar_init(lofree(s), 4 * KD_WG);
       kd_mbar_fence_init();
     }
@@ -850,7 +1020,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         kd_cp_wait<KD_STAGES - 3>();
         kd_fence_async();
         kd_bar_sync_loaders();
-        if constexpr (!KD_BLO) {
+        if constexpr (!KD_BLO && !KD_F16S) {
           if (i >= kLoBufs) kd_mbar_wait(lofree(i), ((i / kLoRing) - 1) & 1);
           split_tile(i);
         }
@@ -899,7 +1069,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     auto release = [&](int i) {
       if (lane == 0) {
         kd_mbar_arrive(empty(i));
-        if constexpr (!KD_BLO) kd_mbar_arrive(lofree(i));
+        if constexpr (!KD_BLO && !KD_F16S) kd_mbar_arrive(lofree(i));
       }
     };
     auto tile = [&](int i, auto P, auto LAST) {
@@ -977,6 +1147,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   kd_for_each_acc(acc, wg, warp, lane, 0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
   kd_cluster_finish(args, base, z, m0, n0);
 #else
+#if KD_F16S
+  // B's column scales: written by kd_wg_split_b16, whose grid this one depends on.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  {
+    const float* inv = kd_inv16(args) + z * n;
+    kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long, long long c, float& v) {
+      if (c < n) v *= inv[c];
+    });
+  }
+#endif
   if (KD_TAIL > 1 ? split < 0 : KD_SPLITK == 1) {
     KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
     kd_for_each_acc(acc, wg, warp, lane, m0, n0,
