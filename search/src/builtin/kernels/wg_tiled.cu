@@ -280,6 +280,15 @@ __device__ __forceinline__ void kd_f16_scale(unsigned maxbits, float& s, float& 
   s = __uint_as_float(static_cast<unsigned>(sb) << 23);
   inv = __uint_as_float(static_cast<unsigned>(254 - sb) << 23);
 }
+// A pair of scaled values as packed f16 pairs (x in the low half): hi rounded to nearest, and lo the
+// rest (exact in f32) rounded to nearest. A's fragments and B's halves are split alike.
+__device__ __forceinline__ void kd_split_f16x2(float x, float y, unsigned& hi, unsigned& lo) {
+  const __half2 h = __floats2half2_rn(x, y);
+  const float2 hf = __half22float2(h);
+  const __half2 l = __floats2half2_rn(x - hf.x, y - hf.y);
+  hi = *reinterpret_cast<const unsigned*>(&h);
+  lo = *reinterpret_cast<const unsigned*>(&l);
+}
 // One block per column of B (batch * n blocks): the column's max, then its hi|lo halves and 1 / s.
 extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args args) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
@@ -313,17 +322,12 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args a
   __half* out = reinterpret_cast<__half*>(kd_b16(args) + col * ld16);
   for (long long kk = 4 * threadIdx.x; kk < ld16; kk += 1024) {
     const float4 v = load4(kk);
-    const float x[4] = {v.x * s, v.y * s, v.z * s, v.w * s};
-    __half2 h[2], l[2];
-#pragma unroll
-    for (int e = 0; e < 2; ++e) {
-      h[e] = __floats2half2_rn(x[2 * e], x[2 * e + 1]);
-      const float2 hf = __half22float2(h[e]);
-      l[e] = __floats2half2_rn(x[2 * e] - hf.x, x[2 * e + 1] - hf.y);
-    }
+    uint2 hi, lo;
+    kd_split_f16x2(v.x * s, v.y * s, hi.x, lo.x);
+    kd_split_f16x2(v.z * s, v.w * s, hi.y, lo.y);
     __half* o = out + (kk >> 5) * 64 + (kk & 31);
-    *reinterpret_cast<uint2*>(o) = make_uint2(*reinterpret_cast<unsigned*>(&h[0]), *reinterpret_cast<unsigned*>(&h[1]));
-    *reinterpret_cast<uint2*>(o + 32) = make_uint2(*reinterpret_cast<unsigned*>(&l[0]), *reinterpret_cast<unsigned*>(&l[1]));
+    *reinterpret_cast<uint2*>(o) = hi;
+    *reinterpret_cast<uint2*>(o + 32) = lo;
   }
   if (threadIdx.x == 0) kd_inv16(args)[col] = inv;
 }
@@ -892,12 +896,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
           for (int h = 0; h < 2; ++h)
 #pragma unroll
             for (int r = 0; r < 2; ++r) {
-              const float x = v[j][h][r].x * s[r], y = v[j][h][r].y * s[r];
-              const __half2 hh = __floats2half2_rn(x, y);
-              const float2 hf = __half22float2(hh);
-              const __half2 ll = __floats2half2_rn(x - hf.x, y - hf.y);
-              ahi[p][j][h * 2 + r] = *reinterpret_cast<const unsigned*>(&hh);
-              alo[p][j][h * 2 + r] = *reinterpret_cast<const unsigned*>(&ll);
+              kd_split_f16x2(v[j][h][r].x * s[r], v[j][h][r].y * s[r], ahi[p][j][h * 2 + r], alo[p][j][h * 2 + r]);
             }
         const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
         kd_wg_fence();
