@@ -152,10 +152,10 @@ Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reas
 }
 
 // Launches a pinned entry and unpins it.
-int launch(const Entry& entry, const kd_gemm_args& args, CUstream stream,
+int launch(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent, CUstream stream,
            kd_fallback_reason* reason) noexcept {
   ThreadSlot* slot = EpochDomain::instance().this_thread();
-  const LaunchResult r = launch_entry(entry, args, stream);
+  const LaunchResult r = launch_entry(entry, args, lent, stream);
   if (slot != nullptr) ReadGuard::exit(*slot);
   switch (r.status) {
     case LaunchResult::Status::launched:
@@ -288,7 +288,21 @@ extern "C" KD_API int kd_gemm_launch(const kd_entry* entry, const kd_gemm_args* 
     kd_gemm_release(entry);
     return KD_EINVAL;
   }
-  return launch(*reinterpret_cast<const Entry*>(entry), *args, stream, reason);
+  return launch(*reinterpret_cast<const Entry*>(entry), *args, {}, stream, reason);
+}
+
+extern "C" KD_API int kd_gemm_launch_with_workspace(const kd_entry* entry, const kd_gemm_args* args,
+                                                    void* workspace, size_t workspace_bytes,
+                                                    CUstream stream, kd_fallback_reason* reason) {
+  if (entry == nullptr) return KD_EINVAL;
+  if (args == nullptr) {
+    kd_gemm_release(entry);
+    return KD_EINVAL;
+  }
+  const LentWorkspace lent = workspace != nullptr && workspace_bytes > 0
+                                 ? LentWorkspace{reinterpret_cast<CUdeviceptr>(workspace), workspace_bytes}
+                                 : LentWorkspace{};
+  return launch(*reinterpret_cast<const Entry*>(entry), *args, lent, stream, reason);
 }
 
 extern "C" KD_API void kd_gemm_release(const kd_entry* entry) {
@@ -337,7 +351,7 @@ extern "C" KD_API int kd_gemm(kd_op ta, kd_op tb, int64_t m, int64_t n, int64_t 
     args.batch = 1;
     args.alpha = *alpha;
     args.beta = *beta;
-    const int rc = launch(*f.entry, args, stream, nullptr);
+    const int rc = launch(*f.entry, args, {}, stream, nullptr);
     if (rc != KD_FALLBACK) return rc;  // launched, or failed midway (not safe to recompute)
   }
   if (cu_driver() == nullptr) return KD_ECUDA;

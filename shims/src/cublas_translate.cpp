@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "cuda_enums.hpp"
+#include "handle_workspaces.hpp"
 #include "key_checks.hpp"
 #include "real_cublas.hpp"
 
@@ -90,6 +91,9 @@ Translation translate_cublas(const CublasGemmArgs& x) noexcept {
   call.b = x.b;
   call.c = x.c;
   call.stream = handle->stream;
+  const LentWorkspace lent = handle_workspace(x.handle);
+  call.workspace = lent.ptr;
+  call.workspace_bytes = lent.bytes;
   return call;
 }
 

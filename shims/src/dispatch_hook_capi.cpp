@@ -71,7 +71,7 @@ kd_gemm_args args_of(const GemmCall& call) noexcept {
   a.a = call.a;
   a.b = call.b;
   a.c = call.c;
-  a.workspace = call.workspace;  // ignored by kd_gemm_launch: the entry owns its workspace
+  a.workspace = nullptr;  // the lent workspace travels beside the struct (kd_gemm_launch_with_workspace)
   a.m = k.m;
   a.n = k.n;
   a.k = k.k;
@@ -103,7 +103,7 @@ DispatchResult dispatch_gemm(const GemmCall& call) noexcept {
   if (rc != KD_SUCCESS) return FallbackReason::unsupported;  // KD_EINVAL: not a call it keys
 
   const kd_gemm_args args = args_of(call);
-  rc = kd_gemm_launch(entry, &args, stream, &reason);
+  rc = kd_gemm_launch_with_workspace(entry, &args, call.workspace, call.workspace_bytes, stream, &reason);
   if (rc == KD_SUCCESS) return Launched{};
   if (rc == KD_FALLBACK) return reason_of(reason);
   if (rc == KD_ECUDA) {

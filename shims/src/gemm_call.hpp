@@ -20,9 +20,9 @@ struct GemmCall {
   float alpha = 1.0f;           // host values, converted from the call's scale type
   float beta = 0.0f;
   void* stream = nullptr;       // cudaStream_t == CUstream; the handle's (cuBLAS) or the argument (Lt)
-  // The caller's workspace: the cublasLtMatmul argument. cuBLAS has no getter for the handle's
-  // workspace (cublasSetWorkspace_v2 only), so cuBLAS calls leave it empty; tuned kernels use the
-  // workspace their registry entry owns.
+  // The caller's workspace, which the call lends to a tuned kernel that needs one: the
+  // cublasLtMatmul argument, or the handle's cublasSetWorkspace_v2 buffer (handle_workspaces.hpp);
+  // empty when the handle uses cuBLAS's own pool.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
 };

@@ -1,5 +1,6 @@
 // Every real cuBLAS / cuBLASLt function the shim calls: the interposed GEMMs it forwards to and the
-// getters it reads the handle and descriptors with (those are never interposed).
+// getters it reads the handle and descriptors with (those are never interposed), and the handle
+// setters it interposes to learn each handle's workspace.
 #pragma once
 
 #include <cublasLt.h>
@@ -33,6 +34,12 @@ struct RealCublas {
                                                        "cublasGemmStridedBatchedEx"};
   RealFunction<decltype(&cublasGemmStridedBatchedEx_64)> gemm_strided_ex_64{
       RealLibrary::cublas, "cublasGemmStridedBatchedEx_64"};
+
+  // Handle configuration, interposed to track the handle's workspace (handle_workspaces.hpp).
+  RealFunction<decltype(&cublasCreate_v2)> create{RealLibrary::cublas, "cublasCreate_v2"};
+  RealFunction<decltype(&cublasDestroy_v2)> destroy{RealLibrary::cublas, "cublasDestroy_v2"};
+  RealFunction<decltype(&cublasSetStream_v2)> set_stream{RealLibrary::cublas, "cublasSetStream_v2"};
+  RealFunction<decltype(&cublasSetWorkspace_v2)> set_workspace{RealLibrary::cublas, "cublasSetWorkspace_v2"};
 
   RealFunction<decltype(&cublasGetStream_v2)> get_stream{RealLibrary::cublas, "cublasGetStream_v2"};
   RealFunction<decltype(&cublasGetMathMode)> get_math_mode{RealLibrary::cublas, "cublasGetMathMode"};

@@ -16,7 +16,7 @@
  *   concurrently with any other kd_* call on the same process (kd_version, kd_strerror excepted).
  * - The hit path (kd_gemm_lookup + kd_gemm_launch, and kd_gemm on a hit) takes no lock, allocates
  *   nothing and makes no system call besides the CUDA driver calls cuStreamGetCtx and
- *   cuLaunchKernel (and cuStreamIsCapturing for a record with a workspace). A thread's first call
+ *   cuLaunchKernel or cuLaunchKernelEx (and cuStreamIsCapturing for a record with a workspace). A thread's first call
  *   claims one of 1024 per-thread slots (no allocation); a 1025th concurrent thread always falls
  *   back (KD_FALLBACK_TOO_MANY_THREADS).
  * - Calling threads never compile, load modules, allocate device memory (a capture's workspace,
@@ -36,16 +36,21 @@
  *   or captured into a CUDA graph, may use them after the launch call returned. kd_shutdown
  *   synchronizes each context it loaded into and unloads them: destroy any CUDA graph that
  *   captured a tuned kernel before calling kd_shutdown (or do not call it; process exit is fine).
- * - A tuned kernel whose record asks for a workspace uses one buffer per entry, owned by the first
- *   stream that launches it; calls on other streams fall back (KD_FALLBACK_WORKSPACE_BUSY), and so
- *   do calls on a capturing stream (KD_FALLBACK_CAPTURING), unless KD_GRAPH_WORKSPACE is set
- *   (kd_options.flags, or KD_GRAPH_WORKSPACE=1 in the environment). Then a call on a capturing
- *   stream gives its graph a workspace of its own: a stream-ordered allocation before the kernels
- *   and its free after them, captured as graph memory nodes (CUDA reserves their memory when the
- *   graph is instantiated), so the graph may replay on any stream. CUDA forbids cloning such a
- *   graph, instantiating it twice at once, or nesting it as a child graph (as XLA's command
- *   buffers do), which is why it is not the default. On a device without memory pools such calls
- *   still fall back.
+ * - A tuned kernel whose record asks for a workspace (split-K partials, a per-call split of an
+ *   operand, cuBLASLt split-K) uses, in this order:
+ *   1. the caller's workspace, lent with kd_gemm_launch_with_workspace (the shim lends the buffer
+ *      of cublasSetWorkspace_v2 or cublasLtMatmul's workspace argument), when it is large enough
+ *      and 256-byte aligned: on any stream, and under stream capture (the graph keeps the pointer,
+ *      as cuBLAS's own captured kernels do; such graphs may be replayed, cloned or nested);
+ *   2. otherwise, outside a capture, one buffer per entry, owned by the first stream that launches
+ *      it; calls on other streams fall back (KD_FALLBACK_WORKSPACE_BUSY);
+ *   3. otherwise, under capture, only with KD_GRAPH_WORKSPACE (kd_options.flags, or
+ *      KD_GRAPH_WORKSPACE=1 in the environment): the call gives its graph a workspace of its own, a
+ *      stream-ordered allocation before the kernels and its free after them, captured as graph
+ *      memory nodes. CUDA forbids cloning such a graph, instantiating it twice at once, or nesting
+ *      it as a child graph (as XLA's command buffers do), which is why it is not the default.
+ *      Without it the call falls back: KD_FALLBACK_WORKSPACE_TOO_SMALL when a lent workspace was
+ *      too small, KD_FALLBACK_CAPTURING when none was lent.
  * - kd_gemm's first miss on a thread (per context) creates a cuBLAS handle, loading libcublas.so.13
  *   on the first one in the process: that call allocates and is slow. Later misses reuse it.
  */
@@ -125,7 +130,9 @@ typedef enum kd_fallback_reason {
   KD_FALLBACK_NO_GPU = 12,           /* no CUDA driver or device */
   KD_FALLBACK_TOO_MANY_THREADS = 13, /* more than 1024 threads calling at once */
   KD_FALLBACK_NOT_INITIALIZED = 14,  /* kd_init not called (only counted by kd_gemm) */
-  KD_FALLBACK_REASON_COUNT = 15,
+  KD_FALLBACK_WORKSPACE_TOO_SMALL = 15, /* capturing, and the lent workspace is smaller than the
+                                           record needs (or misaligned) */
+  KD_FALLBACK_REASON_COUNT = 16,
   KD_FALLBACK_REASON_MAX = 32 /* size of kd_stats.fallbacks: room for new reasons */
 } kd_fallback_reason;
 
@@ -221,13 +228,26 @@ KD_API int kd_gemm_lookup(const kd_gemm_desc* desc, struct CUstream_st* stream,
                           const kd_entry** entry, kd_fallback_reason* reason);
 
 /* Launches `entry` (from kd_gemm_lookup, on the same stream's context) with `args` on `stream`,
- * then unpins it. args->workspace is ignored: the entry's own workspace is passed. Checks a, b, c
- * and bias alignment and the workspace's owner first.
+ * then unpins it. args->workspace is ignored: no workspace is lent (see
+ * kd_gemm_launch_with_workspace). Checks a, b, c and bias alignment and the workspace rules of
+ * Caveats first.
  * Returns KD_SUCCESS (counted as a hit); KD_FALLBACK with *reason (misaligned, workspace_busy,
  * capturing, launch_failed: nothing ran, run the fallback); KD_ECUDA when a later launch of a
  * multi-launch plan failed (C may be partially written); KD_EINVAL for NULL arguments. */
 KD_API int kd_gemm_launch(const kd_entry* entry, const struct kd_gemm_args* args,
                           struct CUstream_st* stream, kd_fallback_reason* reason);
+
+/* As kd_gemm_launch, with the caller's workspace lent to the tuned kernel: `workspace`, of
+ * `workspace_bytes` bytes of device memory in the stream's context, which nothing else uses while
+ * the work queued on `stream` runs (the promise cuBLAS asks of a cublasSetWorkspace_v2 buffer or a
+ * cublasLtMatmul workspace). A record that needs a workspace uses it when it is large enough and
+ * 256-byte aligned (see Caveats); one that needs none ignores it. args->workspace is ignored.
+ * workspace == NULL or workspace_bytes == 0 lends nothing, which is kd_gemm_launch. Returns as
+ * kd_gemm_launch, and KD_FALLBACK with KD_FALLBACK_WORKSPACE_TOO_SMALL under stream capture when
+ * a lent workspace cannot serve. */
+KD_API int kd_gemm_launch_with_workspace(const kd_entry* entry, const struct kd_gemm_args* args,
+                                         void* workspace, size_t workspace_bytes,
+                                         struct CUstream_st* stream, kd_fallback_reason* reason);
 
 /* Unpins an entry from kd_gemm_lookup without launching it. NULL is ignored. */
 KD_API void kd_gemm_release(const kd_entry* entry);

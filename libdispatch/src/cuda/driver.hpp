@@ -32,6 +32,7 @@ namespace kd {
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuEventQuery)                         \
   X(cuThreadExchangeStreamCaptureMode) X(cuStreamBeginCapture) X(cuStreamEndCapture)  \
   X(cuGraphDestroy) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy)      \
+  X(cuGraphCreate) X(cuGraphClone) X(cuGraphAddChildGraphNode)                        \
   X(cuMemAllocAsync) X(cuMemFreeAsync) X(cuTensorMapEncodeTiled)
 
 struct CudaDriver {

@@ -15,8 +15,13 @@ LaunchResult fall_back(FallbackReason r, CUresult rc = CUDA_SUCCESS) {
   return {LaunchResult::Status::fell_back, r, rc};
 }
 
+// Whether a plan's dependent first launch ("pdl") may depend on what precedes it: not after the
+// allocation node of a KD_GRAPH_WORKSPACE capture, which is no kernel.
+enum class FirstLaunch : std::uint8_t { as_planned, in_stream_order };
+
 // The record's kernels (or its cuBLASLt call) with `args` as given, workspace included.
-LaunchResult launch_plan(const Entry& entry, const kd_gemm_args& args, CUstream stream, const CudaDriver& d) noexcept {
+LaunchResult launch_plan(const Entry& entry, const kd_gemm_args& args, CUstream stream, const CudaDriver& d,
+                         FirstLaunch first = FirstLaunch::as_planned) noexcept {
   if (entry.kind == EntryKind::cublaslt)
     return launch_cublaslt(*entry.cublaslt, args, args.workspace, entry.workspace_bytes, stream);
 
@@ -24,7 +29,8 @@ LaunchResult launch_plan(const Entry& entry, const kd_gemm_args& args, CUstream 
   void* params[] = {const_cast<kd_gemm_args*>(&args)};
   for (std::uint32_t i = 0; i < entry.launch_count; ++i) {
     const KernelLaunch& l = entry.launches[i];
-    const CUresult rc = launch_kernel(d, l.function, l.grid, l.block, l.smem_bytes, stream, params, l.pdl);
+    const bool pdl = l.pdl && (i > 0 || first == FirstLaunch::as_planned);
+    const CUresult rc = launch_kernel(d, l.function, l.grid, l.block, l.smem_bytes, stream, params, pdl);
     if (rc != CUDA_SUCCESS) {
       if (i == 0) return fall_back(FallbackReason::launch_failed, rc);
       return {LaunchResult::Status::failed_midway, FallbackReason::launch_failed, rc};
@@ -33,7 +39,7 @@ LaunchResult launch_plan(const Entry& entry, const kd_gemm_args& args, CUstream 
   return {};
 }
 
-// A launch on a capturing stream. The entry's own workspace cannot go into the graph: a graph
+// A launch on a capturing stream under KD_GRAPH_WORKSPACE. The entry's own workspace cannot go into the graph: a graph
 // replays on any stream, concurrently with the owner's calls and with other graphs. So the capture
 // takes a workspace of its own: a stream-ordered allocation before the kernels and its free after
 // them, both captured as graph memory nodes. CUDA gives each graph its own memory for them and
@@ -41,13 +47,12 @@ LaunchResult launch_plan(const Entry& entry, const kd_gemm_args& args, CUstream 
 // Nothing is allocated now: the graph's memory is reserved when it is instantiated.
 LaunchResult launch_captured(const Entry& entry, const kd_gemm_args& args, CUstream stream,
                              const CudaDriver& d) noexcept {
-  if (!entry.graph_workspace) return fall_back(FallbackReason::capturing);
   CUdeviceptr workspace = 0;
   const CUresult alloc = d.cuMemAllocAsync(&workspace, entry.workspace_bytes, stream);
   if (alloc != CUDA_SUCCESS) return fall_back(FallbackReason::capturing, alloc);
   kd_gemm_args own = args;
   own.workspace = reinterpret_cast<void*>(workspace);
-  LaunchResult r = launch_plan(entry, own, stream, d);
+  LaunchResult r = launch_plan(entry, own, stream, d, FirstLaunch::in_stream_order);
   const CUresult freed = d.cuMemFreeAsync(workspace, stream);
   // An allocation the graph never frees would make its second replay fail: report it like a
   // launch that failed after the first kernel, so the caller does not count a clean hit.
@@ -56,9 +61,30 @@ LaunchResult launch_captured(const Entry& entry, const kd_gemm_args& args, CUstr
   return r;
 }
 
+// The lent workspace can hold the entry's: large enough, and aligned as a cuMemAlloc buffer is.
+bool lent_serves(const Entry& entry, LentWorkspace lent) {
+  return lent.ptr != 0 && lent.bytes >= entry.workspace_bytes && lent.ptr % kLentWorkspaceAlignment == 0;
+}
+
+// A launch with the entry's own workspace: one buffer per entry, owned by the first stream that
+// launches it (kernels on one stream run in order). The owner is read first so the owning
+// stream's calls take no locked instruction.
+LaunchResult launch_owned(const Entry& entry, const kd_gemm_args& args, CUstream stream, const CudaDriver& d) {
+  CUstream owner = entry.workspace_stream.load(std::memory_order_acquire);
+  if (owner != stream &&
+      (owner != Entry::no_stream() ||
+       (!entry.workspace_stream.compare_exchange_strong(owner, stream, std::memory_order_acq_rel) &&
+        owner != stream)))
+    return fall_back(FallbackReason::workspace_busy);
+  kd_gemm_args own = args;
+  own.workspace = reinterpret_cast<void*>(entry.workspace);
+  return launch_plan(entry, own, stream, d);
+}
+
 }  // namespace
 
-LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream stream) noexcept {
+LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent,
+                          CUstream stream) noexcept {
   const std::uint32_t align = entry.alignment_bytes == 0 ? 1 : entry.alignment_bytes;
   if (!aligned(args.a, align) || !aligned(args.b, align) || !aligned(args.c, align) ||
       (args.bias != nullptr && !aligned(args.bias, align)))
@@ -67,32 +93,28 @@ LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream
   const CudaDriver* d = cu_driver();
   if (d == nullptr) return fall_back(FallbackReason::no_gpu);
 
-  // The kernel sees the entry's workspace; the caller's struct is copied only when its workspace
-  // field differs (usually both are null), which keeps a 128-byte copy off the common hit.
-  kd_gemm_args with_workspace;
-  const kd_gemm_args* pa = &args;
-  if (args.workspace != reinterpret_cast<void*>(entry.workspace)) {
-    with_workspace = args;
-    with_workspace.workspace = reinterpret_cast<void*>(entry.workspace);
-    pa = &with_workspace;
+  if (entry.workspace_bytes == 0) {
+    // The kernel sees no workspace, as the gate ran it; the caller's struct is copied only when
+    // its workspace field is set, which keeps a 128-byte copy off the common hit.
+    if (args.workspace == nullptr) return launch_plan(entry, args, stream, *d);
+    kd_gemm_args none = args;
+    none.workspace = nullptr;
+    return launch_plan(entry, none, stream, *d);
   }
-  if (entry.workspace_bytes > 0) {
-    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    if (d->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS)
-      return fall_back(FallbackReason::capturing);
-    if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) return launch_captured(entry, args, stream, *d);
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return fall_back(FallbackReason::capturing);
-    // One workspace per entry, owned by the first stream that launches it (kernels on one stream
-    // run in order). The owner is read first so the owning stream's calls take no locked
-    // instruction.
-    CUstream owner = entry.workspace_stream.load(std::memory_order_acquire);
-    if (owner != stream &&
-        (owner != Entry::no_stream() ||
-         (!entry.workspace_stream.compare_exchange_strong(owner, stream, std::memory_order_acq_rel) &&
-          owner != stream)))
-      return fall_back(FallbackReason::workspace_busy);
+  // The caller's buffer is what the cuBLAS call this replaces would have used, with the same
+  // promise from the caller (nothing else uses it meanwhile), captured or not: the safest and the
+  // only workspace a graph can keep without memory nodes (ARCHITECTURE.md).
+  if (lent_serves(entry, lent)) {
+    kd_gemm_args with_lent = args;
+    with_lent.workspace = reinterpret_cast<void*>(lent.ptr);
+    return launch_plan(entry, with_lent, stream, *d);
   }
-  return launch_plan(entry, *pa, stream, *d);
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (d->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS) return fall_back(FallbackReason::capturing);
+  if (capture == CU_STREAM_CAPTURE_STATUS_NONE) return launch_owned(entry, args, stream, *d);
+  if (capture == CU_STREAM_CAPTURE_STATUS_ACTIVE && entry.graph_workspace)
+    return launch_captured(entry, args, stream, *d);
+  return fall_back(lent.ptr != 0 ? FallbackReason::workspace_too_small : FallbackReason::capturing);
 }
 
 }  // namespace kd

@@ -24,8 +24,20 @@ struct LaunchResult {
   CUresult cuda_result = CUDA_SUCCESS;
 };
 
-// `args.workspace` is replaced by the entry's workspace. Requires entry.state == loaded and a
-// stream in the entry's context.
-LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, CUstream stream) noexcept;
+// A workspace the caller lends for this call (kd_gemm_launch_with_workspace): nothing else uses it
+// while the call's work on its stream runs. Empty: none.
+struct LentWorkspace {
+  CUdeviceptr ptr = 0;
+  std::uint64_t bytes = 0;
+};
+// Lent workspaces are used only from this alignment up (what cuMemAlloc and PyTorch's allocator
+// give; the families' partial tiles assume 16-byte vectors, cuBLASLt records 256 bytes).
+inline constexpr std::uint64_t kLentWorkspaceAlignment = 256;
+
+// `args.workspace` is replaced by the workspace the call uses (kdispatch.h, Caveats: the lent one
+// when it serves, else the entry's own, else a graph's own under KD_GRAPH_WORKSPACE). Requires
+// entry.state == loaded and a stream in the entry's context.
+LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent,
+                          CUstream stream) noexcept;
 
 }  // namespace kd

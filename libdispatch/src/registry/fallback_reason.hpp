@@ -25,8 +25,9 @@ enum class FallbackReason : std::uint8_t {
   no_gpu = 12,            // no CUDA driver or device
   too_many_threads = 13,  // more threads than the registry's reader slots
   not_initialized = 14,   // kd_init has not been called
+  workspace_too_small = 15,  // capturing, and the caller's lent workspace cannot hold the record's
 };
-inline constexpr std::size_t kFallbackReasonCount = 15;
+inline constexpr std::size_t kFallbackReasonCount = 16;
 
 struct FallbackReasonInfo {
   FallbackReason reason;
@@ -51,6 +52,7 @@ inline constexpr std::array<FallbackReasonInfo, kFallbackReasonCount> kFallbackR
     {FallbackReason::no_gpu, "no_gpu", true},
     {FallbackReason::too_many_threads, "too_many_threads", true},
     {FallbackReason::not_initialized, "not_initialized", true},
+    {FallbackReason::workspace_too_small, "workspace_too_small", false},
 }};
 
 constexpr std::string_view to_string(FallbackReason r) noexcept {

@@ -374,5 +374,119 @@ TEST_F(CapiGemm, WorkspaceRecordFallsBackUnderCaptureByDefault) {
   cu().cuStreamDestroy(stream);
 }
 
+// The way the cuBLAS shim calls: kd_gemm_lookup, then kd_gemm_launch_with_workspace lending the
+// handle's workspace. A record whose first launch depends on the previous kernel (and whose second
+// depends on the first) runs in a captured graph with the lent workspace, without memory nodes, so
+// the graph may be cloned and nested as a child graph; every replay is correct.
+TEST_F(CapiGemm, LentWorkspaceServesCapturedCallsInClonedAndNestedGraphs) {
+  const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
+  {
+    CacheWriter w(cache_);
+    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split_dependent, 1));
+  }
+  init();
+  const float alpha = 1.25f;
+  const test::HostGemm h = test::make_host_gemm(shape_, alpha, 31);
+  const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+  DeviceBuffer a(h.a.size() * 4), b(h.b.size() * 4), c(mn * 4), workspace(32u << 20);
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
+  ASSERT_TRUE(wait_for_hit(a, b, c));
+
+  kd_gemm_desc desc{};
+  desc.ta = desc.tb = KD_OP_N;
+  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
+  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
+  desc.batch = 1;
+  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
+  desc.compute = KD_COMPUTE_F32;
+  desc.beta_zero = 1;
+  kd_gemm_args args{};
+  args.a = a.get(), args.b = b.get(), args.c = c.get();
+  args.m = shape_.m, args.n = shape_.n, args.k = shape_.k;
+  args.lda = shape_.m, args.ldb = shape_.k, args.ldc = shape_.m;
+  args.batch = 1, args.alpha = alpha, args.beta = 0.f;
+
+  CUstream stream = nullptr;
+  KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
+  const kd_stats_t before = stats();
+  KD_CU_CHECK(cu().cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "begin capture");
+  // A memset before the dependent first launch: what precedes it need not be a kernel.
+  KD_CU_CHECK(cu().cuMemsetD32Async(c.ptr, kNaNBits, mn, stream), "poison C");
+  const kd_entry* entry = nullptr;
+  kd_fallback_reason reason = KD_FALLBACK_NO_ENTRY;
+  int rc = kd_gemm_lookup(&desc, stream, &entry, &reason);
+  if (rc == KD_SUCCESS) rc = kd_gemm_launch_with_workspace(entry, &args, workspace.get(), 32u << 20, stream, &reason);
+  CUgraph graph = nullptr;
+  KD_CU_CHECK(cu().cuStreamEndCapture(stream, &graph), "end capture");
+  ASSERT_EQ(rc, KD_SUCCESS) << "fell back: " << kd_fallback_reason_name(reason);
+  EXPECT_EQ(stats().hits, before.hits + 1);
+
+  CUgraph clone = nullptr, parent = nullptr;
+  KD_CU_CHECK(cu().cuGraphClone(&clone, graph), "clone a graph with the tuned kernel");
+  KD_CU_CHECK(cu().cuGraphCreate(&parent, 0), "parent graph");
+  CUgraphNode child = nullptr;
+  KD_CU_CHECK(cu().cuGraphAddChildGraphNode(&child, parent, nullptr, 0, graph), "nest it as a child graph");
+  for (CUgraph g : {graph, clone, parent}) {
+    CUgraphExec exec = nullptr;
+    KD_CU_CHECK(cu().cuGraphInstantiate(&exec, g, 0), "instantiate");
+    for (int round = 0; round < 3; ++round) {
+      KD_CU_CHECK(cu().cuGraphLaunch(exec, stream), "replay");
+      EXPECT_EQ(test::count_wrong(download(c, mn, stream), h), 0) << "replay " << round;
+    }
+    cu().cuGraphExecDestroy(exec);
+  }
+  for (CUgraph g : {parent, clone, graph}) cu().cuGraphDestroy(g);
+  cu().cuStreamDestroy(stream);
+}
+
+// A lent workspace smaller than the record needs cannot serve a captured call: it falls back,
+// counted as workspace_too_small, and the capture stays valid.
+TEST_F(CapiGemm, TooSmallLentWorkspaceFallsBackUnderCapture) {
+  const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
+  {
+    CacheWriter w(cache_);
+    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+  }
+  init();
+  const test::HostGemm h = test::make_host_gemm(shape_, 1.f, 41);
+  const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
+  DeviceBuffer a(h.a.size() * 4), b(h.b.size() * 4), c(mn * 4), workspace(4096);
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
+  ASSERT_TRUE(wait_for_hit(a, b, c));
+  kd_gemm_desc desc{};
+  desc.ta = desc.tb = KD_OP_N;
+  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
+  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
+  desc.batch = 1;
+  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
+  desc.compute = KD_COMPUTE_F32;
+  desc.beta_zero = 1;
+  kd_gemm_args args{};
+  args.a = a.get(), args.b = b.get(), args.c = c.get();
+  args.m = shape_.m, args.n = shape_.n, args.k = shape_.k;
+  args.lda = shape_.m, args.ldb = shape_.k, args.ldc = shape_.m;
+  args.batch = 1, args.alpha = 1.f;
+  CUstream stream = nullptr;
+  KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
+  const kd_stats_t before = stats();
+  KD_CU_CHECK(cu().cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_GLOBAL), "begin capture");
+  const kd_entry* entry = nullptr;
+  kd_fallback_reason reason = KD_FALLBACK_NO_ENTRY;
+  int rc = kd_gemm_lookup(&desc, stream, &entry, &reason);
+  if (rc == KD_SUCCESS) rc = kd_gemm_launch_with_workspace(entry, &args, workspace.get(), 4096, stream, &reason);
+  CUgraph graph = nullptr;
+  KD_CU_CHECK(cu().cuStreamEndCapture(stream, &graph), "end capture: the fallback left the capture valid");
+  EXPECT_EQ(rc, KD_FALLBACK);
+  EXPECT_EQ(reason, KD_FALLBACK_WORKSPACE_TOO_SMALL);
+  EXPECT_EQ(stats().fallbacks[KD_FALLBACK_WORKSPACE_TOO_SMALL], before.fallbacks[KD_FALLBACK_WORKSPACE_TOO_SMALL] + 1);
+  CUgraphExec exec = nullptr;
+  KD_CU_CHECK(cu().cuGraphInstantiate(&exec, graph, 0), "instantiate");
+  cu().cuGraphExecDestroy(exec);
+  cu().cuGraphDestroy(graph);
+  cu().cuStreamDestroy(stream);
+}
+
 }  // namespace
 }  // namespace kd

@@ -58,6 +58,9 @@ extern "C" __global__ void kd_gemm_tiled(kd_gemm_args p) {
 constexpr const char* kSplit = R"(
 #include <kdispatch/gemm.cuh>
 extern "C" __global__ void kd_gemm_split_partial(kd_gemm_args p) {
+#if __CUDA_ARCH__ >= 900 && defined(KD_FIRST_DEPENDENT)
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   const long long i = blockIdx.x * 16 + threadIdx.x, j = blockIdx.y * 16 + threadIdx.y;
   if (i >= p.m || j >= p.n) return;
   const long long half = (p.k + 1) / 2, l0 = blockIdx.z * half, l1 = l0 + half < p.k ? l0 + half : p.k;
@@ -107,7 +110,10 @@ GemmKey gemm_key_for(const GemmShape& s, bool beta_zero) {
 Record make_gemm_record(const GemmKey& key, const GemmShape& s, KernelVariant variant,
                         std::int64_t created_unix_s) {
   const DeviceInfo dev = query_device(0);
-  const char* source = variant == KernelVariant::plain ? kPlain : variant == KernelVariant::tiled ? kTiled : kSplit;
+  const std::string source = variant == KernelVariant::plain             ? kPlain
+                             : variant == KernelVariant::tiled           ? kTiled
+                             : variant == KernelVariant::split_dependent ? std::string("#define KD_FIRST_DEPENDENT 1\n") + kSplit
+                                                                         : kSplit;
   const search::CompileOutput out =
       search::compile_cuda({.source = source, .name = "test_gemm.cu", .arch = dev.arch});
   if (out.status != search::CompileStatus::ok) throw std::runtime_error("NVRTC: " + out.log);
@@ -118,8 +124,9 @@ Record make_gemm_record(const GemmKey& key, const GemmShape& s, KernelVariant va
   r.ptx = out.ptx;
   r.source = source;
   const auto gx = static_cast<std::uint32_t>((s.m + 15) / 16), gy = static_cast<std::uint32_t>((s.n + 15) / 16);
-  if (variant == KernelVariant::split) {
-    r.plan.launches.push_back({"kd_gemm_split_partial", {gx, gy, 2}, {16, 16, 1}, 0});
+  if (variant == KernelVariant::split || variant == KernelVariant::split_dependent) {
+    const bool first_dependent = variant == KernelVariant::split_dependent && dev.cc_major >= 9;
+    r.plan.launches.push_back({"kd_gemm_split_partial", {gx, gy, 2}, {16, 16, 1}, 0, first_dependent});
     r.plan.launches.push_back({"kd_gemm_split_sum", {gx, gy, 1}, {16, 16, 1}, 0, /*pdl=*/dev.cc_major >= 9});
     r.plan.workspace_bytes = static_cast<std::uint64_t>(2 * s.m * s.n) * sizeof(float);
   } else {

@@ -22,8 +22,9 @@ struct GemmShape {
 
 // plain and tiled: one launch, no workspace. split: two launches that meet in a workspace (each
 // half of k summed into it, then C from the two halves), like a split-K kernel; on sm_90+ the second
-// is a programmatic dependent launch ("pdl").
-enum class KernelVariant { plain, tiled, split };
+// is a programmatic dependent launch ("pdl"). split_dependent: split whose first launch is a
+// programmatic dependent too (of the application's previous kernel; it waits first).
+enum class KernelVariant { plain, tiled, split, split_dependent };
 
 // The canonical key of the shape (beta0 as given) for device 0.
 GemmKey gemm_key_for(const GemmShape& s, bool beta_zero);

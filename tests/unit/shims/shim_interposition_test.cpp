@@ -244,6 +244,35 @@ TEST_P(ShimInterposition, HandleStateIsReadOnEveryCall) {
   EXPECT_EQ(lines_starting(r.out, "LAUNCH "), expected);
 }
 
+// The workspace a tuned kernel may borrow is the handle's cublasSetWorkspace_v2 buffer, and only
+// until cublasSetStream_v2 (which resets it in cuBLAS) or the handle's end; the setters still reach
+// cuBLAS untouched.
+TEST_P(ShimInterposition, HandleWorkspaceIsLentUntilTheHandleResetsIt) {
+  const RunResult base = baseline("workspace");
+  const RunResult r = with_shim("workspace", {"KD_TEST_HOOK=hit"}, kTestHookShim);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string f32 = "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=8 n=8 k=8 lda=8 ldb=8 ldc=8 batch=1 epilogue=none beta0=1";
+  const std::string ops = " | a=0xa000 b=0xb000 c=0xc000 bias=(nil) alpha=1.5 beta=0 stream=";
+  const std::vector<std::string> expected = {
+      "LAUNCH " + f32 + ops + "0x5000 ws=(nil) wsbytes=0",
+      "LAUNCH " + f32 + ops + "0x5000 ws=0x7000 wsbytes=33554432",
+      "LAUNCH " + f32 + ops + "0x6000 ws=(nil) wsbytes=0",
+      "LAUNCH " + f32 + ops + "0x6000 ws=0x7000 wsbytes=4096",
+      "LAUNCH " + f32 + ops + "0x5000 ws=(nil) wsbytes=0",
+  };
+  EXPECT_EQ(lines_starting(r.out, "LAUNCH "), expected);
+  // The stand-in saw both cublasSetWorkspace_v2 calls, exactly as without the shim (the GEMMs were
+  // hits, so only the setters reached it).
+  const auto setters = [](const std::vector<std::string>& log) {
+    std::vector<std::string> out;
+    for (const std::string& l : log)
+      if (l.rfind("cublasSetWorkspace_v2 ", 0) == 0) out.push_back(l);
+    return out;
+  };
+  EXPECT_EQ(fake_log(r), setters(fake_log(base)));
+  EXPECT_EQ(setters(fake_log(base)).size(), 2u);
+}
+
 TEST_P(ShimInterposition, UnsupportedCallsAreForwardedUntouchedAndCountedByReason) {
   const RunResult base = baseline("unsupported");
   ASSERT_EQ(base.exit_code, 0) << base.err;
@@ -300,8 +329,8 @@ INSTANTIATE_TEST_SUITE_P(Loadings, ShimInterposition,
                                                                       : "DlopenLocalNoload";
                          });
 
-// The product library exports the nine interposed symbols under the real version nodes, and
-// nothing else.
+// The product library exports the interposed symbols (nine GEMMs, four handle setters) under the
+// real version nodes, and nothing else.
 TEST(ShimExports, OnlyTheInterposedSymbolsWithCublasVersionNodes) {
   kd::test::TempDir dir;
   const fs::path out = dir.path() / "objdump.txt";
@@ -319,10 +348,14 @@ TEST(ShimExports, OnlyTheInterposedSymbolsWithCublasVersionNodes) {
   }
   std::sort(defined.begin(), defined.end());
   const std::vector<std::string> expected = {
+      "libcublas.so.13 cublasCreate_v2",
+      "libcublas.so.13 cublasDestroy_v2",
       "libcublas.so.13 cublasGemmEx",
       "libcublas.so.13 cublasGemmEx_64",
       "libcublas.so.13 cublasGemmStridedBatchedEx",
       "libcublas.so.13 cublasGemmStridedBatchedEx_64",
+      "libcublas.so.13 cublasSetStream_v2",
+      "libcublas.so.13 cublasSetWorkspace_v2",
       "libcublas.so.13 cublasSgemmStridedBatched",
       "libcublas.so.13 cublasSgemmStridedBatched_64",
       "libcublas.so.13 cublasSgemm_v2",

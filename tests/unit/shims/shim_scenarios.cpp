@@ -109,6 +109,28 @@ void scenario_state(cublasHandle_t h, cublasLtHandle_t) {
   ret("sgemm_pedantic", cublasSgemm_v2(h, N, N, 8, 8, 8, &kAlpha, fa(), 8, fb(), 8, &kBeta0, fc(), 8));
 }
 
+// The handle's workspace as PyTorch sets it (after every cublasSetStream), and each call that
+// resets it: a tuned kernel may use it only while it is the handle's.
+void scenario_workspace(cublasHandle_t h, cublasLtHandle_t) {
+  const auto N = CUBLAS_OP_N;
+  const auto gemm = [&](const char* name) {
+    ret(name, cublasSgemm_v2(h, N, N, 8, 8, 8, &kAlpha, fa(), 8, fb(), 8, &kBeta0, fc(), 8));
+  };
+  gemm("sgemm_default_pool");
+  cublasSetWorkspace_v2(h, kWorkspace, 1u << 25);
+  gemm("sgemm_lent");
+  cublasSetStream_v2(h, kStream2);
+  gemm("sgemm_after_set_stream");
+  cublasSetWorkspace_v2(h, kWorkspace, 4096);
+  gemm("sgemm_lent_again");
+  cublasDestroy_v2(h);
+  cublasHandle_t h2 = nullptr;
+  cublasCreate_v2(&h2);
+  cublasSetStream_v2(h2, kStream1);
+  ret("sgemm_new_handle", cublasSgemm_v2(h2, N, N, 8, 8, 8, &kAlpha, fa(), 8, fb(), 8, &kBeta0, fc(), 8));
+  cublasDestroy_v2(h2);
+}
+
 void scenario_repeat(cublasHandle_t h, cublasLtHandle_t) {
   const auto N = CUBLAS_OP_N;
   for (int i = 0; i < 3; ++i) {
@@ -162,6 +184,7 @@ const std::map<std::string, std::function<void(cublasHandle_t, cublasLtHandle_t)
     {"state", scenario_state},
     {"repeat", scenario_repeat},
     {"unsupported", scenario_unsupported},
+    {"workspace", scenario_workspace},
 };
 
 }  // namespace

@@ -95,6 +95,12 @@ cublasStatus_t cublasSetStream_v2(cublasHandle_t h, cudaStream_t s) {
   fake(h)->stream = s;
   return CUBLAS_STATUS_SUCCESS;
 }
+cublasStatus_t cublasSetWorkspace_v2(cublasHandle_t h, void* workspace, size_t bytes) {
+  if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  fake_cublas_log_append(fake_cublas::format("cublasSetWorkspace_v2 handle#%d ws=%p bytes=%zu", fake(h)->id,
+                                             workspace, bytes).c_str());
+  return CUBLAS_STATUS_SUCCESS;
+}
 cublasStatus_t cublasGetStream_v2(cublasHandle_t h, cudaStream_t* s) {
   if (h == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   *s = fake(h)->stream;
