@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: runs the named stages from a bundle and prints a short summary last.
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
-# stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e validate bench-verify
+# stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
 #         fullfile[:SHAPES] lab:FILE:CFG
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
@@ -107,6 +107,24 @@ for stage in "$@"; do
           sed "s|^|${line:0:90} |"
       done >"$logs/$tag-winners.log"
       ;;
+    e2e-decode)
+      # Issue 27's workload: the Llama-3-8B-dims decode step captured in a CUDA graph, bf16 and f32,
+      # batch 1 and 16, with the shim at its defaults, after a real kdispatchd prewarmed the shapes
+      # the empty-cache run recorded (builtin and cublaslt proposers; KD_E2E_* budgets).
+      c=/tmp/kd-e2e-decode; rm -rf "$c"; mkdir -p "$c"
+      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/e2e-decode-daemon.log" 2>&1 &
+      dpid=$!
+      for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+      pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
+      t0=$(date +%s)
+      python3 tests/e2e/shim_llama_decode_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-decode-work \
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock --layers "${KD_E2E_LAYERS:-4}" \
+        --dtypes bf16,f32 --batches 1,16 --modes graph --steps 32 >"$logs/e2e-decode.log" 2>&1
+      summary+=("e2e-decode rc=$? in $(( $(date +%s) - t0 )) s")
+      kdctl bench /tmp/kd-e2e-decode-work/recorded_shapes.txt --cache-dir "$c" --chart "$logs/e2e-decode-bench.png" \
+        >"$logs/e2e-decode-bench.log" 2>&1
+      kill "$dpid"; wait "$dpid" 2>/dev/null
+      ;;
     bench-registry)
       bench_registry_launch --benchmark_min_time=0.2 >"$logs/bench-registry.log" 2>&1
       summary+=("bench-registry rc=$?")
@@ -141,6 +159,7 @@ for f in "$logs"/full*-prewarm.log; do [[ -f $f ]] && tail -50 "$f" | cut -c1-16
 for f in "$logs"/full*-bench.log; do [[ -f $f ]] && cut -c1-160 "$f"; done
 for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]+) .* m=([0-9]+) n=([0-9]+) k=([0-9]+).*kdispatch builtin family/\1 \2x\3x\4/' "$f" | cut -c1-200; done
 [[ -f $logs/verify.log ]] && cat "$logs/verify.log"
-for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|Error|error" "$f" | tail -25; done
+for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
+[[ -f $logs/e2e-decode-bench.log ]] && cut -c1-170 "$logs/e2e-decode-bench.log"
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 printf '%s\n' "${summary[@]}"

@@ -4,10 +4,15 @@
  *   extern "C" __global__ void NAME(kd_gemm_args args)
  * and which carries a launch plan in a comment:
  *   // kdispatch:plan {"launches":[{"entry":"kd_main","grid":[128,1,1],"block":[256,1,1],"smem":0}],"workspace":0}
- * Launches run in order on the caller's stream. A launch after the first may add "pdl":true (sm_90+):
- * it may then start while the launch before it finishes, so its kernel must execute
+ * Launches run in order on the caller's stream. A launch may add "pdl":true (sm_90+): it may then
+ * start while the kernel before it on the stream finishes, so its kernel must execute
  *   asm volatile("griddepcontrol.wait;" ::: "memory");
  * before it reads anything the earlier launches wrote (e.g. a split-K reduction reading partials).
+ * On the FIRST launch the kernel before it is the application's (which may be writing A or B, or
+ * reading C), so the wait must come before any global memory access, loads and stores alike, and
+ * before any branch: put it first in the kernel. Everything before it (shared-memory setup,
+ * barrier initialisation, index arithmetic, reading the argument struct) overlaps the previous
+ * kernel's tail; in a CUDA graph of back-to-back calls that hides most of the launch gap.
  *
  * Semantics are cuBLAS's, column-major, for every batch index z < batch:
  *   C_z = alpha * op(A_z) * op(B_z) + beta * C_z   (+ bias[row] when the key's epilogue is bias)
@@ -36,6 +41,16 @@ struct kd_gemm_args {
 
 #if defined(__cplusplus) && __cplusplus >= 201103L
 static_assert(sizeof(kd_gemm_args) == 128, "kd_gemm_args layout is ABI");
+#endif
+
+/* The wait a "pdl" launch owes the kernel before it on the stream (see above); a no-op when the
+ * launch is not a programmatic dependent, and before sm_90. */
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define KD_GRID_DEPENDENCY_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
+#else
+#define KD_GRID_DEPENDENCY_WAIT() \
+  do {                            \
+  } while (0)
 #endif
 
 #endif /* KDISPATCH_GEMM_CUH */

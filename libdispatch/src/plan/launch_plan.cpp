@@ -109,9 +109,8 @@ LaunchSpec parse_launch(const json& launch, std::size_t index) {
   if (launch.contains("pdl")) {
     const json& pdl = launch.at("pdl");
     if (!pdl.is_boolean()) fail(fmt::format("{}.pdl: expected true or false, got {}", where, pdl.dump()));
-    // The first launch would depend on whatever the caller ran last on its stream.
-    if (pdl.get<bool>() && index == 0)
-      fail(where + ".pdl: the first launch has no launch of its plan before it to depend on");
+    // On the first launch it depends on whatever the caller ran last on its stream: allowed, and
+    // held to a stricter wait by the contract checks (search/src/contract/compiled_checks.cpp).
     spec.pdl = pdl.get<bool>();
   }
   return spec;

@@ -2,9 +2,11 @@
 // JSON, e.g.
 //   // kdispatch:plan {"launches":[{"entry":"kd_main","grid":[128,1,1],"block":[256,1,1],"smem":0}],"workspace":0}
 // Launches run in order on the caller's stream; grids are integers for the exact keyed shape.
-// A launch after the first may carry "pdl":true: it is launched as a programmatic dependent of the
-// launch before it (sm_90+), so it may start while that one finishes, and its kernel must execute
-// `griddepcontrol.wait` before it reads anything the earlier launches wrote.
+// A launch may carry "pdl":true: it is launched as a programmatic dependent of the launch before it
+// on the stream (sm_90+), so it may start while that one finishes. After the first, its kernel must
+// execute `griddepcontrol.wait` before it reads anything the earlier launches wrote; on the first
+// launch the kernel before it is the application's, so the kernel must execute the wait before any
+// global memory access at all (ARCHITECTURE.md, "A plan's first launch may overlap").
 #pragma once
 
 #include <array>
@@ -21,7 +23,7 @@ struct LaunchSpec {
   std::array<std::uint32_t, 3> grid{};  // each >= 1
   std::array<std::uint32_t, 3> block{}; // each >= 1, product <= 1024
   std::uint32_t smem_bytes = 0;         // dynamic shared memory; > 48 KiB needs the opt-in attribute
-  bool pdl = false;                     // programmatic dependent of the launch before it (never the first)
+  bool pdl = false;                     // programmatic dependent of the launch before it on the stream
   bool operator==(const LaunchSpec&) const = default;
 };
 
@@ -38,7 +40,7 @@ struct PlanError {
 // Finds the single `kdispatch:plan` comment in `source` and parses it. Errors: no plan, two plans,
 // JSON that does not parse, missing or mistyped fields, out-of-range values (block product > 1024,
 // smem > 227 KiB, zero dimensions, more than 8 launches, workspace > 4 GiB, "pdl" that is not a
-// bool or is set on the first launch).
+// bool).
 std::variant<LaunchPlan, PlanError> parse_plan_from_source(std::string_view source);
 std::variant<LaunchPlan, PlanError> parse_plan_json(std::string_view json);
 std::string plan_to_json(const LaunchPlan& plan);

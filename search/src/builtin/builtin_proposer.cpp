@@ -47,8 +47,10 @@ std::vector<search::Proposal> BuiltinProposer::seeds(const search::ProposalConte
   for (const Family& f : families()) {
     if (!family_enabled(f) || f.rejects(ctx.key)) continue;
     for (const Params& raw : f.seeds(ctx.key, ctx.target)) {
-      const Params p = f.complete(ctx.key, ctx.target, raw);
+      Params p = f.complete(ctx.key, ctx.target, raw);
       if (!f.valid(ctx.key, ctx.target, p)) continue;
+      // Servers replay calls back to back in CUDA graphs: seed the overlap with the previous kernel.
+      if (f.pdl_first && ctx.target.cc_major >= 9 && !p.contains("KD_PDL")) p["KD_PDL"] = 1;
       out.push_back(make(f, ctx.key, ctx.target, p,
                          fmt::format("seed: {} defaults for this shape", f.name), -1));
     }

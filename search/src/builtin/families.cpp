@@ -148,9 +148,11 @@ Params mma_complete(const GemmKey& key, const Target&, Params p) {
 Params simt_complete(const GemmKey&, const Target&, Params p) { return p; }
 
 const Family kFamilies[] = {
-    {"skinny_bulk", "kd_skinny_bulk", {}, bulk_rejects, bulk_seeds, bulk_complete, bulk_valid, bulk_plan},
-    {"skinny_mma", "kd_skinny_mma", {}, mma_rejects, mma_seeds, mma_complete, mma_valid, mma_plan},
-    {"simt_tiled", "kd_simt_tiled", {}, simt_rejects, simt_seeds, simt_complete, simt_valid, simt_plan},
+    {"skinny_bulk", "kd_skinny_bulk", {}, bulk_rejects, bulk_seeds, bulk_complete, bulk_valid, bulk_plan,
+     false, true},
+    {"skinny_mma", "kd_skinny_mma", {}, mma_rejects, mma_seeds, mma_complete, mma_valid, mma_plan, false, true},
+    {"simt_tiled", "kd_simt_tiled", {}, simt_rejects, simt_seeds, simt_complete, simt_valid, simt_plan, false,
+     true},
 };
 
 // Row order is seed order, and seeds are evaluated in order: a round that reaches the wall-time
@@ -224,12 +226,18 @@ std::string describe(const Params& params) {
   return out;
 }
 
+LaunchPlan rendered_plan(const Family& family, const GemmKey& key, const Target& target, const Params& params) {
+  LaunchPlan plan = family.plan(key, target, params);
+  if (family.pdl_first && param(params, "KD_PDL") == 1 && !plan.launches.empty()) plan.launches.front().pdl = true;
+  return plan;
+}
+
 std::string render(const Family& family, const GemmKey& key, const Target& target,
                    const Params& params) {
   std::ostringstream src;
   src << "// kdispatch builtin family " << family.name << ": " << describe(params) << "\n";
   src << "// key: " << key.shape_line() << "\n";
-  src << "// kdispatch:plan " << plan_to_json(family.plan(key, target, params)) << "\n";
+  src << "// kdispatch:plan " << plan_to_json(rendered_plan(family, key, target, params)) << "\n";
   src << type_defines(key);
   for (const auto& [name, value] : params) src << "#define " << name << " " << value << "\n";
   src << family.source;

@@ -48,7 +48,15 @@ struct Family {
   // only when the KDISPATCH_TRIAL_FAMILIES environment variable names it (comma-separated, or
   // "all"), so a search can try it without making it everyone's default.
   bool trial = false;
+  // Every entry that can be its plan's first launch starts with KD_GRID_DEPENDENCY_WAIT() when
+  // the KD_PDL parameter is 1, so render() may make that launch a programmatic dependent of the
+  // application's previous kernel (gemm.cuh). Such families are seeded with KD_PDL = 1 on sm_90+.
+  bool pdl_first = false;
 };
+
+// The plan `family` renders for `params`: its plan, with the first launch a programmatic dependent
+// when KD_PDL is 1.
+LaunchPlan rendered_plan(const Family& family, const GemmKey& key, const Target& target, const Params& params);
 
 // Whether the builtin proposer may seed `family`: not a trial, or named by KDISPATCH_TRIAL_FAMILIES.
 bool family_enabled(const Family& family);

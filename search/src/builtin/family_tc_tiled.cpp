@@ -253,7 +253,7 @@ const IdeaMove kIdeas[] = {
 
 Family make_family() {
   return {"tc_tiled", "kd_tc_tiled", embedded_kernel("tc_tiled.cu"), tc_rejects, tc_seeds,
-          tc_complete, tc_valid, tc_plan};
+          tc_complete, tc_valid, tc_plan, false, true};
 }
 
 }  // namespace

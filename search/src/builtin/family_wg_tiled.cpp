@@ -574,7 +574,7 @@ const IdeaMove kIdeas[] = {
 
 Family make_family() {
   return {"wg_tiled", "kd_wg_tiled", embedded_kernel("wg_tiled.cu"), wg_rejects, wg_seeds,
-          wg_complete, wg_valid, wg_plan};
+          wg_complete, wg_valid, wg_plan, false, true};
 }
 
 }  // namespace

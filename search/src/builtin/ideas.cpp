@@ -113,6 +113,36 @@ std::string simt_tile_double_text(const GemmKey&, const Target&, const Params& p
                      2 * param(p, "KD_BN"));
 }
 
+// Programmatic dependent launch of the first launch, for every family with Family::pdl_first.
+constexpr char kPdl[] = "KD_PDL";
+std::string pdl_on_text(const GemmKey&, const Target&, const Params&) {
+  return "launch as a programmatic dependent of the previous kernel on the stream: blocks are scheduled while it "
+         "drains and wait on the grid first, hiding the launch gap between back-to-back calls in a CUDA graph";
+}
+std::string pdl_off_text(const GemmKey&, const Target&, const Params&) {
+  return "launch in plain stream order: no grid-dependency wait at the start of the kernel";
+}
+std::optional<Params> pdl_on(const GemmKey&, const Target& t, const Params& p) {
+  if (t.cc_major < 9 || param(p, kPdl) == 1) return std::nullopt;
+  Params out = p;
+  out[kPdl] = 1;
+  return out;
+}
+std::optional<Params> pdl_off(const GemmKey&, const Target&, const Params& p) {
+  if (param(p, kPdl) == 0) return std::nullopt;
+  Params out = p;
+  out[kPdl] = 0;
+  return out;
+}
+// Ids are per family: implement() finds a move by its id alone.
+const IdeaMove kPdlIdeas[] = {
+    {"skinny_bulk", "bulk.pdl_on", pdl_on_text, pdl_on},   {"skinny_bulk", "bulk.pdl_off", pdl_off_text, pdl_off},
+    {"skinny_mma", "mma.pdl_on", pdl_on_text, pdl_on},     {"skinny_mma", "mma.pdl_off", pdl_off_text, pdl_off},
+    {"simt_tiled", "simt.pdl_on", pdl_on_text, pdl_on},    {"simt_tiled", "simt.pdl_off", pdl_off_text, pdl_off},
+    {"tc_tiled", "tc.pdl_on", pdl_on_text, pdl_on},        {"tc_tiled", "tc.pdl_off", pdl_off_text, pdl_off},
+    {"wg_tiled", "wg.pdl_on", pdl_on_text, pdl_on},        {"wg_tiled", "wg.pdl_off", pdl_off_text, pdl_off},
+};
+
 const IdeaMove kIdeas[] = {
     {"skinny_bulk", "bulk.kc_double", bulk_kc_double, scale_param<kKc, 2, 1, 128, 4096>},
     {"skinny_bulk", "bulk.kc_half", bulk_kc_half, scale_param<kKc, 1, 2, 128, 4096>},
@@ -143,6 +173,7 @@ std::span<const IdeaMove> idea_catalogue() {
     for (const IdeaMove& m : tc_tiled_ideas()) v.push_back(m);
     for (const IdeaMove& m : wg_tiled_ideas()) v.push_back(m);
     for (const IdeaMove& m : wg_tma_ideas()) v.push_back(m);
+    for (const IdeaMove& m : kPdlIdeas) v.push_back(m);
     return v;
   }();
   return all;

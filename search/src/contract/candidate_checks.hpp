@@ -39,7 +39,10 @@ std::variant<LaunchPlan, Rejection> check_source(std::string_view source,
 //   shared_memory_over_limit   static shared memory (from the cubin) + the launch's smem over the
 //                              arch's per-block limit (skipped for an arch arch_limits() lacks)
 //   bad_plan                   a "pdl" launch whose entry never executes griddepcontrol.wait (nor
-//                              calls a function, with the instruction somewhere in the module)
+//                              calls a function, with the instruction somewhere in the module);
+//                              a "pdl" FIRST launch whose entry does not execute it before any
+//                              global memory access, branch or call (it depends on the
+//                              application's kernel, which may still be writing the inputs)
 // Entries the plan does not name are not checked: helpers may be kernels too.
 // Returns nullopt when every check passes.
 std::optional<Rejection> check_compiled(const LaunchPlan& plan, std::string_view ptx,

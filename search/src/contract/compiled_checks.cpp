@@ -26,6 +26,10 @@ struct PtxEntry {
   std::vector<std::uint32_t> reqntid;  // from `.reqntid`, empty when absent
   // Its body (up to the next entry) executes griddepcontrol.wait, or calls a function, which may.
   bool may_wait_on_grid = false;
+  // Every thread executes griddepcontrol.wait before any global memory access: the wait comes in
+  // the entry's first basic block, before any branch, call or memory instruction outside the
+  // param, shared and local state spaces.
+  bool waits_before_memory = false;
 };
 
 constexpr std::string_view kGridWait = "griddepcontrol.wait";
@@ -56,6 +60,52 @@ std::vector<std::uint32_t> parse_dims(std::string_view text) {
   }
   if (in_number) dims.push_back(static_cast<std::uint32_t>(current));
   return dims;
+}
+
+// Whether the PTX instruction `line` (its first token, after a guard predicate) may touch global
+// memory or leave the first basic block. Conservative: generic-address loads and stores count as
+// global, and so does every copy, texture, surface, tensor-map and prefetch instruction.
+bool ends_wait_window(std::string_view line) {
+  if (line.ends_with(":")) return true;  // a label: control can arrive from elsewhere
+  if (line.starts_with("@")) {
+    const std::size_t sp = line.find_first_of(" \t");
+    if (sp == std::string_view::npos) return true;
+    line = line.substr(line.find_first_not_of(" \t", sp));
+  }
+  const std::string_view op = line.substr(0, line.find_first_of(" \t;"));
+  static constexpr std::string_view kControl[] = {"bra", "brx", "call", "ret", "exit", "trap"};
+  for (const std::string_view c : kControl)
+    if (op == c || op.starts_with(std::string(c) + ".")) return true;
+  static constexpr std::string_view kAnyMemory[] = {"cp.",  "prefetch", "tex.",      "tld4",          "suld",
+                                                    "sust", "sured",    "multimem", "tensormap",      "applypriority",
+                                                    "discard", "st.async", "red.async"};
+  for (const std::string_view m : kAnyMemory)
+    if (op.starts_with(m)) return true;
+  static constexpr std::string_view kSpaced[] = {"ld", "ldu", "st", "atom", "red"};
+  for (const std::string_view m : kSpaced) {
+    if (op != m && !op.starts_with(std::string(m) + ".")) continue;
+    for (const std::string_view space : {".param", ".shared", ".local", ".const"})
+      if (op.starts_with(std::string(m) + std::string(space))) return false;
+    return true;
+  }
+  return false;
+}
+
+// Walks an entry body from its opening brace: true when griddepcontrol.wait comes before anything
+// that ends the wait window (ends_wait_window); declarations and comments are skipped.
+bool waits_first(std::string_view body) {
+  std::size_t at = body.find('{');
+  if (at == std::string_view::npos) return false;
+  ++at;
+  while (at < body.size()) {
+    const std::size_t eol = std::min(body.find('\n', at), body.size());
+    const std::string line = trim(body.substr(at, eol - at));
+    at = eol + 1;
+    if (line.empty() || line.starts_with("//") || line.starts_with(".") || line == "{" || line == "}") continue;
+    if (line.starts_with(kGridWait)) return true;
+    if (ends_wait_window(line)) return false;
+  }
+  return false;
 }
 
 // Entries of a PTX module by name: `.entry NAME( params ) [performance directives] {`.
@@ -92,6 +142,7 @@ std::map<std::string, PtxEntry> parse_entries(std::string_view ptx) {
     entry.may_wait_on_grid = span.find(kGridWait) != std::string_view::npos ||
                              (span.find("call") != std::string_view::npos &&
                               ptx.find(kGridWait) != std::string_view::npos);
+    entry.waits_before_memory = waits_first(span);
     entries[trim(ptx.substr(at + kEntry.size(), open - at - kEntry.size()))] = std::move(entry);
   }
   return entries;
@@ -109,7 +160,8 @@ std::uint64_t product(const std::vector<std::uint32_t>& dims) {
   return p;
 }
 
-std::optional<Rejection> check_entry(const LaunchSpec& launch, const std::map<std::string, PtxEntry>& entries) {
+std::optional<Rejection> check_entry(const LaunchSpec& launch, bool first,
+                                     const std::map<std::string, PtxEntry>& entries) {
   const auto found = entries.find(launch.entry);
   if (found == entries.end()) {
     // A C++ mangled name: _Z <length> <name> ...
@@ -134,6 +186,14 @@ std::optional<Rejection> check_entry(const LaunchSpec& launch, const std::map<st
     return Rejection{CandidateStatus::plan_exceeds_launch_bounds,
                      fmt::format("plan block {} of '{}' has more threads than its .maxntid {}",
                                  block, launch.entry, entry.maxntid)};
+  }
+  if (launch.pdl && first && !entry.waits_before_memory) {
+    return Rejection{CandidateStatus::bad_plan,
+                     fmt::format("plan's first launch of '{}' is a programmatic dependent (\"pdl\") but the entry "
+                                 "does not execute griddepcontrol.wait before its first global memory access or "
+                                 "branch: it could read inputs the application's previous kernel is still writing. "
+                                 "Put the wait first in the kernel",
+                                 launch.entry)};
   }
   if (launch.pdl && !entry.may_wait_on_grid) {
     return Rejection{CandidateStatus::bad_plan,
@@ -182,8 +242,8 @@ std::optional<Rejection> check_shared_memory(const LaunchPlan& plan, std::string
 std::optional<Rejection> check_compiled(const LaunchPlan& plan, std::string_view ptx,
                                         std::string_view cubin, std::string_view arch) {
   const std::map<std::string, PtxEntry> entries = parse_entries(ptx);
-  for (const LaunchSpec& launch : plan.launches) {
-    if (auto rejection = check_entry(launch, entries)) return rejection;
+  for (std::size_t i = 0; i < plan.launches.size(); ++i) {
+    if (auto rejection = check_entry(plan.launches[i], i == 0, entries)) return rejection;
   }
   return check_shared_memory(plan, cubin, arch);
 }

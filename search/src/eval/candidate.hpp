@@ -37,6 +37,9 @@ public:
   // The same candidate made afresh (module reloaded, descriptors rebuilt); nullptr when that
   // fails.
   virtual std::unique_ptr<GateCandidate> fresh() const = 0;
+  // Its first launch is a programmatic dependent of whatever ran before it on the stream (gemm.cuh):
+  // the gate then runs it behind a producer that writes its inputs late.
+  virtual bool depends_on_previous_kernel() const { return false; }
 };
 
 // A kernel candidate: its module, the functions its plan names, and launching the plan with the
@@ -53,6 +56,7 @@ public:
   // Enqueues every launch of the plan; refused: the first launch's error.
   std::optional<std::string> launch(const kd_gemm_args& args, CUstream stream) const override;
   std::unique_ptr<GateCandidate> fresh() const override;
+  bool depends_on_previous_kernel() const override { return plan_.launches.front().pdl; }
 
 private:
   KernelCandidate() = default;

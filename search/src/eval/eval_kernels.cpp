@@ -1,5 +1,7 @@
 #include "eval/eval_kernels.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "common/error.hpp"
@@ -54,6 +56,8 @@ EvalKernels::EvalKernels(const std::string& arch) {
   check_guards_ = get_function(m, "kd_check_guards");
   checksum_ = get_function(m, "kd_checksum");
   clock_probe_ = get_function(m, "kd_clock_probe");
+  late_copy_ = get_function(m, "kd_late_copy");
+  stream_read_ = get_function(m, "kd_stream_read");
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   KD_CU_CHECK(cu().cuCtxGetCurrent(&ctx), "current context");
@@ -61,6 +65,7 @@ EvalKernels::EvalKernels(const std::string& arch) {
   int sms = 1;
   KD_CU_CHECK(cu().cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev), "sms");
   grid_ = sms * 8;
+  sms_ = sms;
 }
 
 void EvalKernels::generate(CUstream s, const DeviceMatrix& x, std::uint64_t seed,
@@ -115,6 +120,33 @@ void EvalKernels::checksum(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdev
   long long words = static_cast<long long>(bytes / 4);
   void* params[] = {&p, &words, &out};
   launch(checksum_, "kd_checksum", s, grid_, 1, 1, kThreads, 1, params);
+}
+
+void EvalKernels::late_copy(CUstream s, const Copy* copies, int count, long long delay_ns) const {
+  // Mirrors KdLateCopies in eval_kernels_source.cpp.
+  struct KdCopy {
+    CUdeviceptr src, dst;
+    long long bytes;
+  };
+  struct KdLateCopies {
+    KdCopy c[kMaxLateCopies];
+    int count;
+    long long delay_ns;
+  } p{};
+  static_assert(sizeof(KdLateCopies) == 4 * 24 + 16);
+  if (count < 0 || count > kMaxLateCopies) throw Error(ErrorDomain::usage, 0, "late_copy: at most 4 ranges");
+  for (int i = 0; i < count; ++i)
+    p.c[i] = {copies[i].src, copies[i].dst, static_cast<long long>(copies[i].bytes)};
+  p.count = count;
+  p.delay_ns = delay_ns;
+  void* params[] = {&p};
+  launch(late_copy_, "kd_late_copy", s, static_cast<unsigned>(std::max(1, sms_ / 2)), 1, 1, kThreads, 1, params);
+}
+
+void EvalKernels::stream_read(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdeviceptr sink) const {
+  long long vecs = static_cast<long long>(bytes / 16);
+  void* params[] = {&p, &vecs, &sink};
+  launch(stream_read_, "kd_stream_read", s, static_cast<unsigned>(sms_ * 4), 1, 1, kThreads, 1, params);
 }
 
 void EvalKernels::clock_probe(CUstream s, CUdeviceptr out) const {

@@ -76,11 +76,26 @@ public:
   void checksum(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdeviceptr out) const;
   void clock_probe(CUstream s, CUdeviceptr out) const;
 
+  // One device-to-device range for late_copy.
+  struct Copy {
+    CUdeviceptr src = 0, dst = 0;
+    std::uint64_t bytes = 0;
+  };
+  static constexpr int kMaxLateCopies = 4;
+  // The producer a programmatic-dependent first launch is gated behind (eval_kernels_source.cpp):
+  // triggers its dependents, waits `delay_ns`, then copies up to kMaxLateCopies ranges. Uses about
+  // half of the SMs, so the dependent's blocks find room to start early.
+  void late_copy(CUstream s, const Copy* copies, int count, long long delay_ns) const;
+  // Reads `bytes` (a multiple of 16, 16-byte aligned) as a streaming kernel does.
+  void stream_read(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdeviceptr sink) const;
+
 private:
   Module module_;
   CUfunction generate_ = nullptr, poison_ = nullptr, reference_ = nullptr, ref_stats_ = nullptr,
-             compare_ = nullptr, check_guards_ = nullptr, checksum_ = nullptr, clock_probe_ = nullptr;
+             compare_ = nullptr, check_guards_ = nullptr, checksum_ = nullptr, clock_probe_ = nullptr,
+             late_copy_ = nullptr, stream_read_ = nullptr;
   int grid_ = 1;  // blocks of grid-stride kernels: a few per SM
+  int sms_ = 1;
 };
 
 }  // namespace kd::eval

@@ -1,6 +1,7 @@
 #include "eval/gemm_problem.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -23,7 +24,7 @@ std::uint64_t splitmix(std::uint64_t x) {
 
 // Scratch layout for results read back as scalars.
 constexpr std::uint64_t kRefStatsAt = 0, kCompareAt = 64, kGuardAt = 128, kChecksumAt = 192,
-                        kClockAt = 256, kFlushSinkAt = 320,
+                        kClockAt = 256, kFlushSinkAt = 320, kStreamSinkAt = 384,
                         kScratchBytes = 512;
 
 template <class T>
@@ -227,6 +228,49 @@ ErrorFigures GemmProblem::figures(const CompareStats& c) const {
 void GemmProblem::flush_l2() {
   k_.checksum(stream_, flush_.get(), flush_.bytes(), scratch_.get() + kFlushSinkAt);
 }
+
+void GemmProblem::queue_late_inputs(int s) {
+  const OperandSet& o = set(s);
+  const CudaDriver& d = cu();
+  const auto stash = [&](DeviceBuffer& into, const GuardedBuffer& from, const char* what) {
+    if (into.bytes() < from.total_bytes()) into = DeviceBuffer(from.total_bytes(), what);
+    KD_CU_CHECK(d.cuMemcpyDtoDAsync(into.get(), from.base(), from.total_bytes(), stream_), what);
+    KD_CU_CHECK(d.cuMemsetD8Async(from.body(), 0xFF, from.body_bytes(), stream_), what);
+  };
+  stash(stash_a_, o.a, "late A");
+  stash(stash_b_, o.b, "late B");
+  std::array<EvalKernels::Copy, EvalKernels::kMaxLateCopies> copies{};
+  int count = 0;
+  copies[count++] = {stash_a_.get(), o.a.base(), o.a.total_bytes()};
+  copies[count++] = {stash_b_.get(), o.b.base(), o.b.total_bytes()};
+  if (key_.epilogue == Epilogue::bias) {
+    stash(stash_bias_, o.bias, "late bias");
+    copies[count++] = {stash_bias_.get(), o.bias.base(), o.bias.total_bytes()};
+  }
+  KD_CU_CHECK(d.cuMemsetD8Async(o.c.body(), 0xFF, o.c.body_bytes(), stream_), "late C");
+  copies[count++] = {o.c_init.base(), o.c.base(), o.c.total_bytes()};
+  k_.late_copy(stream_, copies.data(), count, kLateInputsDelayNs);
+}
+
+void GemmProblem::make_weight_copies(int s, const ServingShape& shape) {
+  const OperandSet& o = set(s);
+  const GuardedBuffer& w = shape.weight == WeightOperand::a ? o.a : o.b;
+  weight_copy0_ = w.body();
+  weight_copies_.clear();
+  for (int i = 1; i < shape.copies; ++i) {
+    DeviceBuffer copy(w.total_bytes(), fmt::format("weight copy {}", i));
+    KD_CU_CHECK(cu().cuMemcpyDtoDAsync(copy.get(), w.base(), w.total_bytes(), stream_), "weight copy");
+    weight_copies_.push_back(std::move(copy));
+  }
+  KD_CU_CHECK(cu().cuStreamSynchronize(stream_), "weight copies");
+}
+
+CUdeviceptr GemmProblem::weight_copy(int i) const {
+  if (i == 0) return weight_copy0_;
+  return weight_copies_.at(static_cast<std::size_t>(i - 1)).get() + kGuardBytes;
+}
+
+CUdeviceptr GemmProblem::stream_sink() const { return scratch_.get() + kStreamSinkAt; }
 
 int GemmProblem::probe_sm_clock_mhz() {
   k_.clock_probe(stream_, scratch_.get() + kClockAt);

@@ -6,9 +6,11 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "eval/device_memory.hpp"
 #include "eval/eval_kernels.hpp"
+#include "eval/serving_regime.hpp"
 #include "eval/verdict.hpp"
 #include "key/gemm_key.hpp"
 
@@ -78,6 +80,22 @@ public:
   // Figures of a comparison: max_rel as measured, norm_rel = sqrt(sum_sq_err / ref sum_sq).
   ErrorFigures figures(const CompareStats& c) const;
 
+  // For a candidate whose first launch is a programmatic dependent: saves set s's A, B and bias
+  // (whole guarded blocks), poisons their bodies and C's (all bits set: NaN in every dtype), then
+  // queues the producer that writes them back, and C from its initial image, kLateInputsDelay
+  // later (EvalKernels::late_copy). The candidate's launch must follow at once. Asynchronous.
+  void queue_late_inputs(int s);
+  static constexpr long long kLateInputsDelayNs = 50'000;
+
+  // The serving regime (eval/serving_regime.hpp): `shape.copies` copies of set s's weight operand,
+  // copy 0 being the set's own buffer; the others are made now (whole guarded blocks, so a copy's
+  // body is at the same offset). Synchronous. Throws kd::Error when memory runs out.
+  void make_weight_copies(int s, const ServingShape& shape);
+  // Body of weight copy i (i < copies); the other operand is the set's own.
+  CUdeviceptr weight_copy(int i) const;
+  // Where streaming reads leave their (never written) sink.
+  CUdeviceptr stream_sink() const;
+
 private:
   std::uint64_t checksum(const GuardedBuffer& b);
   CompareStats compare(const DeviceMatrix& out, CUdeviceptr other, double floor);
@@ -88,6 +106,9 @@ private:
   std::array<OperandSet, kSets> sets_;
   GuardedBuffer vendor_c_, saved_c_, workspace_;
   DeviceBuffer ref_, scratch_, flush_;
+  DeviceBuffer stash_a_, stash_b_, stash_bias_;  // queue_late_inputs, made on first use
+  std::vector<DeviceBuffer> weight_copies_;      // copies 1.. of make_weight_copies
+  CUdeviceptr weight_copy0_ = 0;
   std::uint64_t workspace_bytes_ = 0;
   double ref_sum_sq_ = 0.0;
 };

@@ -147,6 +147,11 @@ VendorBaseline::VendorBaseline(const GemmKey& key, CUstream stream) : impl_(std:
   const cublasMath_t math =
       key.precision == PrecisionClass::tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH;
   KD_CUBLAS_CHECK(cublasSetMathMode(impl_->handle, math));
+  // A workspace of the caller's, as PyTorch gives every handle (32 MiB on Hopper): cuBLAS then
+  // picks what it picks for PyTorch, and allocates nothing while a CUDA graph captures it.
+  impl_->lt_workspace = DeviceBuffer(kLtWorkspaceBytes, "cuBLAS workspace");
+  KD_CUBLAS_CHECK(cublasSetWorkspace(impl_->handle, reinterpret_cast<void*>(impl_->lt_workspace.get()),
+                                     kLtWorkspaceBytes));
 }
 
 VendorBaseline::~VendorBaseline() = default;

@@ -9,7 +9,7 @@ namespace kd::eval {
 namespace {
 
 // One row per rule; the order is the enum's.
-constexpr std::array<std::pair<Rule, std::string_view>, 21> kRuleNames{{
+constexpr std::array<std::pair<Rule, std::string_view>, 22> kRuleNames{{
     {Rule::passed, "passed"},
     {Rule::not_faster, "not_faster"},
     {Rule::key_invalid, "key_invalid"},
@@ -31,6 +31,7 @@ constexpr std::array<std::pair<Rule, std::string_view>, 21> kRuleNames{{
     {Rule::hang_timeout, "hang_timeout"},
     {Rule::crashed, "crashed"},
     {Rule::internal_error, "internal_error"},
+    {Rule::read_before_grid_wait, "read_before_grid_wait"},
 }};
 
 nlohmann::json figures_json(const ErrorFigures& e) {
@@ -49,6 +50,10 @@ TimeStats time_from(const nlohmann::json& j) {
 }
 
 }  // namespace
+
+std::string_view to_string(TimingRegime regime) {
+  return regime == TimingRegime::serving ? "serving" : "isolated";
+}
 
 std::string_view to_string(Rule rule) {
   for (const auto& [r, name] : kRuleNames)
@@ -88,6 +93,14 @@ nlohmann::json to_json(const Verdict& v) {
   j["trials"] = std::move(trials);
   if (v.candidate_time) j["candidate_time"] = time_json(*v.candidate_time);
   if (v.baseline_time) j["baseline_time"] = time_json(*v.baseline_time);
+  j["regime"] = std::string(to_string(v.regime));
+  if (v.isolated_candidate_time) j["isolated_candidate_time"] = time_json(*v.isolated_candidate_time);
+  if (v.isolated_baseline_time) j["isolated_baseline_time"] = time_json(*v.isolated_baseline_time);
+  if (v.stream_us > 0) j["stream_us"] = v.stream_us;
+  if (v.serving_calls > 0) {
+    j["serving_calls"] = v.serving_calls;
+    j["serving_copies"] = v.serving_copies;
+  }
   j["floor_us"] = v.floor_us;
   j["sm_clock_mhz"] = v.sm_clock_mhz;
   j["elapsed_s"] = v.elapsed_s;
@@ -114,6 +127,13 @@ Verdict verdict_from_json(const nlohmann::json& j) {
     }
     if (j.contains("candidate_time")) v.candidate_time = time_from(j.at("candidate_time"));
     if (j.contains("baseline_time")) v.baseline_time = time_from(j.at("baseline_time"));
+    // Absent in verdicts from before the serving regime, which were isolated.
+    v.regime = j.value("regime", std::string("isolated")) == "serving" ? TimingRegime::serving : TimingRegime::isolated;
+    if (j.contains("isolated_candidate_time")) v.isolated_candidate_time = time_from(j.at("isolated_candidate_time"));
+    if (j.contains("isolated_baseline_time")) v.isolated_baseline_time = time_from(j.at("isolated_baseline_time"));
+    v.stream_us = j.value("stream_us", 0.0);
+    v.serving_calls = j.value("serving_calls", 0);
+    v.serving_copies = j.value("serving_copies", 0);
     v.floor_us = j.value("floor_us", 0.0);
     v.sm_clock_mhz = j.value("sm_clock_mhz", 0);
     v.elapsed_s = j.value("elapsed_s", 0.0);

@@ -35,6 +35,7 @@ enum class Rule : std::uint8_t {
   hang_timeout,                 // the watchdog killed the worker
   crashed,                      // trap, illegal address, or the worker died
   internal_error,               // the evaluator itself failed (not the candidate's fault)
+  read_before_grid_wait,        // a "pdl" first launch read inputs before griddepcontrol.wait
 };
 
 std::string_view to_string(Rule rule);
@@ -65,6 +66,13 @@ struct TrialReport {
   double allowed_max_rel = 0.0, allowed_norm_rel = 0.0;
 };
 
+// The regime the ranking times were taken in (design.md, "Timing").
+enum class TimingRegime : std::uint8_t {
+  isolated,  // one cold launch after an L2 flush, event-timed (verdicts before the serving regime)
+  serving,   // R back-to-back calls in one CUDA graph over rotating weight copies, per call
+};
+std::string_view to_string(TimingRegime regime);
+
 struct Verdict {
   Rule rule = Rule::internal_error;
   std::string detail;  // human-readable reason; the CUDA error text for crashes
@@ -72,7 +80,15 @@ struct Verdict {
   std::vector<TrialReport> trials;
   // Worst over trials of candidate/vendor errors.
   ErrorFigures candidate_error, vendor_error;
+  // The ranking times, in `regime`: the publish decision compares these.
   std::optional<TimeStats> candidate_time, baseline_time;
+  TimingRegime regime = TimingRegime::isolated;
+  // The isolated regime's times, kept as a second figure when the ranking regime is serving.
+  std::optional<TimeStats> isolated_candidate_time, isolated_baseline_time;
+  // Serving regime: per-call time of a streaming read of the call's inputs (0: not measured), and
+  // the graph's calls and weight copies.
+  double stream_us = 0.0;
+  int serving_calls = 0, serving_copies = 0;
   double floor_us = 0.0;     // roofline floor for the key (a time under kRooflineSlack x it is rejected)
   int sm_clock_mhz = 0;      // observed during timing; 0 when not measured
   double elapsed_s = 0.0;    // wall time of the evaluation

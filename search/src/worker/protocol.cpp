@@ -23,6 +23,9 @@ nlohmann::json to_json(const eval::EvalOptions& o) {
           {"min_timed_runs", o.min_timed_runs},
           {"max_timed_runs", o.max_timed_runs},
           {"timing_budget_ms", o.timing_budget.count()},
+          {"serving_min_replays", o.serving_min_replays},
+          {"serving_max_replays", o.serving_max_replays},
+          {"serving_budget_ms", o.serving_budget.count()},
           {"publish_margin", o.publish_margin},
           {"seed", o.seed}};
 }
@@ -39,6 +42,9 @@ eval::EvalOptions options_from_json(const nlohmann::json& j) {
     o.min_timed_runs = j.value("min_timed_runs", o.min_timed_runs);
     o.max_timed_runs = j.value("max_timed_runs", o.max_timed_runs);
     o.timing_budget = std::chrono::milliseconds(j.value("timing_budget_ms", o.timing_budget.count()));
+    o.serving_min_replays = j.value("serving_min_replays", o.serving_min_replays);
+    o.serving_max_replays = j.value("serving_max_replays", o.serving_max_replays);
+    o.serving_budget = std::chrono::milliseconds(j.value("serving_budget_ms", o.serving_budget.count()));
     o.publish_margin = j.value("publish_margin", o.publish_margin);
     o.seed = j.value("seed", o.seed);
   } catch (const nlohmann::json::exception& e) {

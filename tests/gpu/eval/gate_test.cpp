@@ -163,6 +163,8 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
       {"cache_by_address", kF32, Rule::state_between_calls, std::nullopt},
       {"race", kF32, Rule::nondeterministic, std::nullopt},
       {"skips_when_timed", kF32, Rule::timed_output_mismatch, std::nullopt},
+      {"dependent_waits_first", kF32, std::nullopt, std::nullopt},
+      {"dependent_reads_early", kF32, Rule::read_before_grid_wait, std::nullopt},
       {"hang", kF32, Rule::hang_timeout, std::nullopt, 10s},
       {"naive_f32_nn", kF32, std::nullopt, std::nullopt},
       {"trap", kF32, Rule::crashed, std::nullopt},

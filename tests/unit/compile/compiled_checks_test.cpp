@@ -19,6 +19,22 @@ extern "C" __global__ void waits(kd_gemm_args a) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   static_cast<float*>(a.c)[threadIdx.x] = a.alpha;
 }
+extern "C" __global__ void reads_then_waits(kd_gemm_args a) {
+  const float x = static_cast<const float*>(a.a)[threadIdx.x];
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  static_cast<float*>(a.c)[threadIdx.x] = x;
+}
+extern "C" __global__ void waits_in_a_branch(kd_gemm_args a) {
+  if (threadIdx.x < a.m) asm volatile("griddepcontrol.wait;" ::: "memory");
+  static_cast<float*>(a.c)[threadIdx.x] = a.alpha;
+}
+extern "C" __global__ void waits_after_setup(kd_gemm_args a) {
+  __shared__ float stage[256];
+  stage[threadIdx.x] = a.alpha * threadIdx.x;
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  __syncthreads();
+  static_cast<float*>(a.c)[threadIdx.x] = stage[255 - threadIdx.x] + static_cast<const float*>(a.a)[0];
+}
 extern "C" __global__ void shared_40k(kd_gemm_args a) {
   __shared__ float tile[10240];
   tile[threadIdx.x] = a.alpha;
@@ -85,6 +101,29 @@ TEST_F(CompiledChecks, ProgrammaticDependentEntryMustWaitOnTheGrid) {
   ASSERT_TRUE(rejection);
   EXPECT_EQ(rejection->status, CandidateStatus::bad_plan);
   EXPECT_NE(rejection->message.find("griddepcontrol.wait"), std::string::npos) << rejection->message;
+}
+
+// A first launch depends on the application's kernel, so the wait must precede every global
+// access and branch; shared-memory setup and reading the argument struct may come before it.
+TEST_F(CompiledChecks, ProgrammaticDependentFirstLaunchMustWaitBeforeAnyGlobalAccess) {
+  const auto first = [](const char* entry) {
+    LaunchPlan plan;
+    plan.launches.push_back({.entry = entry, .grid = {1, 1, 1}, .block = {256, 1, 1}, .pdl = true});
+    return check_compiled(plan, out_->ptx, out_->cubin, "sm_90");
+  };
+  EXPECT_FALSE(first("waits"));
+  EXPECT_FALSE(first("waits_after_setup"));
+  for (const char* bad : {"good", "reads_then_waits", "waits_in_a_branch"}) {
+    const auto rejection = first(bad);
+    ASSERT_TRUE(rejection) << bad;
+    EXPECT_EQ(rejection->status, CandidateStatus::bad_plan) << bad;
+    EXPECT_NE(rejection->message.find("first launch"), std::string::npos) << rejection->message;
+  }
+  // After the first launch only the existence of the wait is required.
+  LaunchPlan later;
+  later.launches.push_back({.entry = "good", .grid = {1, 1, 1}, .block = {32, 1, 1}});
+  later.launches.push_back({.entry = "reads_then_waits", .grid = {1, 1, 1}, .block = {32, 1, 1}, .pdl = true});
+  EXPECT_FALSE(check_compiled(later, out_->ptx, out_->cubin, "sm_90"));
 }
 
 TEST_F(CompiledChecks, StaticPlusDynamicSharedMemoryIsBounded) {

@@ -20,6 +20,8 @@ eval::EvalRequest sample_request() {
   r.options.timing = eval::Timing::skip;
   r.options.timing_budget = std::chrono::milliseconds(250);
   r.options.publish_margin = 0.05;
+  r.options.serving_min_replays = 7;
+  r.options.serving_budget = std::chrono::milliseconds(90);
   r.options.seed = 0xFFFFFFFFFFFFFFF0ull;  // above int64: must survive JSON
   return r;
 }
@@ -45,6 +47,11 @@ TEST(WorkerProtocol, VerdictRoundTripsWithTimesTrialsAndFate) {
   v.baseline_time = eval::TimeStats{12.0, 11.5, 12.5, 40};
   v.floor_us = 2.5;
   v.sm_clock_mhz = 1980;
+  v.regime = eval::TimingRegime::serving;
+  v.isolated_candidate_time = eval::TimeStats{14.0, 13.5, 14.5, 20};
+  v.stream_us = 9.25;
+  v.serving_calls = 20;
+  v.serving_copies = 5;
   const VerdictMessage m =
       verdict_from_frame(decode_frame(encode_frame(verdict_frame(9, v, WorkerFate::exits))));
   EXPECT_EQ(m.id, 9u);
@@ -59,7 +66,24 @@ TEST(WorkerProtocol, VerdictRoundTripsWithTimesTrialsAndFate) {
   EXPECT_DOUBLE_EQ(m.verdict.candidate_time->spread_us(), 1.0);
   EXPECT_EQ(m.verdict.baseline_time->samples, 40);
   EXPECT_EQ(m.verdict.sm_clock_mhz, 1980);
+  EXPECT_EQ(m.verdict.regime, eval::TimingRegime::serving);
+  ASSERT_TRUE(m.verdict.isolated_candidate_time.has_value());
+  EXPECT_DOUBLE_EQ(m.verdict.isolated_candidate_time->median_us, 14.0);
+  EXPECT_FALSE(m.verdict.isolated_baseline_time.has_value());
+  EXPECT_DOUBLE_EQ(m.verdict.stream_us, 9.25);
+  EXPECT_EQ(m.verdict.serving_calls, 20);
+  EXPECT_EQ(m.verdict.serving_copies, 5);
   EXPECT_FALSE(m.verdict.accepted());
+}
+
+// A verdict stored before the serving regime existed has no "regime": its times were isolated.
+TEST(WorkerProtocol, VerdictWithoutRegimeReadsAsIsolated) {
+  eval::Verdict v;
+  v.rule = eval::Rule::passed;
+  v.candidate_time = eval::TimeStats{10.5, 10.0, 11.0, 40};
+  nlohmann::json j = eval::to_json(v);
+  j.erase("regime");
+  EXPECT_EQ(eval::verdict_from_json(j).regime, eval::TimingRegime::isolated);
 }
 
 TEST(WorkerProtocol, EveryRuleHasAUniqueNameThatParsesBack) {
@@ -70,7 +94,7 @@ TEST(WorkerProtocol, EveryRuleHasAUniqueNameThatParsesBack) {
     EXPECT_TRUE(names.insert(name).second) << name;
     EXPECT_EQ(eval::rule_from_string(name), r);
   }
-  EXPECT_EQ(names.size(), static_cast<std::size_t>(eval::Rule::internal_error) + 1);
+  EXPECT_EQ(names.size(), static_cast<std::size_t>(eval::Rule::read_before_grid_wait) + 1);
   EXPECT_FALSE(eval::rule_from_string("cheated").has_value());
 }
 

@@ -1,12 +1,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "builtin/builtin_proposer.hpp"
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family.hpp"
 #include "builtin/ideas.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "contract/candidate_checks.hpp"
 #include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
 
@@ -52,9 +55,37 @@ TEST(BuiltinFamilies, EveryLlamaShapeGetsSeedsWhosePlanMatchesTheSource) {
       ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << s.source.substr(0, 300);
       const Family* f = find_family(s.family);
       ASSERT_NE(f, nullptr);
-      EXPECT_EQ(std::get<LaunchPlan>(plan), f->plan(key, t, *parse_params(s.params))) << s.params;
+      EXPECT_EQ(std::get<LaunchPlan>(plan), rendered_plan(*f, key, t, *parse_params(s.params))) << s.params;
     }
   }
+}
+
+// On sm_90 the families that can are seeded with their first launch a programmatic dependent
+// ("pdl") of the application's previous kernel; NVRTC's PTX must then wait on the grid before any
+// global access, or the contract checks reject every seed. One shape per family, every seed.
+TEST(BuiltinFamilies, DependentFirstLaunchSeedsPassTheCompiledContractChecks) {
+  const Target t;
+  search::SearchTree tree("t", "k");
+  BuiltinProposer proposer;
+  std::map<std::string, std::string> first_key;  // family -> the shape its seeds are checked on
+  for (const GemmKey& key : llama_keys()) {
+    const search::ProposalContext ctx{key, t, tree};
+    for (const auto& s : proposer.seeds(ctx)) {
+      const Family* f = find_family(s.family);
+      ASSERT_NE(f, nullptr);
+      if (!f->pdl_first) continue;
+      if (first_key.emplace(s.family, key.shape_line()).first->second != key.shape_line()) continue;
+      const auto plan = std::get<LaunchPlan>(parse_plan_from_source(s.source));
+      EXPECT_TRUE(plan.launches.front().pdl) << s.family << " " << s.params;
+      const search::CompileOutput out = search::compile_cuda({.source = s.source, .name = "seed.cu", .arch = t.arch});
+      ASSERT_EQ(out.status, search::CompileStatus::ok) << s.family << ": " << out.log;
+      const auto rejection = search::check_compiled(plan, out.ptx, out.cubin, t.arch);
+      EXPECT_FALSE(rejection) << s.family << " " << s.params << ": " << (rejection ? rejection->message : "");
+    }
+  }
+  std::set<std::string> covered;
+  for (const auto& [family, key] : first_key) covered.insert(family);
+  EXPECT_EQ(covered, (std::set<std::string>{"skinny_bulk", "skinny_mma", "simt_tiled", "tc_tiled", "wg_tiled"}));
 }
 
 TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {

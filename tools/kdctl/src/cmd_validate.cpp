@@ -39,11 +39,21 @@ void print_verdict(const eval::Verdict& v) {
                 v.vendor_error.norm_rel);
   }
   if (v.candidate_time && v.baseline_time) {
-    std::printf("  time: %.2f us (IQR %.2f) vs cuBLAS %.2f us (IQR %.2f): x%.2f", v.candidate_time->median_us,
+    std::printf("  time (%s): %.2f us (IQR %.2f) vs cuBLAS %.2f us (IQR %.2f): x%.2f",
+                std::string(eval::to_string(v.regime)).c_str(), v.candidate_time->median_us,
                 v.candidate_time->spread_us(), v.baseline_time->median_us, v.baseline_time->spread_us(),
                 v.baseline_time->median_us / v.candidate_time->median_us);
     if (v.floor_us > 0) std::printf(", %.0f%% of the roofline floor %.2f us", 100 * v.floor_us / v.candidate_time->median_us, v.floor_us);
+    if (v.stream_us > 0) std::printf(", %.0f%% of a streaming read's bandwidth", 100 * v.stream_us / v.candidate_time->median_us);
     std::printf("\n");
+    if (v.serving_calls > 0)
+      std::printf("  serving regime: %d back-to-back calls per CUDA graph over %d copies of the weight operand\n",
+                  v.serving_calls, v.serving_copies);
+  }
+  if (v.isolated_candidate_time && v.isolated_baseline_time) {
+    std::printf("  time (isolated, cold L2): %.2f us vs cuBLAS %.2f us: x%.2f\n", v.isolated_candidate_time->median_us,
+                v.isolated_baseline_time->median_us,
+                v.isolated_baseline_time->median_us / v.isolated_candidate_time->median_us);
   }
   if (v.sm_clock_mhz > 0) std::printf("  SM clock %d MHz\n", v.sm_clock_mhz);
 }

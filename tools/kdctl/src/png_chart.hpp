@@ -1,6 +1,7 @@
 // A self-contained PNG writer for kdctl bench's chart (no image or font library: the project's
-// dependency list has none). One row per shape, labelled: the speedup over cuBLAS as a bar with
-// its value, and the fraction of the roofline floor reached by the tuned kernel and by cuBLAS.
+// dependency list has none). One row per shape, labelled: the speedup over cuBLAS in the serving
+// regime as a bar with its value (the isolated regime's as a thin bar under it), and the fraction
+// of a streaming read's bandwidth reached by the tuned kernel and by cuBLAS (serving regime).
 #pragma once
 
 #include <filesystem>
@@ -11,10 +12,11 @@ namespace kd::kdctl {
 
 struct ChartBar {
   std::string label;             // the shape, e.g. "bf16 T 4096x16x4096"
-  double speedup = 0;            // cuBLAS time / time of what runs now (0: not measured)
+  double speedup = 0;            // serving regime: cuBLAS time / time of what runs now (0: not measured)
   bool tuned = false;            // a tuned kernel runs (false: cuBLAS is kept, speedup 1)
-  double roofline_frac = 0;      // floor / time of what runs now, 0..1 (0: unknown)
-  double roofline_cublas = 0;    // floor / cuBLAS time, 0..1 (0: unknown)
+  double stream_frac = 0;        // streaming-read time / time of what runs now, 0..1 (0: unknown)
+  double stream_cublas = 0;      // streaming-read time / cuBLAS time, 0..1 (0: unknown)
+  double speedup_isolated = 0;   // the speedup in the isolated regime (0: not measured)
 };
 
 // Writes an RGB PNG with a title line (e.g. the GPU), one labelled row per bar, tick marks and a

@@ -73,6 +73,9 @@ struct kd_tile_loader {
 };
 
 extern "C" __global__ void __launch_bounds__(KD_THREADS) kd_simt_tiled(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   // op(A) is m x k; op(B) is k x n, handled as its transpose (n x k) so both tiles are "rows by k":
   // op(B)(kk, j) = B[kk + j*ldb] when tb = N, i.e. row j of B^T is k-contiguous (TRANS = 1).
   __shared__ float As[2][KD_BK][KD_BM + 4];

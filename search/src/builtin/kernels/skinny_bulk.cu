@@ -156,6 +156,9 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_OUT_T* 
 
 extern "C" __global__ void __launch_bounds__(32 * (KD_WARPS + 1), 1)
 kd_skinny_bulk(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ unsigned long long full_bar[KD_STAGES], empty_bar[KD_STAGES];
   constexpr int kVals = KD_MT * KD_NT * 4;

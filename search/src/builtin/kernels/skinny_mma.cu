@@ -82,6 +82,9 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_OUT_T* 
 
 extern "C" __global__ void __launch_bounds__(32 * KD_WARPS_K)
 kd_skinny_mma(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   constexpr int kRows = 16 * KD_MT;
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;

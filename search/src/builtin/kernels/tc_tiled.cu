@@ -427,6 +427,9 @@ __device__ __forceinline__ void kd_compute_tile(float (&acc)[kMT][kNT][4], const
 }
 
 extern "C" __global__ void __launch_bounds__(KD_THREADS, KD_MIN_CTAS) kd_tc_tiled(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   extern __shared__ __align__(128) unsigned char smem_raw[];
   kd_t* smem = reinterpret_cast<kd_t*>(smem_raw);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

@@ -291,6 +291,9 @@ __device__ __forceinline__ void kd_split_f16x2(float x, float y, unsigned& hi, u
 }
 // One block per column of B (batch * n blocks): the column's max, then its hi|lo halves and 1 / s.
 extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ unsigned warp_max[8];
   const long long n = args.n, k = args.k, ld16 = kd_ld16(k);
@@ -347,6 +350,9 @@ __device__ __forceinline__ float* kd_blo(const kd_gemm_args& args) {
 // Launch 0 of a KD_BLO plan. kd_wg_tiled runs as its programmatic dependent and waits on the grid
 // before its first copy of a lo tile; its blocks may become resident once every block here started.
 extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const long long k = args.k, ldl = kd_blo_ld(k), per = args.n * ldl, total = per * args.batch;
   const float* B = static_cast<const float*>(args.b);
@@ -660,6 +666,9 @@ __device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
 
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_tiled(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const unsigned raw_addr = kd_smem_addr(smem_raw);
   const unsigned base = (raw_addr + 1023u) & ~1023u;
