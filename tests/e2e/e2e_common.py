@@ -98,7 +98,28 @@ def prewarm(args, shapes_file):
     env.update(extra_env(args))
     print(f"prewarm: {cmd}", flush=True)
     subprocess.run(cmd, shell=True, check=True, env=env)
+    kdctl = shlex.split(cmd)[0]
+    if "KD_SOCKET" in env and not wait_for_idle_daemon(kdctl, env):
+        print("prewarm: the daemon did not become idle; measurements may include its searches", flush=True)
     return True
+
+
+def wait_for_idle_daemon(kdctl, env, timeout_s=900):
+    """Waits until the daemon has no job queued or running (live processes' misses can queue
+    searches beside the prewarmed ones): measurements taken while a search runs would measure the
+    search's use of the GPU. Returns False on timeout or when no daemon answers."""
+    import json
+    import time
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        proc = subprocess.run([kdctl, "status", "--json"], env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return False
+        jobs = json.loads(proc.stdout).get("jobs", {})
+        if jobs.get("queued", 0) == 0 and jobs.get("running", 0) == 0:
+            return True
+        time.sleep(2)
+    return False
 
 
 def key_tokens(line):
