@@ -13,6 +13,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "common/exit_code.hpp"
 #include "driver/proposer_list.hpp"
 #include "store/cache_store.hpp"
 
@@ -296,10 +297,14 @@ std::variant<CommandLine, int> parse_command_line(int argc, char** argv) {
     app.add_option(flag_of(k.name), values[name],
                    fmt::format("{} (env {}, default '{}')", k.description, k.env, k.default_text));
   }
+  static constexpr ExitCode kDaemonExitCodes[] = {ExitCode::ok, ExitCode::failure, ExitCode::usage};
+  app.footer(exit_codes_help(kDaemonExitCodes));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (109 for an unknown flag, ...) are not ours: --help is success, the rest
+    // is a usage error, as in kdctl.
+    return app.exit(e) == 0 ? exit_status(ExitCode::ok) : exit_status(ExitCode::usage);
   }
   if (!config_file.empty()) line.config_file = config_file;
   for (const auto& k : kConfigKeys) {

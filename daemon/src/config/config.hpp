@@ -73,8 +73,8 @@ struct CommandLine {
   std::map<std::string, std::string> flags;  // config key -> value given by its flag
 };
 
-// Parses argv (CLI11). Returns the process exit code when the command line asked for help or was
-// wrong (the message is already printed), else the parsed line.
+// Parses argv (CLI11). Returns the process exit code when the command line asked for help (ok) or
+// was wrong (usage; common/exit_code.hpp), the message already printed; else the parsed line.
 std::variant<CommandLine, int> parse_command_line(int argc, char** argv);
 
 // Builds the configuration. `environment` is looked up by variable name (tests pass a map).
