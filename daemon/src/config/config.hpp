@@ -32,6 +32,9 @@ struct Config {
   std::filesystem::path socket;  // resolved: never empty after load_config
   unsigned socket_mode = 0600;
   std::vector<uid_t> allowed_uids;  // resolved: never empty after load_config
+  // The group whose members may use the socket and read the cache (server/peer_access.hpp);
+  // nullopt when allowed_group is empty.
+  std::optional<gid_t> allowed_gid;
   std::string metrics_listen;       // "host:port" or "off"
   std::filesystem::path metrics_port_file;
   std::string log_level;
