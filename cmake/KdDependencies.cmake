@@ -40,6 +40,13 @@ find_package(Threads REQUIRED)
 if(KD_BUILD_TESTS)
   find_package(GTest QUIET)
   kd_require(GTest_FOUND "libgtest-dev libgmock-dev" "GoogleTest")
+  # The deployment tests (tests/integration/packaging) run systemd-analyze and systemd-sysusers
+  # and create users with useradd; without them those tests skip, so a notice, not an error.
+  find_program(KD_SYSTEMD_ANALYZE systemd-analyze)
+  if(NOT KD_SYSTEMD_ANALYZE)
+    message(STATUS "kdispatch: systemd-analyze not found: the systemd unit tests will skip "
+                   "(install the Debian package 'systemd')")
+  endif()
 endif()
 if(KD_BUILD_BENCH)
   find_package(benchmark QUIET)

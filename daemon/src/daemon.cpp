@@ -17,9 +17,11 @@
 #include "common/error.hpp"
 #include "http/http_server.hpp"
 #include "http/metrics.hpp"
+#include "http/public_status.hpp"
 #include "kdispatch/kdispatch.h"
 #include "queue/job_queue.hpp"
 #include "sched/scheduler.hpp"
+#include "server/peer_access.hpp"
 #include "server/server.hpp"
 #include "stats/client_stats.hpp"
 
@@ -80,6 +82,7 @@ int run_daemon(const Config& config) {
   DaemonLock lock(config.cache_dir);
   ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
   JobQueue queue(config.cache_dir);
+  share_cache_with_group(config);  // the cache files exist now
   load_client_stats(client_stats, queue);
   Metrics metrics;
   asio::io_context io(1);
@@ -150,7 +153,7 @@ int run_daemon(const Config& config) {
                                    return prometheus_text(metrics, gauges(),
                                                           {client_stats.totals(), client_stats.live()});
                                  },
-                                 [&] { return status(20).dump(); }});
+                                 [&] { return public_status(status(0)).dump(); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
   asio::steady_timer save_timer(io);
   std::function<void()> save_periodically = [&] {

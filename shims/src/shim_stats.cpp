@@ -54,7 +54,11 @@ void append_nonzero(std::string& out, const std::array<std::uint64_t, N>& counts
 __attribute__((destructor)) void print_stats_at_exit() noexcept {
   if (shim_config().stats != StatsReport::at_exit) return;
   try {
-    const std::string text = format_stats(stats_snapshot());
+    const StatsSnapshot s = stats_snapshot();
+    // KD_STATS=1 is often exported to a whole process tree (a shell, a launcher, the compilers it
+    // runs): only the processes that used cuBLAS report.
+    if (!intercepted_any(s)) return;
+    const std::string text = format_stats(s);
     std::fputs(text.c_str(), stderr);
     std::fflush(stderr);
   } catch (...) {
@@ -104,6 +108,12 @@ StatsSnapshot stats_snapshot() noexcept {
   s.by_reason = load_all(g_counters.by_reason);
   s.by_unsupported = load_all(g_counters.by_unsupported);
   return s;
+}
+
+bool intercepted_any(const StatsSnapshot& s) noexcept {
+  std::uint64_t n = s.nested + s.pass_through + s.real_missing;
+  for (const std::uint64_t c : s.calls) n += c;
+  return n > 0;
 }
 
 std::string format_stats(const StatsSnapshot& s) {

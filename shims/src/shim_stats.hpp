@@ -1,4 +1,5 @@
-// The shim's counters (KD_STATS=1 prints them to stderr at exit). Lock-free; never throw.
+// The shim's counters (KD_STATS=1 prints them to stderr at exit, in a process that called an
+// interposed GEMM entry point). Lock-free; never throw.
 //
 // Every top-level intercepted call ends as exactly one of: a hit, a miss (keyable, the lookup
 // found nothing usable: FallbackReason with is_miss) or a fallback (a launch-stage FallbackReason,
@@ -49,6 +50,9 @@ void count_fallback(FallbackReason reason) noexcept;  // a miss when the reason 
 void count_unsupported(Unsupported reason) noexcept;
 
 StatsSnapshot stats_snapshot() noexcept;
+// Whether any interposed GEMM entry point was called (dispatched, nested, passed through or without
+// its real function). KD_STATS=1 prints nothing at exit when none was.
+bool intercepted_any(const StatsSnapshot& s) noexcept;
 // The KD_STATS report: lines starting "kdispatch_cublas: ". Throws only std::bad_alloc.
 std::string format_stats(const StatsSnapshot& s);
 

@@ -1,5 +1,6 @@
 #include "config/config.hpp"
 
+#include <grp.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
+#include "common/exit_code.hpp"
 #include "driver/proposer_list.hpp"
 #include "store/cache_store.hpp"
 
@@ -120,6 +122,31 @@ std::optional<std::string> parse_allowed_uids(Config& c, const std::string& text
   return std::nullopt;
 }
 
+// A group name or numeric gid. Read after socket_mode: members connect only through the file's
+// group bits, so a mode without them would refuse every member with a bare "permission denied".
+std::optional<std::string> parse_allowed_group(Config& c, const std::string& text) {
+  c.allowed_gid.reset();
+  if (text.empty()) return std::nullopt;
+  if (const auto gid = parse_unsigned<gid_t>(text)) {
+    c.allowed_gid = *gid;
+  } else {
+    std::vector<char> buffer(16384);
+    struct group entry {};
+    struct group* found = nullptr;
+    const int rc = ::getgrnam_r(text.c_str(), &entry, buffer.data(), buffer.size(), &found);
+    if (rc != 0 || found == nullptr)
+      return fmt::format("no group named '{}' on this machine: create it (the packaged "
+                         "sysusers.d file does, or groupadd --system {}) or give a numeric gid",
+                         text, text);
+    c.allowed_gid = found->gr_gid;
+  }
+  if ((c.socket_mode & 0060) != 0060)
+    return fmt::format("socket_mode 0{:o} gives the group no read and write on the socket: set "
+                       "socket_mode to 0660 as well",
+                       c.socket_mode);
+  return std::nullopt;
+}
+
 std::optional<std::string> parse_metrics_listen(Config& c, const std::string& text) {
   if (text != "off") {
     const auto colon = text.rfind(':');
@@ -185,6 +212,10 @@ constexpr ConfigKey kConfigKeys[] = {
     {"allowed_uids", "KD_ALLOWED_UIDS", "",
      "peer uids accepted (SO_PEERCRED), comma list (empty: the daemon's own uid and root)",
      parse_allowed_uids},
+    {"allowed_group", "KD_ALLOWED_GROUP", "",
+     "group (name or gid) whose members may use the socket and read the cache; needs "
+     "socket_mode 0660 (empty: none)",
+     parse_allowed_group},
     {"metrics_listen", "KD_METRICS_LISTEN", "127.0.0.1:9464",
      "loopback host:port of the HTTP endpoint (/metrics, /status), or off", parse_metrics_listen},
     {"metrics_port_file", "KD_METRICS_PORT_FILE", "",
@@ -296,10 +327,14 @@ std::variant<CommandLine, int> parse_command_line(int argc, char** argv) {
     app.add_option(flag_of(k.name), values[name],
                    fmt::format("{} (env {}, default '{}')", k.description, k.env, k.default_text));
   }
+  static constexpr ExitCode kDaemonExitCodes[] = {ExitCode::ok, ExitCode::failure, ExitCode::usage};
+  app.footer(exit_codes_help(kDaemonExitCodes));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11's own codes (109 for an unknown flag, ...) are not ours: --help is success, the rest
+    // is a usage error, as in kdctl.
+    return app.exit(e) == 0 ? exit_status(ExitCode::ok) : exit_status(ExitCode::usage);
   }
   if (!config_file.empty()) line.config_file = config_file;
   for (const auto& k : kConfigKeys) {

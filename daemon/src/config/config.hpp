@@ -32,6 +32,9 @@ struct Config {
   std::filesystem::path socket;  // resolved: never empty after load_config
   unsigned socket_mode = 0600;
   std::vector<uid_t> allowed_uids;  // resolved: never empty after load_config
+  // The group whose members may use the socket and read the cache (server/peer_access.hpp);
+  // nullopt when allowed_group is empty.
+  std::optional<gid_t> allowed_gid;
   std::string metrics_listen;       // "host:port" or "off"
   std::filesystem::path metrics_port_file;
   std::string log_level;
@@ -73,8 +76,8 @@ struct CommandLine {
   std::map<std::string, std::string> flags;  // config key -> value given by its flag
 };
 
-// Parses argv (CLI11). Returns the process exit code when the command line asked for help or was
-// wrong (the message is already printed), else the parsed line.
+// Parses argv (CLI11). Returns the process exit code when the command line asked for help (ok) or
+// was wrong (usage; common/exit_code.hpp), the message already printed; else the parsed line.
 std::variant<CommandLine, int> parse_command_line(int argc, char** argv);
 
 // Builds the configuration. `environment` is looked up by variable name (tests pass a map).

@@ -1,6 +1,6 @@
-// The loopback HTTP endpoint (Boost.Beast): GET /metrics (Prometheus text format 0.0.4) and
-// GET /status (the same JSON object as the status message). One request per connection; runs on
-// the daemon's io_context.
+// The loopback HTTP endpoint (Boost.Beast): GET /metrics (Prometheus text format 0.0.4: counters
+// and gauges, no keys or paths) and GET /status (public_status.hpp: the status message's counts,
+// without paths or keys). One request per connection; runs on the daemon's io_context.
 #pragma once
 
 #include <cstdint>

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
+#include "server/peer_access.hpp"
 #include "server/session.hpp"
 
 namespace kd::daemon {
@@ -69,6 +70,7 @@ void Server::start() {
                 fmt::format("bind {}: {}", path.string(), bind_ec.message()));
   bound_ = true;
   KD_SYS_CHECK(::chmod(path.c_str(), config_.socket_mode), path.string());
+  give_socket_to_group(config_, path);  // before listen: nobody can connect yet
   acceptor_.listen(asio::socket_base::max_listen_connections);
   spdlog::info("listening on {} (mode 0{:o})", path.string(), config_.socket_mode);
   accept_next();
@@ -88,28 +90,24 @@ void Server::stop() {
   }
 }
 
-bool Server::uid_allowed(uid_t uid) const {
-  return std::find(config_.allowed_uids.begin(), config_.allowed_uids.end(), uid) !=
-         config_.allowed_uids.end();
-}
-
 void Server::accept_next() {
   acceptor_.async_accept([this](boost::system::error_code ec, local::socket socket) {
     if (ec == asio::error::operation_aborted || !acceptor_.is_open()) return;
     if (!ec) {
-      ucred cred{};
-      socklen_t len = sizeof cred;
-      if (::getsockopt(socket.native_handle(), SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-        spdlog::warn("SO_PEERCRED failed ({}); refusing the client", std::strerror(errno));
+      auto identity = read_peer_identity(socket.native_handle());
+      if (const auto* why = std::get_if<std::string>(&identity)) {
+        spdlog::warn("{}; refusing the client", *why);
         metrics_.add(Counter::clients_refused);
       } else {
-        auto session = std::make_shared<Session>(*this, std::move(socket), cred.uid, cred.pid,
+        const PeerIdentity& peer = std::get<PeerIdentity>(identity);
+        auto session = std::make_shared<Session>(*this, std::move(socket), peer.uid, peer.pid,
                                                   next_session_id_++);
         sessions_.insert(session);
-        if (!uid_allowed(cred.uid)) {
+        if (admit(config_, peer) == Admission::refused) {
           metrics_.add(Counter::clients_refused);
-          spdlog::warn("refusing client pid {}: uid {} is not in allowed_uids", cred.pid, cred.uid);
-          session->fail(fmt::format("peer uid {} is not allowed by this daemon", cred.uid));
+          spdlog::warn("refusing client pid {}: uid {} is not in allowed_uids{}", peer.pid,
+                       peer.uid, config_.allowed_gid ? " nor in allowed_group" : "");
+          session->fail(refusal_message(config_, peer));
         } else if (sessions_.size() > config_.max_clients) {
           metrics_.add(Counter::clients_refused);
           session->fail(fmt::format("too many clients (max_clients = {})", config_.max_clients));

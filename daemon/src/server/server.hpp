@@ -1,4 +1,4 @@
-// The Unix-socket server: accepts clients (SO_PEERCRED uid check, client limit), owns the
+// The Unix-socket server: accepts clients (peer_access.hpp's admission, client limit), owns the
 // sessions, answers requests through the request table (requests.cpp) and pushes `published`
 // notices to subscribers. Runs on one io_context thread; notify_published may be called from any
 // thread.
@@ -63,7 +63,6 @@ public:
 
 private:
   void accept_next();
-  bool uid_allowed(uid_t uid) const;
 
   boost::asio::io_context& io_;
   const Config& config_;

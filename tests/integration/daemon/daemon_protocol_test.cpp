@@ -159,7 +159,7 @@ TEST(DaemonProtocol, SecondDaemonOnTheSameCacheIsRefused) {
   const auto r = test::run_daemon_command(
       {"--cache-dir", d.cache_dir().string(), "--socket", (dir.path() / "other.sock").string(),
        "--metrics-listen", "off", "--config", (dir.path() / "kdispatchd.toml").string()});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);  // usage (common/exit_code.hpp): restarting cannot help
   EXPECT_NE(r.output.find("another kdispatchd"), std::string::npos) << r.output;
 }
 
@@ -233,7 +233,7 @@ TEST(DaemonConfig, PrintConfigShowsValuesAndSources) {
 
   std::ofstream(file) << "no_such_key = 1\n";
   const auto bad = test::run_daemon_command({"--config", file.string(), "--print-config"});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("unknown key 'no_such_key'"), std::string::npos) << bad.output;
 }
 

@@ -322,12 +322,34 @@ TEST_P(ShimInterposition, RecordKeepsDistinctLinesAcrossCallsAndRuns) {
   }
 }
 
+// KD_STATS=1 reports only from processes that called an interposed entry point: a launcher or
+// shell that exports it to every child must not get the report from each of them.
+TEST_P(ShimInterposition, StatsStaySilentWithoutGemmCalls) {
+  const RunResult quiet = with_shim("none", {"KD_STATS=1"}, kTestHookShim);
+  ASSERT_EQ(quiet.exit_code, 0) << quiet.err;
+  EXPECT_EQ(quiet.err.find("kdispatch_cublas:"), std::string::npos) << quiet.err;
+  const RunResult passed = with_shim("repeat", {"KD_STATS=1", "KD_DISABLE=1"}, kTestHookShim);
+  ASSERT_EQ(passed.exit_code, 0) << passed.err;
+  EXPECT_CONTAINS(passed.err, "kdispatch_cublas: hits=0 misses=0 fallbacks=0 nested=0 pass_through=4");
+}
+
 INSTANTIATE_TEST_SUITE_P(Loadings, ShimInterposition,
                          ::testing::Values(Loading::linked, Loading::dlopen_local),
                          [](const ::testing::TestParamInfo<Loading>& param_info) {
                            return param_info.param == Loading::linked ? "LinkedRtldNext"
                                                                       : "DlopenLocalNoload";
                          });
+
+// The report's original complaint: KD_STATS=1 in the environment of a program that never loads
+// cuBLAS (here /bin/true under the product shim) printed the five-line report too.
+TEST(ShimStats, ProgramWithoutCublasPrintsNoReport) {
+  kd::test::TempDir dir;
+  const fs::path err = dir.path() / "stderr.txt";
+  const std::string cmd = "KD_STATS=1 KD_CACHE_DIR='" + (dir.path() / "cache").string() +
+                          "' LD_PRELOAD='" + kShim + "' /bin/true 2>'" + err.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  EXPECT_EQ(read_file(err), "");
+}
 
 // The product library exports the interposed symbols (nine GEMMs, four handle setters) under the
 // real version nodes, and nothing else.

@@ -179,7 +179,11 @@ void scenario_unsupported(cublasHandle_t h, cublasLtHandle_t lt) {
   ret("lt_device_scalars", run_lt(lt, device, kA, kB));
 }
 
+// cuBLAS loaded and handles made, but no GEMM call (as a process that loads torch and exits).
+void scenario_none(cublasHandle_t, cublasLtHandle_t) {}
+
 const std::map<std::string, std::function<void(cublasHandle_t, cublasLtHandle_t)>> kScenarios = {
+    {"none", scenario_none},
     {"all", scenario_all},
     {"state", scenario_state},
     {"repeat", scenario_repeat},

@@ -24,7 +24,7 @@ protected:
   std::filesystem::path archive() const { return tmp_.path() / "h100.kda"; }
   KdctlRun kdctl(const std::vector<std::string>& args) { return run_kdctl(tmp_.path(), args); }
   KdctlRun import_archive() {
-    return kdctl({"import", archive().string(), "--cache-dir", target().string()});
+    return kdctl({"import", archive().string(), "--cache-dir", target().string(), "--create"});
   }
   TempDir tmp_;
 };

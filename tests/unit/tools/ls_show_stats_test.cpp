@@ -66,7 +66,8 @@ TEST_F(KdctlCache, LsListsEveryRecordAndFilters) {
   ASSERT_EQ(j.size(), 1u);
   EXPECT_EQ(j[0]["shape"], f32_shape());
   EXPECT_EQ(j[0]["gpu"], "NVIDIA H100 80GB HBM3");
-  EXPECT_EQ(nlohmann::json::parse(kdctl({"ls", "--op", "conv", "--json"}).out).size(), 0u);
+  EXPECT_EQ(nlohmann::json::parse(kdctl({"ls", "--dtype", "f16", "--json"}).out).size(), 0u);
+  EXPECT_EQ(kdctl({"ls", "--op", "conv", "--json"}).rc, 2);  // no record can match: a usage error
 }
 
 TEST_F(KdctlCache, ShowPrintsRecordProvenanceAndTree) {

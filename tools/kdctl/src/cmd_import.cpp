@@ -1,6 +1,7 @@
 // kdctl import FILE: validates an archive from kdctl export and publishes its records.
 // A damaged archive imports nothing; damaged or foreign records are rejected one by one.
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -22,6 +23,7 @@ struct ImportArgs {
   std::string cache_dir;
   std::string file;
   bool dry_run = false;
+  bool create = false;  // start a new cache when the directory holds none
 };
 
 std::optional<std::string> read_file(const std::string& path) {
@@ -48,7 +50,18 @@ int run_import(const ImportArgs& a) {
               archive.records.size(), device.gpu.c_str(), device.arch.c_str(), device.sms);
 
   std::optional<CacheWriter> writer;
-  if (!a.dry_run) writer.emplace(resolve_cache_dir(a.cache_dir));
+  if (!a.dry_run) {
+    // A misspelled --cache-dir must not quietly become a new cache nobody reads.
+    const auto dir = resolve_cache_dir(a.cache_dir);
+    if (!a.create && !std::filesystem::exists(dir / "data.mdb")) {
+      std::fprintf(stderr,
+                   "kdctl import: no kdispatch cache at %s (no data.mdb there), nothing imported: "
+                   "check --cache-dir or KD_CACHE_DIR, or pass --create to start a new cache there\n",
+                   dir.c_str());
+      return kFailure;
+    }
+    writer.emplace(dir);
+  }
   Table table({{"#", Align::right}, {"RESULT"}, {"KEY"}, {"REASON"}});
   std::size_t imported = 0, rejected = 0;
   for (std::size_t i = 0; i < archive.records.size(); ++i) {
@@ -77,13 +90,16 @@ void setup_import(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<ImportArgs>();
   sub.add_option("file", a->file, "Archive written by kdctl export")->required();
   sub.add_option("--cache-dir", a->cache_dir,
-                 "Cache directory, created when missing (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+                 "Cache directory holding a cache (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  sub.add_flag("--create", a->create,
+               "Start a new cache in --cache-dir when it holds none (without it, import refuses)");
   sub.add_flag("--dry-run", a->dry_run, "Validate and list only; write nothing");
   sub.footer("The archive's checksum is verified first (a damaged archive imports nothing); then each\n"
              "record must decode, parse and name the archive's GPU, or it is rejected with the reason.\n"
              "Records replace ones stored under the same key; each write bumps the cache generation, so\n"
              "running clients pick them up (LMDB serializes this writer with the daemon's).\n"
-             "Exit codes: 0 all imported, 1 unreadable or damaged archive, or any record rejected, 2 usage.\n");
+             "Exit codes: 0 all imported, 1 unreadable or damaged archive, no cache in --cache-dir\n"
+             "(without --create), or any record rejected, 2 usage.\n");
   sub.callback([a, &action] { action = [a] { return run_import(*a); }; });
 }
 

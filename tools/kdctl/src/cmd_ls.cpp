@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -27,6 +28,14 @@ bool matches(const LsArgs& a, const KeyParts& k) {
   if (!a.dtype.empty() && to_string(k.key.a) != a.dtype) return false;
   if (!a.gpu.empty() && k.key.device->gpu.find(a.gpu) == std::string::npos) return false;
   return true;
+}
+
+// The values --op and --dtype accept: what a stored key's first token and input type can be.
+const std::vector<std::string> kOps = {"gemm"};
+std::vector<std::string> dtype_names() {
+  std::vector<std::string> names;
+  for (const DType t : {DType::f16, DType::bf16, DType::f32}) names.emplace_back(to_string(t));
+  return names;
 }
 
 int run_ls(const LsArgs& a) {
@@ -76,11 +85,13 @@ int run_ls(const LsArgs& a) {
 void setup_ls(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<LsArgs>();
   sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
-  sub.add_option("--op", a->op, "Only this operator (gemm)");
-  sub.add_option("--dtype", a->dtype, "Only this input dtype (f16, bf16, f32)");
+  // A filter value no record can have is a usage error naming the valid ones, not an empty list.
+  sub.add_option("--op", a->op, "Only this operator")->check(CLI::IsMember(kOps));
+  sub.add_option("--dtype", a->dtype, "Only this input dtype")->check(CLI::IsMember(dtype_names()));
   sub.add_option("--gpu", a->gpu, "Only GPUs whose name contains this text");
   sub.add_flag("--json", a->json, "Print a JSON array instead of a table");
-  sub.footer("Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage.\n");
+  sub.footer("Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage (also an --op or --dtype\n"
+             "value no record can have).\n");
   sub.callback([a, &action] { action = [a] { return run_ls(*a); }; });
 }
 

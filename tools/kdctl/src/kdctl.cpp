@@ -17,6 +17,7 @@ int run(int argc, char** argv) {
   CLI::App app{"kdctl: inspect, prewarm and manage a kdispatch kernel cache"};
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("kdctl ") + KD_VERSION_STRING);
+  app.footer(exit_codes_help());
 
   std::function<int()> action;
   for (const Command& cmd : commands()) {

@@ -1,15 +1,17 @@
 // kdctl, the operator's tool. Subcommands are registered in one table (kdctl.cpp).
 #pragma once
 
+#include "common/exit_code.hpp"
+
 namespace kd::kdctl {
 
-// Exit codes, documented in the README.
-enum ExitCode : int {
-  kOk = 0,
-  kFailure = 1,      // the command ran and failed (a rejected kernel, an unreachable daemon)
-  kUsage = 2,        // bad flags or arguments
-  kNotFaster = 3,    // validate/search: correct but not faster than the vendor library
-  kNoGpu = 4,        // the command needs a GPU and none is usable
+// kdctl's short names for the shared exit codes (common/exit_code.hpp, README "Exit codes").
+enum : int {
+  kOk = exit_status(ExitCode::ok),
+  kFailure = exit_status(ExitCode::failure),  // a rejected kernel, an unreachable daemon
+  kUsage = exit_status(ExitCode::usage),
+  kNotFaster = exit_status(ExitCode::not_faster),
+  kNoGpu = exit_status(ExitCode::no_gpu),
 };
 
 // Parses argv and runs one subcommand; returns its exit code. Never throws.
