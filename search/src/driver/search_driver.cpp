@@ -33,14 +33,17 @@ public:
 
   SearchOutcome finish(std::string reason) {
     out_.stop_reason = std::move(reason);
-    out_.elapsed = elapsed();
     out_.floor_us = floor_us_;
+    int confirmations = 0;
     for (const int id : out_.tree.top_k(static_cast<int>(out_.tree.nodes().size()))) {
-      if (out_.tree.node(id).verdict == "passed") {
+      if (out_.tree.node(id).verdict != "passed") continue;
+      if (confirmations++ == kMaxConfirmations) break;
+      if (confirmed(id)) {
         out_.winner = id;
         break;
       }
     }
+    out_.elapsed = elapsed();
     if (auto best = out_.winner ? out_.winner : out_.tree.best()) out_.baseline_us = out_.tree.node(*best).baseline_us;
     emit({SearchEvent::Kind::finished, round_, nullptr, out_.stop_reason});
     return std::move(out_);
@@ -90,6 +93,30 @@ public:
   }
 
 private:
+  // The fastest of many noisy measurements is biased low (the winner's curse): a node is
+  // published only when a second, independent evaluation also beats the baseline by the margin.
+  // Its times become the confirmation's. At most kMaxConfirmations nodes are tried, fastest first.
+  static constexpr int kMaxConfirmations = 3;
+  bool confirmed(int id) {
+    if (options_.mode != SearchMode::evaluate || backend_ == nullptr) return true;
+    Node& n = out_.tree.node(id);
+    eval::EvalRequest req{out_.tree.key_line(), {}, {}, options_.eval, n.cublaslt};
+    if (!n.cublaslt) {
+      const auto b = out_.builds.find(id);
+      if (b == out_.builds.end() || !b->second.plan) return false;
+      req.cubin = b->second.cubin;
+      req.plan = *b->second.plan;
+    }
+    const eval::Verdict v = backend_->evaluate(req);
+    if (v.candidate_time) n.candidate_us = v.candidate_time->median_us;
+    if (v.baseline_time) n.baseline_us = v.baseline_time->median_us;
+    out_.verdicts[static_cast<std::size_t>(id)] = v;
+    if (v.accepted()) return true;
+    n.verdict = v.correct() ? "not_faster" : std::string(eval::to_string(v.rule));
+    n.detail = "a second measurement did not confirm the win: " + v.detail;
+    return false;
+  }
+
   ProposalContext context() const {
     AlgoSource* algos = backend_ != nullptr && options_.mode == SearchMode::evaluate ? backend_->algo_source() : nullptr;
     return {key_, target_, out_.tree, floor_us_, baseline_us(), bandwidth_gb_per_s_, peak_tflop_per_s_, algos};

@@ -143,9 +143,10 @@ void EvalKernels::late_copy(CUstream s, const Copy* copies, int count, long long
   launch(late_copy_, "kd_late_copy", s, static_cast<unsigned>(std::max(1, sms_ / 2)), 1, 1, kThreads, 1, params);
 }
 
-void EvalKernels::stream_read(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdeviceptr sink) const {
-  long long vecs = static_cast<long long>(bytes / 16);
-  void* params[] = {&p, &vecs, &sink};
+void EvalKernels::stream_read(CUstream s, CUdeviceptr p0, std::uint64_t bytes0, CUdeviceptr p1,
+                              std::uint64_t bytes1, CUdeviceptr sink) const {
+  long long vecs0 = static_cast<long long>(bytes0 / 16), vecs1 = static_cast<long long>(bytes1 / 16);
+  void* params[] = {&p0, &vecs0, &p1, &vecs1, &sink};
   launch(stream_read_, "kd_stream_read", s, static_cast<unsigned>(sms_ * 4), 1, 1, kThreads, 1, params);
 }
 

@@ -86,8 +86,10 @@ public:
   // triggers its dependents, waits `delay_ns`, then copies up to kMaxLateCopies ranges. Uses about
   // half of the SMs, so the dependent's blocks find room to start early.
   void late_copy(CUstream s, const Copy* copies, int count, long long delay_ns) const;
-  // Reads `bytes` (a multiple of 16, 16-byte aligned) as a streaming kernel does.
-  void stream_read(CUstream s, CUdeviceptr p, std::uint64_t bytes, CUdeviceptr sink) const;
+  // Reads two ranges (each 16-byte aligned, a multiple of 16 bytes) in one launch, as a kernel
+  // that only streams its inputs does.
+  void stream_read(CUstream s, CUdeviceptr p0, std::uint64_t bytes0, CUdeviceptr p1, std::uint64_t bytes1,
+                   CUdeviceptr sink) const;
 
 private:
   Module module_;

@@ -57,8 +57,7 @@ std::optional<std::string> ServingTimer::capture(const GateCandidate& candidate)
   auto reads = capture_graph(stream_, [&]() -> std::optional<std::string> {
     for (int i = 0; i < shape_.calls; ++i) {
       kernels_.stream_read(stream_, problem_.weight_copy(i % shape_.copies), round_up(shape_.weight_bytes, 16),
-                           problem_.stream_sink());
-      kernels_.stream_read(stream_, other_ptr, round_up(other, 16), problem_.stream_sink());
+                           other_ptr, round_up(other, 16), problem_.stream_sink());
     }
     return std::nullopt;
   });

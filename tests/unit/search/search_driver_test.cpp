@@ -100,8 +100,34 @@ TEST(SearchDriver, CandidateBudgetHolds) {
   const builtin::Target target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &backend, opts, {});
   EXPECT_LE(out.tree.nodes().size(), 7u);
-  EXPECT_EQ(backend.calls, static_cast<int>(out.tree.nodes().size()));
+  // Every node once, and the winner once more to confirm it.
+  EXPECT_EQ(backend.calls, static_cast<int>(out.tree.nodes().size()) + 1);
   EXPECT_NE(out.stop_reason.find("candidate budget"), std::string::npos) << out.stop_reason;
+}
+
+// The fastest of many noisy measurements is biased low: the winner must win a second time. Here
+// the fastest node's confirmation measures slower than the baseline, so it is not published and
+// the next one, confirmed, is.
+TEST(SearchDriver, WinnerIsPublishedOnlyWhenASecondMeasurementConfirmsIt) {
+  builtin::BuiltinProposer builtin;
+  std::vector<Proposer*> proposers{&builtin};
+  SearchOptions opts;
+  opts.budget.max_candidates = 4;
+  int calls = 0;
+  ScriptedBackend backend([&](const std::string&) {
+    ++calls;
+    if (calls <= 4) return 60.0 - calls;  // node 3 fastest, then node 2
+    return calls == 5 ? 150.0 : 58.0;     // node 3's confirmation loses, node 2's wins
+  });
+  const builtin::Target target;
+  const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &backend, opts, {});
+  ASSERT_EQ(out.tree.nodes().size(), 4u);
+  ASSERT_TRUE(out.winner.has_value());
+  EXPECT_EQ(*out.winner, 2);
+  EXPECT_EQ(out.tree.node(3).verdict, "not_faster");
+  EXPECT_NE(out.tree.node(3).detail.find("did not confirm"), std::string::npos) << out.tree.node(3).detail;
+  EXPECT_DOUBLE_EQ(out.tree.node(2).candidate_us, 58.0);  // the confirmation's time
+  EXPECT_EQ(calls, 6);
 }
 
 TEST(SearchDriver, NoCorrectCandidateKeepsTheVendorLibrary) {
