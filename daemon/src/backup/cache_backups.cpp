@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.hpp"
+#include "store/cache_check.hpp"
 #include "store/cache_recovery.hpp"
 
 namespace kd::daemon {
@@ -41,6 +42,19 @@ void CacheBackups::copy_if_changed(const char* when) {
   try {
     if (last_commit(env_) == copied_txnid_) return;
     const auto start = std::chrono::steady_clock::now();
+    // The copy reads the live file through LMDB: check it first, so that a file damaged while the
+    // daemon runs (truncated or overwritten by something else) is reported instead of faulting the
+    // copy, and never replaces a good copy.
+    {
+      lmdb::Txn snapshot(env_, lmdb::Access::read_only);
+      const CacheCheck check = check_open_snapshot(env_, snapshot, CheckScope::everything);
+      if (!check.ok()) {
+        spdlog::error("{} while kdispatchd runs; the compact copy {} is kept as it is. Restart kdispatchd: at start it "
+                      "moves the damaged file aside and restores that copy",
+                      check.what, backup_file_of(env_.path()).string());
+        return;
+      }
+    }
     const CompactCopy copy = write_compact_copy(env_);
     copied_txnid_ = copy.txnid;
     spdlog::info("compact copy of the cache ({}): {} ({} bytes, {} ms)", when, backup_file_of(env_.path()).string(),

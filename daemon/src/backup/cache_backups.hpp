@@ -14,9 +14,10 @@ namespace kd::daemon {
 
 // Writes a compact copy every `interval` on a thread of its own (copying a large cache takes
 // seconds, which must hold up neither the io thread nor the queue's writer), skipping intervals
-// without a commit since the last copy. An interval of zero writes no copies at all. A failed copy
-// is logged (warn) and the previous copy kept. `env` must outlive this object and must have passed
-// the cache check when it was opened (CacheWriter's does).
+// without a commit since the last copy. An interval of zero writes no copies at all. Each copy is
+// preceded by the cache check of the live file: a file damaged while the daemon runs is reported
+// (error level, with the fix: restart kdispatchd) and not copied. A failed copy is logged (warn) and
+// the previous copy kept. `env` must outlive this object.
 class CacheBackups {
 public:
   CacheBackups(const lmdb::Env& env, std::chrono::seconds interval);
