@@ -241,7 +241,6 @@ struct CacheReader::Impl {
         meta = *meta_dbi;
         records = *records_dbi;
       }
-      checked_txn.reset();  // the setup transaction's snapshot is gone with it
       txn.emplace(*env, lmdb::Access::read_only);
       if (auto bad = verify(*txn)) {
         reject(*bad);
