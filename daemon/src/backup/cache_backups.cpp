@@ -49,9 +49,11 @@ void CacheBackups::copy_if_changed(const char* when) {
       lmdb::Txn snapshot(env_, lmdb::Access::read_only);
       const CacheCheck check = check_open_snapshot(env_, snapshot, CheckScope::everything);
       if (!check.ok()) {
-        spdlog::error("{} while kdispatchd runs; the compact copy {} is kept as it is. Restart kdispatchd: at start it "
-                      "moves the damaged file aside and restores that copy",
-                      check.what, backup_file_of(env_.path()).string());
+        const auto backup = backup_file_of(env_.path());
+        spdlog::error("{} while kdispatchd runs, so it is not copied to {}. Restart kdispatchd: at start it moves the "
+                      "damaged file aside and {}",
+                      check.what, backup.string(),
+                      std::filesystem::exists(backup) ? "restores the compact copy" : "starts an empty cache");
         return;
       }
     }
