@@ -157,18 +157,22 @@ int rebuild(const DoctorArgs& a, const fs::path& dir) {
   const DaemonLockProbe lock(dir);
   if (!lock.held()) {
     std::fprintf(stderr,
-                 "kdctl doctor: kdispatchd is running on %s: stop it first (it checks the cache when it starts and "
-                 "moves a damaged file aside itself); to remove only damaged records while it runs, use kdctl "
-                 "evict --damaged\n",
+                 "kdctl doctor: kdispatchd is running on %s: stop it and run kdctl doctor again, or restart it (at "
+                 "start it moves the damaged file aside and restores its compact copy; kdctl doctor --from then "
+                 "salvages the moved file)\n",
                  dir.c_str());
     return kFailure;
   }
   const fs::path work = dir / fmt::format(".doctor-{}", ::getpid());
   fs::remove_all(work);
   SalvageReport report;
-  {
+  try {
     CacheWriter fresh(work);
     report = salvage(file, &fresh, SalvageTarget::fresh_cache);
+  } catch (...) {
+    std::error_code ignored;
+    fs::remove_all(work, ignored);  // the damaged file is still in place, untouched
+    throw;
   }
   const fs::path moved = move_aside(dir, std::chrono::system_clock::now());
   fs::rename(data_file_of(work), file);
