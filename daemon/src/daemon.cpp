@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "backup/cache_backups.hpp"
 #include "common/error.hpp"
 #include "http/http_server.hpp"
 #include "http/metrics.hpp"
@@ -24,6 +25,7 @@
 #include "server/peer_access.hpp"
 #include "server/server.hpp"
 #include "stats/client_stats.hpp"
+#include "store/cache_recovery.hpp"
 
 namespace kd::daemon {
 namespace {
@@ -80,9 +82,15 @@ json job_json(const Job& j) {
 int run_daemon(const Config& config) {
   const auto started = std::chrono::steady_clock::now();
   DaemonLock lock(config.cache_dir);
+  // A damaged data.mdb is moved aside (and the compact copy restored) before anything opens it.
+  if (const StartupRepair repair = repair_at_startup(config.cache_dir);
+      repair.outcome != StartupRepair::Outcome::healthy) {
+    spdlog::warn("{}", repair.message(config.cache_dir));
+  }
   ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
   JobQueue queue(config.cache_dir);
   share_cache_with_group(config);  // the cache files exist now
+  CacheBackups backups(queue.cache_env(), config.backup_interval);
   load_client_stats(client_stats, queue);
   Metrics metrics;
   asio::io_context io(1);
@@ -206,6 +214,7 @@ int run_daemon(const Config& config) {
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
   save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed
+  backups.finish();   // the compact copy of what was committed
   spdlog::info("stopped cleanly");
   return 0;
 }

@@ -77,6 +77,13 @@ std::optional<std::string> millis_into(Config& c, const std::string& text) {
   return std::nullopt;
 }
 
+std::optional<std::string> parse_backup_interval(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<std::uint64_t>(text);
+  if (!v) return "expected a number of seconds (0 turns compact copies off)";
+  c.backup_interval = std::chrono::seconds(*v);
+  return std::nullopt;
+}
+
 template <std::string Config::*Field>
 std::optional<std::string> text_into(Config& c, const std::string& text) {
   c.*Field = text;
@@ -260,6 +267,10 @@ constexpr ConfigKey kConfigKeys[] = {
      millis_into<&Config::restart_backoff>},
     {"max_attempts", "KD_MAX_ATTEMPTS", "3", "runs of a job before it is marked failed",
      unsigned_into<std::uint32_t, &Config::max_attempts>},
+    {"backup_interval_s", "KD_BACKUP_INTERVAL_S", "1800",
+     "seconds between compact copies of the cache (data.mdb.backup, also written at a clean shutdown and "
+     "restored when data.mdb is found damaged); 0: no copies",
+     parse_backup_interval},
 };
 
 std::string flag_of(std::string_view name) {

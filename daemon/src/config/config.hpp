@@ -53,6 +53,7 @@ struct Config {
   std::size_t max_client_backlog_bytes = 0;
   std::chrono::milliseconds restart_backoff{0};
   std::uint32_t max_attempts = 0;
+  std::chrono::seconds backup_interval{0};  // compact copies of the cache; 0: none
 
   // Each key's text as loaded and where it came from, in table order (for --print-config).
   struct Origin {

@@ -65,6 +65,8 @@ JobQueue::JobQueue(const std::filesystem::path& cache_dir)
 
 JobQueue::~JobQueue() { stop(); }
 
+const lmdb::Env& JobQueue::cache_env() const { return writer_->env(); }
+
 void JobQueue::stop() {
   {
     const std::lock_guard lock(pending_mu_);

@@ -98,6 +98,10 @@ public:
   // Commits everything pending and stops the writer thread; later changes complete with an error.
   void stop();
 
+  // The cache's environment, open until destruction (stop() leaves it open): for the compact copies
+  // (backup/cache_backups.hpp), which read it through transactions of their own.
+  const lmdb::Env& cache_env() const;
+
 private:
   struct Pending;
   void submit(Pending item);

@@ -9,9 +9,11 @@
 
 #include <fmt/format.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "store/cache_check.hpp"
 
 namespace kd {
 namespace {
@@ -100,7 +102,25 @@ std::filesystem::path default_cache_dir() {
 // ---------------------------------------------------------------------------------------------
 // CacheReader
 
-enum class ReaderState { open, unavailable, foreign_schema };
+enum class ReaderState { open, unavailable, foreign_schema, damaged };
+
+namespace {
+
+// Which file a reader has open: a daemon that moves a damaged data.mdb aside and starts a new one
+// changes it, and the reader must then open the new file instead of reading the old one forever.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+std::optional<FileIdentity> identity_of(const fs::path& file) {
+  struct stat st{};
+  if (::stat(file.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino};
+}
+
+}  // namespace
 
 struct CacheReader::Impl {
   // What a snapshot's meta database says; applied to the reader only once the snapshot is taken.
@@ -121,18 +141,37 @@ struct CacheReader::Impl {
   ReaderState state = ReaderState::unavailable;
   std::string reason;
   std::uint64_t generation = 0;
+  std::optional<FileIdentity> file;          // the data.mdb opened
+  std::optional<std::uint64_t> checked_txn;  // the last snapshot the cache check passed
 
   void close() noexcept {
     spare.reset();
     txn.reset();
     env.reset();
+    checked_txn.reset();
   }
 
-  void mark_unavailable(std::string why) noexcept {
+  void mark_unavailable(std::string why, ReaderState why_state = ReaderState::unavailable) noexcept {
     close();
-    state = ReaderState::unavailable;
+    state = why_state;
     reason = std::move(why);
     generation = 0;
+  }
+
+  // Runs the cache check on the snapshot `snapshot` reads unless it passed already; nullopt when
+  // LMDB may read it. Applications never read a snapshot the check has not passed (ARCHITECTURE.md,
+  // "A damaged cache never crashes a process").
+  std::optional<CacheCheck> verify(lmdb::Txn& snapshot) {
+    if (checked_txn == snapshot.id()) return std::nullopt;
+    CacheCheck check = check_open_snapshot(*env, snapshot, CheckScope::applications);
+    if (!check.ok()) return check;
+    checked_txn = check.txnid;
+    return std::nullopt;
+  }
+
+  // Closes everything (transactions included, so none may be held outside the members).
+  void reject(const CacheCheck& check) noexcept {
+    mark_unavailable(check.message(), check.damaged() ? ReaderState::damaged : ReaderState::unavailable);
   }
 
   void open_env() {
@@ -174,22 +213,39 @@ struct CacheReader::Impl {
   void open() noexcept {
     close();
     try {
+      file = identity_of(data_file_of(dir));
+      const CacheCheck inspected = inspect_cache_dir(dir);
+      if (!inspected.ok()) {
+        mark_unavailable(inspected.message(), inspected.damaged() ? ReaderState::damaged : ReaderState::unavailable);
+        return;
+      }
       open_env();
       {
         // Handles opened in a read transaction survive only if it commits (mdb_txn_reset or
         // abort would close them), so they are opened once here and used by every snapshot.
-        lmdb::Txn setup(*env, lmdb::Access::read_only);
-        const auto meta_dbi = lmdb::open_db(setup, kMetaDb, false);
-        const auto records_dbi = lmdb::open_db(setup, kRecordsDb, false);
+        // The transaction must end before mark_unavailable or reject closes its environment.
+        std::optional<lmdb::Txn> setup(std::in_place, *env, lmdb::Access::read_only);
+        if (auto bad = verify(*setup)) {
+          setup.reset();
+          reject(*bad);
+          return;
+        }
+        const auto meta_dbi = lmdb::open_db(*setup, kMetaDb, false);
+        const auto records_dbi = lmdb::open_db(*setup, kRecordsDb, false);
         if (!meta_dbi || !records_dbi) {
+          setup.reset();
           mark_unavailable(fmt::format("cache at {} has no kdispatch databases", dir.string()));
           return;
         }
-        setup.commit();
+        setup->commit();
         meta = *meta_dbi;
         records = *records_dbi;
       }
       txn.emplace(*env, lmdb::Access::read_only);
+      if (auto bad = verify(*txn)) {
+        reject(*bad);
+        return;
+      }
       apply(read_meta(*txn));
     } catch (const std::exception& e) {
       mark_unavailable(fmt::format("cache at {} unavailable: {}", dir.string(), e.what()));
@@ -208,6 +264,10 @@ struct CacheReader::Impl {
     } else {
       spare.emplace(*env, lmdb::Access::read_only);
     }
+    if (auto bad = verify(*spare)) {
+      reject(*bad);
+      return;
+    }
     MetaView view = read_meta(*spare);
     if (state == ReaderState::open && view.state == ReaderState::open && view.generation < generation) {
       spare->reset();
@@ -220,6 +280,7 @@ struct CacheReader::Impl {
 
   std::variant<Record, LookupMiss> lookup(std::string_view key) const {
     if (state == ReaderState::unavailable) return LookupMiss::cache_unavailable;
+    if (state == ReaderState::damaged) return LookupMiss::corrupted;
     if (state == ReaderState::foreign_schema) return LookupMiss::schema_mismatch;
     if (key.empty() || key.size() > static_cast<std::size_t>(mdb_env_get_maxkeysize(env->get()))) {
       return LookupMiss::not_found;
@@ -258,7 +319,7 @@ const std::string& CacheReader::unavailable_reason() const noexcept { return imp
 
 std::uint64_t CacheReader::refresh() noexcept {
   Impl& d = *impl_;
-  if (!d.txn) {
+  if (!d.txn || identity_of(data_file_of(d.dir)) != d.file) {
     d.open();
     return d.generation;
   }
@@ -295,6 +356,21 @@ std::vector<std::string> CacheReader::list_keys() const {
 // ---------------------------------------------------------------------------------------------
 // CacheWriter
 
+// The writer's environment, opened only after stage one of the cache check passed (LMDB maps the
+// file and reads its meta pages there). A missing or empty data.mdb is fine: LMDB starts it.
+lmdb::Env checked_env(const fs::path& dir, const lmdb::EnvOptions& options) {
+  const CacheCheck inspected = inspect_cache_dir(dir);
+  switch (inspected.problem) {
+    case CacheProblem::none:
+    case CacheProblem::no_directory:
+    case CacheProblem::no_data_file:
+    case CacheProblem::empty:
+      return lmdb::Env(dir, lmdb::Access::read_write, options);
+    default:
+      throw Error(ErrorDomain::data, 0, inspected.message());
+  }
+}
+
 struct CacheWriter::Impl {
   fs::path dir;
   std::size_t map_size_bytes;
@@ -303,9 +379,13 @@ struct CacheWriter::Impl {
   std::map<std::string, MDB_dbi, std::less<>> dbis;
 
   Impl(fs::path d, const lmdb::EnvOptions& options)
-      : dir(std::move(d)), map_size_bytes(options.map_size_bytes),
-        env(dir, lmdb::Access::read_write, options) {
+      : dir(std::move(d)), map_size_bytes(options.map_size_bytes), env(checked_env(dir, options)) {
     env.clear_stale_readers();
+    {
+      lmdb::Txn snapshot(env, lmdb::Access::read_only);
+      const CacheCheck check = check_open_snapshot(env, snapshot, CheckScope::everything);
+      if (!check.ok()) throw Error(ErrorDomain::data, 0, check.message());
+    }
     write([&](const lmdb::Txn& txn) {
       std::map<std::string, MDB_dbi, std::less<>> opened;
       for (const char* name : kDatabases) opened.emplace(name, *lmdb::open_db(txn, name, true));
@@ -428,6 +508,18 @@ std::vector<std::pair<std::string, std::string>> CacheWriter::scan_raw(const cha
     entries.emplace_back(std::string(k), std::string(v));
   });
   return entries;
+}
+
+void CacheWriter::put_raw_many(const char* db, const std::vector<std::pair<std::string, std::string>>& entries) {
+  const MDB_dbi dbi = *impl_->db(db, Impl::Create::if_missing);
+  impl_->write([&](const lmdb::Txn& txn) {
+    for (const auto& [key, value] : entries) lmdb::put(txn, dbi, key, value);
+    return 0;
+  });
+}
+
+std::uint64_t CacheWriter::bump_generation() {
+  return impl_->write([&](const lmdb::Txn& txn) { return impl_->bump_generation(txn); });
 }
 
 lmdb::Env& CacheWriter::env() noexcept { return impl_->env; }

@@ -59,7 +59,10 @@ struct RuntimeVersions {
 // (refresh()), so lookups cost no reader-slot registration. Not thread-safe: one reader per
 // thread, or external locking.
 // A cache whose meta schema is not kCacheSchemaVersion is not available() either; its lookups
-// answer schema_mismatch. A directory the process cannot write (no lock file can be created or
+// answer schema_mismatch. A cache that fails the cache check (cache_check.hpp: truncated, not LMDB,
+// a broken tree) is never read: it is not available() and its lookups answer corrupted; every
+// snapshot is checked before it is read, and refresh() reopens the directory's data.mdb when it
+// was replaced (a daemon moving a damaged file aside). A directory the process cannot write (no lock file can be created or
 // opened for writing) is opened with MDB_NOLOCK as a fallback: see lmdb::LockMode::no_lock for
 // the caveat (a concurrent writer can make snapshots read damaged records, answered as corrupted).
 // A moved-from reader (or writer) may only be destroyed or assigned to.
@@ -96,6 +99,8 @@ private:
 // The single writer (the daemon, kdctl import/evict run through it or with the daemon stopped).
 // Creates the directory and databases; writes the schema version on first open and refuses (throws
 // kd::Error) a cache of another schema. Clears stale reader slots of dead processes on open.
+// Opens only a cache that passes the cache check (cache_check.hpp, CheckScope::everything): a
+// damaged data.mdb throws kd::Error (domain data) whose message names the damage and the fix.
 // Not thread-safe. Every write is one transaction; a write that does not fit the map throws
 // kd::Error (domain lmdb, code MDB_MAP_FULL) saying the cache is full. Keys longer than LMDB's
 // maximum key size (511 bytes) throw kd::Error on writing and are not_found on lookup.
@@ -121,6 +126,10 @@ public:
   bool del_raw(const char* db, std::string_view key);
   // All (key, value) pairs of a database in key order.
   std::vector<std::pair<std::string, std::string>> scan_raw(const char* db) const;
+  // Stores many pairs in one transaction (kdctl doctor's salvage); the generation is not bumped.
+  void put_raw_many(const char* db, const std::vector<std::pair<std::string, std::string>>& entries);
+  // Bumps the generation alone, so running clients look again (after put_raw_many of records).
+  std::uint64_t bump_generation();
 
   lmdb::Env& env() noexcept;
 

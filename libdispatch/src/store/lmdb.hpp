@@ -6,6 +6,7 @@
 #include <lmdb.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -69,6 +70,9 @@ class Txn {
 public:
   Txn(const Env& env, Access access);
   MDB_txn* get() const noexcept { return txn_.get(); }
+  // The transaction's id (mdb_txn_id). A read-only transaction's id is the snapshot its reader slot
+  // pins: the writer's last commit when it began; it reads the meta page of that id's parity.
+  std::uint64_t id() const noexcept { return mdb_txn_id(txn_.get()); }
   // Commits; the transaction is finished afterwards (destruction then does nothing).
   void commit();
   // Read-only transactions only: release the snapshot but keep the reader slot (mdb_txn_reset),

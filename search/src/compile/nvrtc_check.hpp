@@ -3,15 +3,12 @@
 
 #include <nvrtc.h>
 
-#include <fmt/format.h>
-
 #include "common/error.hpp"
 
 #define KD_NVRTC_CHECK(call, object)                                                         \
   do {                                                                                       \
     const nvrtcResult kd_rc_ = (call);                                                       \
     if (kd_rc_ != NVRTC_SUCCESS)                                                             \
-      throw ::kd::Error(::kd::ErrorDomain::nvrtc, static_cast<int>(kd_rc_),                  \
-                        fmt::format("{} failed on {}: {} ({})", #call, (object),             \
-                                    nvrtcGetErrorString(kd_rc_), KD_WHERE));                  \
+      ::kd::throw_call_error(::kd::ErrorDomain::nvrtc, static_cast<int>(kd_rc_),             \
+                             nvrtcGetErrorString(kd_rc_), #call, (object), KD_WHERE);        \
   } while (0)

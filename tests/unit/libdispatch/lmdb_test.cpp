@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "common/error.hpp"
 #include "support/temp_dir.hpp"
 
@@ -58,6 +60,28 @@ TEST(Lmdb, OpeningAMissingCacheReadOnlyNamesThePath) {
   } catch (const Error& e) {
     EXPECT_EQ(e.domain(), ErrorDomain::lmdb);
     EXPECT_NE(std::string(e.what()).find("nowhere"), std::string::npos) << e.what();
+    // Users see the path and the problem; the call's source text and location are for debug logs.
+    EXPECT_EQ(std::string(e.what()).find("mdb_env_open("), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).find(".cpp"), std::string::npos) << e.what();
+    EXPECT_NE(e.detail().find("mdb_env_open("), std::string::npos) << e.detail();
+    EXPECT_NE(e.detail().find("lmdb.cpp:"), std::string::npos) << e.detail();
+  }
+}
+
+TEST(Lmdb, ErrorMessagesNameTheFunctionAndTheFix) {
+  EXPECT_EQ(called_function("mdb_env_open(raw, where.c_str(), flags, 0644)"), "mdb_env_open");
+  EXPECT_EQ(called_function("cu().cuModuleLoadData(&module, image.data())"), "cuModuleLoadData");
+  EXPECT_EQ(called_function("::open(path.c_str(), O_RDWR | O_CREAT)"), "open");
+  EXPECT_EQ(called_function("rc"), "");
+  try {
+    throw_lmdb_error(EACCES, "mdb_env_open(raw, where.c_str(), flags, 0644)", "/srv/cache", KD_WHERE);
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "/srv/cache: permission denied (run as the cache's owner or a member of its group)");
+  }
+  try {
+    throw_system_error(ECONNREFUSED, "::connect(fd, addr, len)", "/run/kd.sock", KD_WHERE);
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "connect failed on /run/kd.sock: Connection refused");
   }
 }
 

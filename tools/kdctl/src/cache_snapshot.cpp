@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "store/cache_check.hpp"
 #include "store/cache_store.hpp"
 #include "store/lmdb.hpp"
 
@@ -39,13 +40,10 @@ fs::path resolve_cache_dir(const std::string& flag) {
 }
 
 void require_cache(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir / "data.mdb", ec)) {
-    throw Error(ErrorDomain::usage, 0,
-                fmt::format("no kdispatch cache at {} (no data.mdb there): pass --cache-dir DIR or "
-                            "set KD_CACHE_DIR",
-                            dir.string()));
-  }
+  const CacheCheck inspected = inspect_cache_dir(dir);
+  if (inspected.ok()) return;
+  const bool absent = inspected.problem == CacheProblem::no_directory || inspected.problem == CacheProblem::no_data_file;
+  throw Error(absent ? ErrorDomain::usage : ErrorDomain::data, 0, inspected.message());
 }
 
 std::optional<KeyParts> split_key(std::string_view full_key_line) {
@@ -60,7 +58,12 @@ struct CacheSnapshot::Impl {
   fs::path dir;
   lmdb::Env env;
   lmdb::Txn txn;  // one snapshot for the life of the command; declared after env
-  explicit Impl(const fs::path& d) : dir(d), env(open_read_only(d)), txn(env, lmdb::Access::read_only) {}
+  // The environment is opened only after require_cache's stage one of the cache check, and the
+  // snapshot read only after stage two passed on it (cache_check.hpp).
+  explicit Impl(const fs::path& d) : dir(d), env(open_read_only(d)), txn(env, lmdb::Access::read_only) {
+    const CacheCheck check = check_open_snapshot(env, txn, CheckScope::everything);
+    if (!check.ok()) throw Error(ErrorDomain::data, 0, check.message());
+  }
 
   // Handles opened in this read transaction are valid for as long as it lives.
   std::optional<MDB_dbi> db(const char* name) const { return lmdb::open_db(txn, name, false); }

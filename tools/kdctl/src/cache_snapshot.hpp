@@ -21,8 +21,10 @@ namespace kd::kdctl {
 // The --cache-dir flag's value, or default_cache_dir() when it was not given (empty).
 std::filesystem::path resolve_cache_dir(const std::string& flag);
 
-// Throws kd::Error (usage) naming `dir` when it holds no cache (no data.mdb): the message says to
-// pass --cache-dir or set KD_CACHE_DIR. Used by every subcommand that needs an existing cache.
+// Stage one of the cache check (store/cache_check.hpp): throws kd::Error naming `dir` and the fix
+// when it holds no cache (usage: pass --cache-dir or set KD_CACHE_DIR), cannot be read, or its
+// data.mdb is empty, not LMDB or truncated (data: run kdctl doctor). Used by every subcommand that
+// needs an existing cache.
 void require_cache(const std::filesystem::path& dir);
 
 // One record of the snapshot. `record` is the decoded record, or why it could not be decoded;
@@ -43,8 +45,9 @@ std::optional<KeyParts> split_key(std::string_view full_key_line);
 class CacheSnapshot {
 public:
   // Opens `dir` read-only (without a lock file when the directory is not writable, as CacheReader
-  // does). Throws kd::Error when there is no cache (require_cache), or the cache has another schema
-  // or cannot be opened (the LMDB error, with the path).
+  // does). Throws kd::Error when there is no cache (require_cache), the cache check finds it
+  // damaged (the message names the page and says to run kdctl doctor), or the cache has another
+  // schema or cannot be opened (the LMDB error, with the path).
   explicit CacheSnapshot(const std::filesystem::path& dir);
   ~CacheSnapshot();
   CacheSnapshot(const CacheSnapshot&) = delete;

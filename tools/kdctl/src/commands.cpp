@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"export", "Write the records of one GPU model to a portable, checksummed archive", setup_export},
     {"import", "Validate an archive from kdctl export and publish its records", setup_import},
     {"evict", "Remove records by age, size cap, GPU or key pattern", setup_evict},
+    {"doctor", "Check the cache without a GPU; salvage a damaged one into a new cache", setup_doctor},
 };
 }  // namespace
 
