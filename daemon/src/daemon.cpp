@@ -18,6 +18,7 @@
 #include "http/http_server.hpp"
 #include "http/metrics.hpp"
 #include "kdispatch/kdispatch.h"
+#include "protocol/messages.hpp"
 #include "queue/job_queue.hpp"
 #include "sched/scheduler.hpp"
 #include "server/server.hpp"
@@ -68,10 +69,9 @@ void write_port_file(const std::filesystem::path& path, std::uint16_t port) {
 // counts of processes that exit before it returns (a running process re-sends its cumulative ones).
 constexpr std::chrono::seconds kClientStatsSaveInterval{5};
 
-json job_json(const Job& j) {
-  return {{"key", j.key},           {"state", to_string(j.state)}, {"count", j.count},
-          {"priority", j.priority()}, {"attempts", j.attempts},    {"reason", j.reason}};
-}
+// How often the cache's generation is read back, for writes of other processes that did not tell
+// the daemon (a kdctl that could not reach the socket): subscribers then still hear of them.
+constexpr std::chrono::seconds kGenerationPollInterval{2};
 
 }  // namespace
 
@@ -128,7 +128,8 @@ int run_daemon(const Config& config) {
       json list = json::array();
       for (std::size_t i = 0; i < n; ++i) {
         json j = job_json(all[i]);
-        if (all[i].state == JobState::running) j["progress"] = scheduler->progress_of(all[i].key);
+        if (all[i].state == JobState::running)
+          j["progress"] = protocol::truncate_utf8(scheduler->progress_of(all[i].key), kMaxJobTextBytes);
         list.push_back(std::move(j));
       }
       s["top_jobs"] = list;
@@ -150,8 +151,9 @@ int run_daemon(const Config& config) {
                                    return prometheus_text(metrics, gauges(),
                                                           {client_stats.totals(), client_stats.live()});
                                  },
-                                 [&] { return status(20).dump(); }});
+                                 [&] { return status(20).dump(-1, ' ', false, json::error_handler_t::replace); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::steady_timer generation_timer(io);
   asio::steady_timer save_timer(io);
   std::function<void()> save_periodically = [&] {
     save_timer.expires_after(kClientStatsSaveInterval);
@@ -161,12 +163,25 @@ int run_daemon(const Config& config) {
       save_periodically();
     });
   };
+  std::function<void()> poll_generation = [&] {
+    generation_timer.expires_after(kGenerationPollInterval);
+    generation_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      queue.sync_generation([&](const CommitResult& r, std::uint64_t before, std::uint64_t after) {
+        if (!r.committed || after == before) return;
+        spdlog::info("the cache's generation went from {} to {} (written by another process)", before, after);
+        server->notify_published("", after);
+      });
+      poll_generation();
+    });
+  };
   bool stopping = false;
   const auto shutdown = [&] {
     if (stopping) return;
     stopping = true;
     spdlog::info("shutting down: no new clients; running jobs go back to the queue");
     signals.cancel();
+    generation_timer.cancel();
     save_timer.cancel();
     server->stop();
     http.stop();
@@ -175,7 +190,8 @@ int run_daemon(const Config& config) {
   server = std::make_unique<Server>(
       io, config, queue, metrics, client_stats,
       ServerHooks{shutdown, [&] { scheduler->notify_work(); },
-                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats});
+                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats,
+                  [&](const std::string& key) { return scheduler->progress_of(key); }});
   scheduler = std::make_unique<Scheduler>(
       config, queue, metrics, std::move(backends.runners),
       [&](const std::string& key, std::uint64_t generation) {
@@ -196,10 +212,20 @@ int run_daemon(const Config& config) {
   });
   scheduler->start();
   save_periodically();
+  poll_generation();
   spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
                config.cache_dir.string(), queue.counts().by_state[0]);
 
-  io.run();
+  // A handler that throws is a bug: it is logged and the loop goes on, so that no request, however
+  // malformed, stops the daemon (requests are bounded and checked before this can happen).
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("internal error in the io loop, serving on: {}", e.what());
+    }
+  }
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
   save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed
