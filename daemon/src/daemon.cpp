@@ -12,9 +12,11 @@
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "common/error.hpp"
+#include "config/config_reload.hpp"
 #include "http/http_server.hpp"
 #include "http/metrics.hpp"
 #include "kdispatch/kdispatch.h"
@@ -73,10 +75,33 @@ constexpr std::chrono::seconds kClientStatsSaveInterval{5};
 // the daemon (a kdctl that could not reach the socket): subscribers then still hear of them.
 constexpr std::chrono::seconds kGenerationPollInterval{2};
 
+// SIGHUP: load the configuration again and apply what may change while running.
+void reload_config(const ConfigLoader& reload, Config& live, Scheduler& scheduler) {
+  if (!reload) {
+    spdlog::info("SIGHUP: no configuration to reload; ignored");
+    return;
+  }
+  Config fresh;
+  try {
+    fresh = reload();
+  } catch (const std::exception& e) {
+    spdlog::error("SIGHUP: the configuration was not reloaded, the daemon keeps its settings: {}", e.what());
+    return;
+  }
+  const ReloadResult r = apply_reload(live, fresh);
+  spdlog::set_level(spdlog::level::from_str(live.log_level));
+  scheduler.set_limits(live);
+  spdlog::info("SIGHUP: configuration reloaded{}: {}", live.config_file.empty() ? "" : " from " + live.config_file.string(),
+               r.applied.empty() ? "nothing changed" : fmt::format("{}", fmt::join(r.applied, ", ")));
+  if (!r.restart_needed.empty())
+    spdlog::warn("SIGHUP: changed, but applied only at a restart: {}", fmt::join(r.restart_needed, ", "));
+}
+
 }  // namespace
 
-int run_daemon(const Config& config) {
+int run_daemon(const Config& config, const ConfigLoader& reload) {
   const auto started = std::chrono::steady_clock::now();
+  Config live = config;  // what SIGHUP changes; the io thread reads it (server, sessions)
   DaemonLock lock(config.cache_dir);
   ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
   JobQueue queue(config.cache_dir);
@@ -153,6 +178,7 @@ int run_daemon(const Config& config) {
                                  },
                                  [&] { return status(20).dump(-1, ' ', false, json::error_handler_t::replace); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::signal_set hangups(io, SIGHUP);
   asio::steady_timer generation_timer(io);
   asio::steady_timer save_timer(io);
   std::function<void()> save_periodically = [&] {
@@ -175,12 +201,20 @@ int run_daemon(const Config& config) {
       poll_generation();
     });
   };
+  std::function<void()> wait_for_hangup = [&] {
+    hangups.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      reload_config(reload, live, *scheduler);
+      wait_for_hangup();
+    });
+  };
   bool stopping = false;
   const auto shutdown = [&] {
     if (stopping) return;
     stopping = true;
     spdlog::info("shutting down: no new clients; running jobs go back to the queue");
     signals.cancel();
+    hangups.cancel();
     generation_timer.cancel();
     save_timer.cancel();
     server->stop();
@@ -188,7 +222,7 @@ int run_daemon(const Config& config) {
   };
 
   server = std::make_unique<Server>(
-      io, config, queue, metrics, client_stats,
+      io, live, queue, metrics, client_stats,
       ServerHooks{shutdown, [&] { scheduler->notify_work(); },
                   [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats,
                   [&](const std::string& key) { return scheduler->progress_of(key); }});
@@ -210,6 +244,7 @@ int run_daemon(const Config& config) {
     spdlog::info("signal {} received", signo);
     shutdown();
   });
+  wait_for_hangup();
   scheduler->start();
   save_periodically();
   poll_generation();
