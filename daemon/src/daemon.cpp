@@ -12,14 +12,17 @@
 
 #include <boost/asio.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include "backup/cache_backups.hpp"
 #include "common/error.hpp"
+#include "config/config_reload.hpp"
 #include "http/http_server.hpp"
 #include "http/metrics.hpp"
 #include "http/public_status.hpp"
 #include "kdispatch/kdispatch.h"
+#include "protocol/messages.hpp"
 #include "queue/job_queue.hpp"
 #include "sched/scheduler.hpp"
 #include "server/peer_access.hpp"
@@ -72,15 +75,37 @@ void write_port_file(const std::filesystem::path& path, std::uint16_t port) {
 // counts of processes that exit before it returns (a running process re-sends its cumulative ones).
 constexpr std::chrono::seconds kClientStatsSaveInterval{5};
 
-json job_json(const Job& j) {
-  return {{"key", j.key},           {"state", to_string(j.state)}, {"count", j.count},
-          {"priority", j.priority()}, {"attempts", j.attempts},    {"reason", j.reason}};
+// How often the cache's generation is read back, for writes of other processes that did not tell
+// the daemon (a kdctl that could not reach the socket): subscribers then still hear of them.
+constexpr std::chrono::seconds kGenerationPollInterval{2};
+
+// SIGHUP: load the configuration again and apply what may change while running.
+void reload_config(const ConfigLoader& reload, Config& live, Scheduler& scheduler) {
+  if (!reload) {
+    spdlog::info("SIGHUP: no configuration to reload; ignored");
+    return;
+  }
+  Config fresh;
+  try {
+    fresh = reload();
+  } catch (const std::exception& e) {
+    spdlog::error("SIGHUP: the configuration was not reloaded, the daemon keeps its settings: {}", e.what());
+    return;
+  }
+  const ReloadResult r = apply_reload(live, fresh);
+  spdlog::set_level(spdlog::level::from_str(live.log_level));
+  scheduler.set_limits(live);
+  spdlog::info("SIGHUP: configuration reloaded{}: {}", live.config_file.empty() ? "" : " from " + live.config_file.string(),
+               r.applied.empty() ? "nothing changed" : fmt::format("{}", fmt::join(r.applied, ", ")));
+  if (!r.restart_needed.empty())
+    spdlog::warn("SIGHUP: changed, but applied only at a restart: {}", fmt::join(r.restart_needed, ", "));
 }
 
 }  // namespace
 
-int run_daemon(const Config& config) {
+int run_daemon(const Config& config, const ConfigLoader& reload) {
   const auto started = std::chrono::steady_clock::now();
+  Config live = config;  // what SIGHUP changes; the io thread reads it (server, sessions)
   DaemonLock lock(config.cache_dir);
   // A damaged data.mdb is moved aside (and the compact copy restored) before anything opens it.
   if (const StartupRepair repair = repair_at_startup(config.cache_dir);
@@ -139,7 +164,8 @@ int run_daemon(const Config& config) {
       json list = json::array();
       for (std::size_t i = 0; i < n; ++i) {
         json j = job_json(all[i]);
-        if (all[i].state == JobState::running) j["progress"] = scheduler->progress_of(all[i].key);
+        if (all[i].state == JobState::running)
+          j["progress"] = protocol::truncate_utf8(scheduler->progress_of(all[i].key), kMaxJobTextBytes);
         list.push_back(std::move(j));
       }
       s["top_jobs"] = list;
@@ -163,6 +189,8 @@ int run_daemon(const Config& config) {
                                  },
                                  [&] { return public_status(status(0)).dump(); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
+  asio::signal_set hangups(io, SIGHUP);
+  asio::steady_timer generation_timer(io);
   asio::steady_timer save_timer(io);
   std::function<void()> save_periodically = [&] {
     save_timer.expires_after(kClientStatsSaveInterval);
@@ -172,21 +200,43 @@ int run_daemon(const Config& config) {
       save_periodically();
     });
   };
+  std::function<void()> poll_generation = [&] {
+    generation_timer.expires_after(kGenerationPollInterval);
+    generation_timer.async_wait([&](boost::system::error_code ec) {
+      if (ec) return;
+      queue.sync_generation([&](const CommitResult& r, std::uint64_t before, std::uint64_t after) {
+        if (!r.committed || after == before) return;
+        spdlog::info("the cache's generation went from {} to {} (written by another process)", before, after);
+        server->notify_published("", after);
+      });
+      poll_generation();
+    });
+  };
+  std::function<void()> wait_for_hangup = [&] {
+    hangups.async_wait([&](boost::system::error_code ec, int) {
+      if (ec) return;
+      reload_config(reload, live, *scheduler);
+      wait_for_hangup();
+    });
+  };
   bool stopping = false;
   const auto shutdown = [&] {
     if (stopping) return;
     stopping = true;
     spdlog::info("shutting down: no new clients; running jobs go back to the queue");
     signals.cancel();
+    hangups.cancel();
+    generation_timer.cancel();
     save_timer.cancel();
     server->stop();
     http.stop();
   };
 
   server = std::make_unique<Server>(
-      io, config, queue, metrics, client_stats,
+      io, live, queue, metrics, client_stats,
       ServerHooks{shutdown, [&] { scheduler->notify_work(); },
-                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats});
+                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats,
+                  [&](const std::string& key) { return scheduler->progress_of(key); }});
   scheduler = std::make_unique<Scheduler>(
       config, queue, metrics, std::move(backends.runners),
       [&](const std::string& key, std::uint64_t generation) {
@@ -205,12 +255,23 @@ int run_daemon(const Config& config) {
     spdlog::info("signal {} received", signo);
     shutdown();
   });
+  wait_for_hangup();
   scheduler->start();
   save_periodically();
+  poll_generation();
   spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
                config.cache_dir.string(), queue.counts().by_state[0]);
 
-  io.run();
+  // A handler that throws is a bug: it is logged and the loop goes on, so that no request, however
+  // malformed, stops the daemon (requests are bounded and checked before this can happen).
+  for (;;) {
+    try {
+      io.run();
+      break;
+    } catch (const std::exception& e) {
+      spdlog::error("internal error in the io loop, serving on: {}", e.what());
+    }
+  }
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
   save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed

@@ -25,6 +25,9 @@ int exit_status_of(const std::exception& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A hangup (the terminal that started the daemon closed) must not stop it: ignored until
+  // run_daemon handles SIGHUP itself (reload).
+  std::signal(SIGHUP, SIG_IGN);
   auto parsed = kd::daemon::parse_command_line(argc, argv);
   if (const int* code = std::get_if<int>(&parsed)) return *code;
   const auto& line = std::get<kd::daemon::CommandLine>(parsed);
@@ -40,7 +43,8 @@ int main(int argc, char** argv) {
     }
     spdlog::set_level(spdlog::level::from_str(config.log_level));
     std::signal(SIGPIPE, SIG_IGN);
-    return kd::daemon::run_daemon(config);
+    return kd::daemon::run_daemon(
+        config, [&line] { return kd::daemon::load_config(line, kd::daemon::process_environment); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kdispatchd: %s\n", e.what());
     return exit_status_of(e);

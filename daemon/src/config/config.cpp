@@ -11,10 +11,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <toml++/toml.h>
 
 #include "common/error.hpp"
 #include "common/exit_code.hpp"
+#include "config/config_reload.hpp"
 #include "driver/proposer_list.hpp"
 #include "store/cache_store.hpp"
 
@@ -332,6 +334,9 @@ std::variant<CommandLine, int> parse_command_line(int argc, char** argv) {
   app.add_flag("--print-config", line.print_config,
                "Print every configuration value and where it came from, then exit");
   app.add_flag("--version", line.version, "Print the version and exit");
+  app.footer(fmt::format("Signals: SIGTERM or SIGINT stop gracefully (as `kdctl stop`); SIGHUP never stops the "
+                         "daemon: it reloads the configuration and applies {} (other keys at a restart).",
+                         fmt::join(reloadable_keys(), ", ")));
   std::map<std::string, std::string> values;
   for (const auto& k : kConfigKeys) {
     const std::string name(k.name);

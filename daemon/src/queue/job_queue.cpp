@@ -299,6 +299,22 @@ std::optional<std::string> JobQueue::get_meta(const std::string& key) {
   return value;
 }
 
+void JobQueue::sync_generation(
+    std::function<void(const CommitResult&, std::uint64_t before, std::uint64_t after)> done) {
+  auto seen = std::make_shared<std::pair<std::uint64_t, std::uint64_t>>();
+  submit(Pending{{},
+                 [this, seen](CacheWriter& w) {
+                   const std::uint64_t stored = w.generation();
+                   const std::lock_guard lock(table_mu_);
+                   seen->first = generation_;
+                   generation_ = std::max(generation_, stored);
+                   seen->second = generation_;
+                 },
+                 [seen, done = std::move(done)](const CommitResult& r) {
+                   if (done) done(r, seen->first, seen->second);
+                 }});
+}
+
 QueueCounts JobQueue::counts() const {
   QueueCounts c;
   const std::lock_guard lock(table_mu_);

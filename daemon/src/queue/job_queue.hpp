@@ -89,6 +89,11 @@ public:
   // Synchronous: the `meta` value under `key`, nullopt when absent. Throws kd::Error on LMDB failure.
   std::optional<std::string> get_meta(const std::string& key);
 
+  // Re-reads the cache's generation, which another process may have bumped (kdctl import and
+  // evict write the cache themselves), and keeps the larger of it and the known one. `done` runs
+  // on the writer thread with the generation before and after.
+  void sync_generation(std::function<void(const CommitResult&, std::uint64_t before, std::uint64_t after)> done);
+
   QueueCounts counts() const;
   std::optional<Job> find(const std::string& key) const;
   std::vector<Job> jobs() const;

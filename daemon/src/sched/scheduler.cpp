@@ -45,8 +45,18 @@ Budgets effective_budgets(const Job& job, const Budgets& defaults) {
 
 Scheduler::Scheduler(const Config& config, JobQueue& queue, Metrics& metrics,
                      std::vector<std::unique_ptr<JobRunner>> runners, PublishedFn on_published)
-    : config_(config), queue_(queue), metrics_(metrics), runners_(std::move(runners)),
-      on_published_(std::move(on_published)) {}
+    : config_(config), limits_{config.budgets, config.max_attempts, config.restart_backoff}, queue_(queue),
+      metrics_(metrics), runners_(std::move(runners)), on_published_(std::move(on_published)) {}
+
+void Scheduler::set_limits(const Config& c) {
+  const std::lock_guard lock(mu_);
+  limits_ = Limits{c.budgets, c.max_attempts, c.restart_backoff};
+}
+
+Scheduler::Limits Scheduler::limits() const {
+  const std::lock_guard lock(mu_);
+  return limits_;
+}
 
 Scheduler::~Scheduler() { stop(); }
 
@@ -126,7 +136,7 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
     std::stop_callback forward(stop, [source] { source->request_stop(); });
     JobOutcome outcome;
     try {
-      outcome = runner.run(*job, effective_budgets(*job, config_.budgets), progress,
+      outcome = runner.run(*job, effective_budgets(*job, limits().budgets), progress,
                            source->get_token());
     } catch (const std::exception& e) {
       outcome = JobOutcome{JobOutcome::Kind::worker_lost, std::nullopt, e.what()};
@@ -182,9 +192,10 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
       return;
     case Kind::worker_lost: {
       metrics_.add(Counter::worker_restarts);
-      const bool exhausted = job.attempts >= config_.max_attempts;
+      const Limits now = limits();
+      const bool exhausted = job.attempts >= now.max_attempts;
       if (exhausted) metrics_.add(Counter::jobs_failed);
-      const auto delay = backoff(config_.restart_backoff, job.attempts);
+      const auto delay = backoff(now.restart_backoff, job.attempts);
       spdlog::warn("job '{}': worker lost ({}); {}", job.key, outcome.reason,
                    exhausted ? "failed after max attempts"
                              : fmt::format("retry in {} ms", delay.count()));

@@ -38,6 +38,9 @@ public:
   void notify_work();
   // Stops the run of `key` if one is running (after the queue marked it cancelled).
   void cancel_running(const std::string& key);
+  // Takes the reloadable settings it reads (budgets, max_attempts, restart_backoff) from `c`, for
+  // the jobs and retries that start from now on (SIGHUP; config_reload.hpp). Thread-safe.
+  void set_limits(const Config& c);
 
   std::size_t runner_count() const noexcept { return runners_.size(); }
   // Keys being searched now, one per busy runner.
@@ -53,7 +56,15 @@ private:
   void loop(std::size_t index, std::stop_token stop);
   void record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome);
 
+  struct Limits {
+    Budgets budgets;
+    std::uint32_t max_attempts = 0;
+    std::chrono::milliseconds restart_backoff{0};
+  };
+  Limits limits() const;
+
   const Config& config_;
+  Limits limits_;  // (mu_): the reloadable settings, copied from config_ and set_limits
   JobQueue& queue_;
   Metrics& metrics_;
   std::vector<std::unique_ptr<JobRunner>> runners_;

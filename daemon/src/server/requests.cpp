@@ -71,12 +71,48 @@ std::variant<std::string, std::string> canonical_key(const std::string& line) {
   return Result(std::in_place_index<0>, std::move(canonical));
 }
 
+// What a reply echoes of a key a client sent and of the parser's message about it: a rejected key
+// may be a megabyte long, and 16 of them must still fit a reply far below the frame limit.
+constexpr std::size_t kMaxEchoedKeyBytes = kMaxKeyLineBytes;
+constexpr std::size_t kMaxEchoedMessageBytes = 512;
+constexpr std::size_t kMaxRejectedListed = 16;
+
+std::string echo_key(const std::string& key) { return protocol::truncate_utf8(key, kMaxEchoedKeyBytes); }
+
 struct Rejected {
   json list = json::array();
   void add(const std::string& key, const std::string& why) {
-    if (list.size() < 16) list.push_back({{"key", key}, {"message", why}});  // bounded reply
+    if (list.size() < kMaxRejectedListed)
+      list.push_back({{"key", echo_key(key)}, {"message", protocol::truncate_utf8(why, kMaxEchoedMessageBytes)}});
   }
 };
+
+// A reply whose array `list` is cut from its end until the frame fits; `<list>_omitted` then
+// says how many entries were left out. For replies whose list length the client chooses.
+std::string reply_fitting_list(const char* type, json fields, const char* list) {
+  fields["v"] = protocol::kProtocolVersion;
+  fields["type"] = type;
+  const auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
+  if (std::string payload = dump(fields); protocol::fits_in_frame(payload.size()))
+    return protocol::encode_frame(payload);
+  constexpr std::size_t kBudget = protocol::kMaxFramePayloadBytes - 64;  // room for "<list>_omitted"
+  const auto fits_with = [&](std::size_t n) {
+    json copy = fields;
+    auto& a = copy[list];
+    a.erase(a.begin() + static_cast<std::ptrdiff_t>(n), a.end());
+    return dump(copy).size() <= kBudget;
+  };
+  const std::size_t total = fields[list].size();
+  std::size_t lo = 0, hi = total;  // the largest n that fits lies in [lo, hi)
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (fits_with(mid) ? lo : hi) = mid;
+  }
+  auto& a = fields[list];
+  a.erase(a.begin() + static_cast<std::ptrdiff_t>(lo), a.end());
+  fields[std::string(list) + "_omitted"] = total - lo;
+  return reply_frame(type, std::move(fields));
+}
 
 // Completion that fills `slot` of `session` on the io thread with `make(result)`.
 template <class Make>
@@ -251,13 +287,93 @@ void on_prewarm(Server& server, Session& session, const json& j) {
   });
 }
 
+// At most this many top jobs in a status reply (a job's entry is at most ~1.1 KB: job_json).
+constexpr std::uint64_t kMaxTopJobs = 500;
+
 void on_status(Server& server, Session& session, const json& j) {
-  const auto top = static_cast<std::size_t>(std::min<std::uint64_t>(unsigned_field(j, "jobs", 0), 1000));
-  session.reply(reply_frame("status", server.hooks().status(top)));
+  const auto top = static_cast<std::size_t>(std::min(unsigned_field(j, "jobs", 0), kMaxTopJobs));
+  json status = server.hooks().status(top);
+  if (status.contains("top_jobs")) {
+    session.reply(reply_fitting_list("status", std::move(status), "top_jobs"));
+    return;
+  }
+  session.reply(reply_frame("status", std::move(status)));
 }
 
 void on_stats(Server& server, Session& session, const json&) {
   session.reply(reply_frame("stats", server.hooks().stats()));
+}
+
+// The jobs of given keys, for a client that follows its own (kdctl prewarm). Bounded so that the
+// reply fits a frame: kMaxJobsPerRequest entries of at most ~1.1 KB (job_json).
+constexpr std::size_t kMaxJobsPerRequest = 500;
+
+void on_jobs(Server& server, Session& session, const json& j) {
+  const json& keys = field(j, "keys");
+  if (!keys.is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
+  if (keys.size() > kMaxJobsPerRequest)
+    throw ProtocolViolation{fmt::format("protocol: jobs asks for {} keys; at most {} per request", keys.size(),
+                                        kMaxJobsPerRequest)};
+  json list = json::array();
+  for (const auto& k : keys) {
+    if (!k.is_string()) throw ProtocolViolation{"protocol: jobs keys must be strings"};
+    const std::string& raw = k.get_ref<const std::string&>();
+    auto canon = canonical_key(raw);
+    if (canon.index() == 1) {
+      list.push_back({{"key", echo_key(raw)},
+                      {"state", "invalid"},
+                      {"reason", protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes)}});
+      continue;
+    }
+    const auto job = server.queue().find(std::get<0>(canon));
+    if (!job) {
+      list.push_back({{"key", raw}, {"state", "unknown"}});
+      continue;
+    }
+    json entry = job_json(*job);
+    entry["key"] = raw;  // as asked, so that the client finds its own spelling
+    if (job->state == JobState::running && server.hooks().progress)
+      entry["progress"] = protocol::truncate_utf8(server.hooks().progress(job->key), kMaxJobTextBytes);
+    list.push_back(std::move(entry));
+  }
+  session.reply(reply_fitting_list("jobs", {{"jobs", std::move(list)}}, "jobs"));
+}
+
+// Another process (kdctl import or evict) wrote the cache: re-read its generation and tell the
+// subscribers, so that they load the new records now instead of at a restart.
+constexpr std::size_t kMaxNoticesPerChange = 256;
+
+void on_cache_changed(Server& server, Session& session, const json& j) {
+  std::vector<std::string> keys;
+  std::size_t named = 0;
+  if (const auto it = j.find("keys"); it != j.end()) {
+    if (!it->is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
+    named = it->size();
+    for (const auto& k : *it) {
+      if (!k.is_string()) throw ProtocolViolation{"protocol: cache_changed keys must be strings"};
+      if (keys.size() >= kMaxNoticesPerChange) continue;
+      auto canon = canonical_key(k.get<std::string>());
+      if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
+    }
+  }
+  spdlog::info("client pid {} changed the cache ({} key(s)); re-reading its generation", session.peer_pid(), named);
+  const auto slot = session.reserve_reply();
+  server.queue().sync_generation([&server, self = session.shared_from_this(), slot, keys = std::move(keys)](
+                                     const CommitResult& r, std::uint64_t before, std::uint64_t after) mutable {
+    asio::post(server.io(), [&server, self, slot, keys = std::move(keys), r, before, after] {
+      if (!r.committed) {
+        self->fill_reply(slot, error_frame("cannot read the cache generation: " + r.error));
+        return;
+      }
+      const std::size_t subscribers = server.subscribers();
+      if (keys.empty()) server.notify_published("", after);
+      for (const auto& key : keys) server.notify_published(key, after);
+      spdlog::info("generation {} (was {}) published to {} subscriber(s)", after, before, subscribers);
+      self->fill_reply(slot, reply_frame("ok", {{"generation", after},
+                                                 {"previous_generation", before},
+                                                 {"subscribers", subscribers}}));
+    });
+  });
 }
 
 void on_cancel(Server& server, Session& session, const json& j) {
@@ -296,6 +412,7 @@ constexpr RequestType kRequests[] = {
     {"prewarm", on_prewarm},   {"status", on_status},
     {"stats", on_stats},       {"zero_stats", on_zero_stats},
     {"cancel", on_cancel},     {"shutdown", on_shutdown},
+    {"jobs", on_jobs},         {"cache_changed", on_cache_changed},
 };
 
 }  // namespace

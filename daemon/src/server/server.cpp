@@ -24,11 +24,29 @@ using local = asio::local::stream_protocol;
 std::string reply_frame(const char* type, nlohmann::json fields) {
   fields["v"] = protocol::kProtocolVersion;
   fields["type"] = type;
-  return protocol::encode_frame(fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  std::string payload = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (!protocol::fits_in_frame(payload.size())) {
+    // Every reply is bounded where it is built; reaching this is a bug, and the client gets an
+    // error instead of a frame it could not read (the connection stays).
+    spdlog::error("a '{}' reply of {} bytes exceeds the {}-byte frame limit; answered with an error", type,
+                  payload.size(), protocol::kMaxFramePayloadBytes);
+    return error_frame(fmt::format("the '{}' reply would be {} bytes, over the {}-byte frame limit; ask for less",
+                                   type, payload.size(), protocol::kMaxFramePayloadBytes));
+  }
+  return protocol::encode_frame(payload);
 }
 
 std::string error_frame(const std::string& message) {
-  return protocol::encode_message(protocol::ErrorMessage{message});
+  return protocol::encode_message(protocol::ErrorMessage{message});  // bounded: always fits
+}
+
+nlohmann::json job_json(const Job& j) {
+  return {{"key", j.key},
+          {"state", to_string(j.state)},
+          {"count", j.count},
+          {"priority", j.priority()},
+          {"attempts", j.attempts},
+          {"reason", protocol::truncate_utf8(j.reason, kMaxJobTextBytes)}};
 }
 
 Server::Server(asio::io_context& io, const Config& config, JobQueue& queue, Metrics& metrics,

@@ -31,6 +31,7 @@ struct ServerHooks {
   std::function<void(const std::string& key)> cancelled;  // a job was cancelled
   std::function<nlohmann::json(std::size_t top_jobs)> status;  // the status object
   std::function<nlohmann::json()> stats;                       // the stats object
+  std::function<std::string(const std::string& key)> progress;  // a running job's progress line
 };
 
 class Server {
@@ -76,8 +77,16 @@ private:
   std::uint64_t next_session_id_ = 1;
 };
 
-// Frames of the daemon's replies ({"v":1,"type":...} plus fields).
+// Frames of the daemon's replies ({"v":1,"type":...} plus fields). Never throw for what a client
+// sent (only std::bad_alloc): invalid UTF-8 is replaced, an error message is cut to
+// protocol::kMaxErrorMessageBytes, and a reply over the frame limit becomes an error frame saying
+// so (every reply is bounded where it is built; this is the last line of defence).
 std::string reply_frame(const char* type, nlohmann::json fields = nlohmann::json::object());
 std::string error_frame(const std::string& message);
+
+// A job as the status and jobs replies show it: key, state, count, priority, attempts, reason (cut
+// to kMaxJobTextBytes, as is a progress line), so that an entry stays under ~1.1 KB.
+inline constexpr std::size_t kMaxJobTextBytes = 256;
+nlohmann::json job_json(const Job& job);
 
 }  // namespace kd::daemon

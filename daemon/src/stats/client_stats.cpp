@@ -211,18 +211,16 @@ json ClientStatsBook::to_json() const {
   for (const auto& entry : instances_)
     if (entry.second.connection != 0) live.push_back(&entry);
   const std::size_t live_count = live.size();
-  if (live.size() > kMaxLiveListed) {
-    const auto calls = [](const auto* e) {
-      return saturating_add(e->second.last.hits, e->second.last.fallbacks_total());
-    };
-    std::partial_sort(live.begin(), live.begin() + kMaxLiveListed, live.end(),
-                      [&](const auto* a, const auto* b) { return calls(a) > calls(b); });
-    live.resize(kMaxLiveListed);
-  }
-  std::sort(live.begin(), live.end(), [](const auto* a, const auto* b) {
-    return std::tie(a->second.pid, a->first) < std::tie(b->second.pid, b->first);
-  });
-  json list = json::array();
+  // The processes with the most calls first, as many as kMaxLiveListed and kMaxLiveListedBytes allow.
+  const auto calls = [](const auto* e) {
+    return saturating_add(e->second.last.hits, e->second.last.fallbacks_total());
+  };
+  const std::size_t considered = std::min(live.size(), kMaxLiveListed);
+  std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(considered), live.end(),
+                    [&](const auto* a, const auto* b) { return calls(a) > calls(b); });
+  live.resize(considered);
+  std::vector<std::pair<const std::pair<const std::string, Instance>*, json>> listed;
+  std::size_t bytes = 0;
   for (const auto* entry : live) {
     json j = entry->second.last.to_json();
     j["pid"] = entry->second.pid;
@@ -230,11 +228,19 @@ json ClientStatsBook::to_json() const {
     j["instance"] = entry->first;
     j["first_report_unix_ms"] = entry->second.first_report_unix_ms;
     j["last_report_unix_ms"] = entry->second.last_report_unix_ms;
-    list.push_back(std::move(j));
+    bytes += j.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+    if (bytes > kMaxLiveListedBytes) break;
+    listed.emplace_back(entry, std::move(j));
   }
+  std::sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first->second.pid, a.first->first) < std::tie(b.first->second.pid, b.first->first);
+  });
+  json list = json::array();
+  for (auto& [entry, j] : listed) list.push_back(std::move(j));
   return {{"since_unix_ms", since_unix_ms_},
           {"processes_seen", processes_seen_},
           {"processes_live", live_count},
+          {"live_omitted", live_count - listed.size()},
           {"totals", totals_.to_json()},
           {"live", std::move(list)}};
 }

@@ -64,9 +64,12 @@ public:
   static constexpr std::size_t kMaxGone = 1024;
   static constexpr std::chrono::hours kGoneRetention{24};
   static constexpr std::size_t kMaxTotalReasons = 64;
-  // to_json() lists at most this many live processes (those with the most calls), so that the
-  // stats reply stays far below the protocol's frame limit.
+  // to_json() lists at most this many live processes (those with the most calls), in at most
+  // this many bytes of JSON, so that the stats reply stays far below the protocol's frame limit
+  // however many clients are live (one process's entry is at most ~6.5 KB: a 256-byte program
+  // name and 64 fallback reasons of 64 bytes). The reply's `live_omitted` counts the others.
   static constexpr std::size_t kMaxLiveListed = 200;
+  static constexpr std::size_t kMaxLiveListedBytes = 256 * 1024;
 
   explicit ClientStatsBook(std::int64_t now_unix_ms);
 
@@ -84,9 +87,10 @@ public:
 
   CallCounters totals() const;
   std::size_t live() const;
-  // {"since_unix_ms","processes_seen","processes_live","totals":{...},"live":[{pid, program,
-  // instance, first_report_unix_ms, last_report_unix_ms, <counters>}...]} (live sorted by pid;
-  // at most kMaxLiveListed of the processes_live).
+  // {"since_unix_ms","processes_seen","processes_live","live_omitted","totals":{...},"live":[{pid,
+  // program, instance, first_report_unix_ms, last_report_unix_ms, <counters>}...]} (live sorted by
+  // pid; the processes_live with the most calls, within kMaxLiveListed and kMaxLiveListedBytes;
+  // live_omitted = processes_live - live.size()).
   nlohmann::json to_json() const;
 
   // Persistence. serialize() returns the text and the change number it holds; saved() marks that

@@ -89,6 +89,13 @@ struct KeyError {
   std::size_t column = 0;
 };
 
+// The longest key line parse_key accepts, in bytes. Records and jobs are stored in LMDB under
+// their canonical line, and LMDB's largest key is 511 bytes: a longer key could never be stored,
+// and a job that cannot be committed would fail the group commit it shares with other clients'
+// changes. A canonical line is never longer than the line it was parsed from (the shorthand
+// expands to at most ~220 bytes), so every accepted line can be stored. Real keys are ~200 bytes.
+inline constexpr std::size_t kMaxKeyLineBytes = 511;
+
 // Parses a canonical line, with or without the device part, or the shorthand
 //   linear dtype=bf16 tokens=16 in=4096 out=4096 [bias=0|1] [batch=1]
 // which expands to the gemm nn.Linear issues through cuBLAS (ta=T tb=N m=out n=tokens k=in,
@@ -99,6 +106,8 @@ struct KeyError {
 // (a == b; c == a, or c = f32 with f16/bf16 inputs; compute f16 only with a = b = c = f16),
 // precision= only f32|tf32 with compute f32 and f16 with compute f16, a device part as a whole.
 // Integers are plain decimal (no sign, no leading zero), at most INT64_MAX (sms: INT_MAX).
+// A line longer than kMaxKeyLineBytes is rejected before it is read, at column
+// kMaxKeyLineBytes + 1 ("the line is N bytes, longer than the 511-byte limit of a key line").
 // Tokens may be separated by any run of blanks. Accepted but not canonical, so printed differently:
 // extra blanks, and a precision= equal to the compute type's default. The shorthand takes only
 // batch=1 (nn.Linear folds leading dims into tokens) and no precision or device part.

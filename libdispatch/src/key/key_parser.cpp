@@ -316,6 +316,11 @@ GemmKey parse_line(std::string_view line) {
 }  // namespace
 
 std::variant<GemmKey, KeyError> parse_key(std::string_view line) {
+  if (line.size() > kMaxKeyLineBytes) {
+    return key_tokens::error_at(kMaxKeyLineBytes + 1,
+                                "the line is " + std::to_string(line.size()) + " bytes, longer than the " +
+                                    std::to_string(kMaxKeyLineBytes) + "-byte limit of a key line");
+  }
   try {
     return parse_line(line);
   } catch (ParseFailure& f) {

@@ -16,7 +16,14 @@ namespace kd::protocol {
 inline constexpr std::size_t kMaxFramePayloadBytes = std::size_t{1} << 20;
 inline constexpr std::size_t kFrameHeaderBytes = 4;
 
-// Header + payload. Throws kd::Error (usage) when the payload is longer than the maximum.
+// Whether a payload of this size may be sent in one frame.
+constexpr bool fits_in_frame(std::size_t payload_bytes) noexcept {
+  return payload_bytes <= kMaxFramePayloadBytes;
+}
+
+// Header + payload. Throws kd::Error (usage) when the payload is longer than the maximum: a
+// sender that builds payloads from data of unbounded size checks fits_in_frame first (the daemon
+// never lets this throw out of its io loop: server.hpp, reply_frame).
 std::string encode_frame(std::string_view payload);
 
 enum class FrameError : std::uint8_t {

@@ -1,5 +1,6 @@
 #include "protocol/messages.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <nlohmann/json.hpp>
@@ -34,7 +35,9 @@ json to_object(const Message& m) {
           [](const Published& p) {
             return json{{"type", "published"}, {"key", p.key}, {"generation", p.generation}};
           },
-          [](const ErrorMessage& e) { return json{{"type", "error"}, {"message", e.message}}; },
+          [](const ErrorMessage& e) {
+            return json{{"type", "error"}, {"message", truncate_utf8(e.message, kMaxErrorMessageBytes)}};
+          },
           [](const Acknowledged& a) {
             json o{{"type", a.type}};
             if (!a.features.empty()) o["features"] = a.features;
@@ -143,7 +146,18 @@ constexpr TypeEntry kTypes[] = {
 
 }  // namespace
 
-std::string to_json(const Message& m) { return to_object(m).dump(); }
+std::string to_json(const Message& m) {
+  return to_object(m).dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
+  if (text.size() <= max_bytes) return std::string(text);
+  constexpr std::string_view kEllipsis = "...";
+  std::size_t cut = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
+  // Back up over continuation bytes (10xxxxxx) so that a multi-byte character is not split.
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+  return std::string(text.substr(0, cut)) + std::string(kEllipsis.substr(0, std::min(kEllipsis.size(), max_bytes)));
+}
 
 std::string encode_message(const Message& m) { return encode_frame(to_json(m)); }
 

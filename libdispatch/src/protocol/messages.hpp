@@ -93,9 +93,17 @@ inline constexpr std::size_t kMaxReasonNameBytes = 64;
 // What breaks those limits ("protocol: client_stats 'instance' ..."), or nullopt.
 std::optional<std::string> client_stats_problem(const ClientStats& s);
 
-// The JSON payload of a message (not framed).
+// Text a peer sent, or made from what it sent, cut to at most `max_bytes` bytes (on a UTF-8
+// character boundary, "..." included) so that echoing it back stays small.
+std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
+// An error message is cut to this many bytes (truncate_utf8) when it is encoded.
+inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
+
+// The JSON payload of a message (not framed). Invalid UTF-8 in strings is replaced (U+FFFD), so
+// this never throws for text a peer sent.
 std::string to_json(const Message& m);
-// A complete frame: encode_frame(to_json(m)).
+// A complete frame: encode_frame(to_json(m)). Throws as encode_frame does (a Published or Miss
+// key longer than the frame; error messages are bounded and always fit).
 std::string encode_message(const Message& m);
 // Never throws.
 std::variant<Message, ProtocolError> decode_message(std::string_view json_payload) noexcept;

@@ -250,6 +250,35 @@ TEST(KeyErrors, BlankRunsBetweenTokensAreAccepted) {
             "batch=1 epilogue=none beta0=1");
 }
 
+// kMaxKeyLineBytes bounds every line (LMDB's key limit): one byte over is rejected at the first
+// byte over, before anything is read, however the line continues; a line at the limit parses.
+TEST(KeyErrors, LinesOverTheKeyLimitAreRejectedByLength) {
+  const std::string base =
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=32 k=16 lda=64 ldb=16 ldc=64 batch=1 "
+      "epilogue=none beta0=1 arch=sm_90 gpu=\"";
+  const std::string tail = "\" sms=132";
+  const std::string at_limit = base + std::string(kMaxKeyLineBytes - base.size() - tail.size(), 'G') + tail;
+  ASSERT_EQ(at_limit.size(), kMaxKeyLineBytes);
+  const auto ok = parse_key(at_limit);
+  ASSERT_TRUE(std::holds_alternative<GemmKey>(ok)) << std::get<KeyError>(ok).message;
+  EXPECT_EQ(std::get<GemmKey>(ok).full_line(), at_limit);
+
+  for (const std::string& over : {base + std::string(kMaxKeyLineBytes - base.size() - tail.size() + 1, 'G') + tail,
+                                  std::string(530000, 'x'), at_limit + " "}) {
+    const auto result = parse_key(over);
+    ASSERT_TRUE(std::holds_alternative<KeyError>(result));
+    const KeyError& e = std::get<KeyError>(result);
+    EXPECT_EQ(e.column, kMaxKeyLineBytes + 1);
+    EXPECT_EQ(e.message, "column 512: the line is " + std::to_string(over.size()) +
+                             " bytes, longer than the 511-byte limit of a key line");
+  }
+  // The shorthand's expansion stays far below the limit even with the largest numbers.
+  const std::string big = "9223372036854775807";
+  const auto linear = parse_key("linear dtype=bf16 tokens=" + big + " in=" + big + " out=" + big + " bias=1");
+  ASSERT_TRUE(std::holds_alternative<GemmKey>(linear)) << std::get<KeyError>(linear).message;
+  EXPECT_LE(std::get<GemmKey>(linear).shape_line().size(), 240u);
+}
+
 // Damaged lines (bytes deleted, replaced or inserted) never crash the parser; an error points
 // inside the line; a damaged line that still parses prints a line that parses to the same key.
 TEST(KeyErrors, DamagedLinesAreRejectedOrStayConsistent) {

@@ -1,5 +1,6 @@
 // kdctl evict: removes records by age, size cap, GPU and key pattern (through CacheWriter::evict,
-// so each removal bumps the generation and running clients drop the entry).
+// so each removal bumps the generation), then tells the kdispatchd serving the cache, if any, so
+// that its subscribed processes drop the entries at once (daemon_link.hpp).
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
+#include "daemon_link.hpp"
 #include "kdctl.hpp"
 #include "store/cache_store.hpp"
 #include "table.hpp"
@@ -26,6 +28,7 @@ namespace {
 
 struct EvictArgs {
   std::string cache_dir;
+  std::string socket;
   std::string older_than;  // "30d"
   std::string max_size;    // "500M"
   std::string gpu;         // substring of the GPU name
@@ -167,15 +170,26 @@ int run_evict(const EvictArgs& a) {
 
   Table table({{"KEY"}, {"BYTES", Align::right}, {"AGE", Align::right}, {"WHY"}});
   std::size_t gone = 0;
+  std::vector<std::string> evicted;
   for (const auto& c : all) {
     if (c.why.empty()) continue;
-    if (!a.dry_run) writer.evict(c.key_line);
+    if (!a.dry_run) {
+      writer.evict(c.key_line);
+      evicted.push_back(c.key_line);
+    }
     ++gone;
     table.add({c.key_line, format_bytes(c.bytes), c.damaged ? "-" : format_age(age_of(c.created_unix_s)), c.why});
   }
   std::fputs(table.render().c_str(), stdout);
   std::printf("%zu of %zu record(s) %s; %s remain\n", gone, all.size(),
               a.dry_run ? "would be evicted" : "evicted", format_bytes(remaining).c_str());
+  if (!evicted.empty()) {
+    const DaemonNotice notice = tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, evicted);
+    if (notice.outcome == DaemonNotice::Outcome::failed)
+      std::fprintf(stderr, "kdctl evict: %s\n", notice.line.c_str());
+    else
+      std::printf("%s\n", notice.line.c_str());
+  }
   if (max_bytes && remaining > *max_bytes) {
     std::fprintf(stderr, "kdctl evict: still %s, over the %s cap: the other records do not match the filters\n",
                  format_bytes(remaining).c_str(), format_bytes(*max_bytes).c_str());
@@ -195,8 +209,10 @@ void setup_evict(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--key-pattern", a->key_pattern, "Only records whose shape line matches this glob ('gemm a=bf16 *')");
   sub.add_flag("--damaged", a->damaged, "Also evict records that do not decode");
   sub.add_flag("--dry-run", a->dry_run, "Print what would be evicted; change nothing");
+  add_socket_flag(sub, a->socket);
   sub.footer("--gpu and --key-pattern select records; --older-than and --max-size pick among them (alone, the\n"
-             "filters evict every selected record). Exit codes: 0 ok, 1 no cache or a write failed, 2 usage.\n");
+             "filters evict every selected record). A kdispatchd serving the cache (found on --socket) is then told,\n"
+             "and its subscribed processes drop the entries at once. Exit codes: 0 ok, 1 no cache or a write failed, 2 usage.\n");
   sub.callback([a, &action] { action = [a] { return run_evict(*a); }; });
 }
 

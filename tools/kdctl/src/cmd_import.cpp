@@ -1,5 +1,6 @@
 // kdctl import FILE: validates an archive from kdctl export and publishes its records.
 // A damaged archive imports nothing; damaged or foreign records are rejected one by one.
+// Afterwards the kdispatchd serving the cache, if any, is told (daemon_link.hpp).
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 #include "archive.hpp"
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
+#include "daemon_link.hpp"
 #include "kdctl.hpp"
 #include "store/cache_store.hpp"
 #include "table.hpp"
@@ -21,6 +23,7 @@ namespace {
 
 struct ImportArgs {
   std::string cache_dir;
+  std::string socket;
   std::string file;
   bool dry_run = false;
   bool create = false;  // start a new cache when the directory holds none
@@ -48,11 +51,12 @@ int run_import(const ImportArgs& a) {
   const DevicePart& device = archive.header.device;
   std::printf("archive %s: %zu record(s) for \"%s\" (%s, %d SMs)\n", a.file.c_str(),
               archive.records.size(), device.gpu.c_str(), device.arch.c_str(), device.sms);
+  std::fflush(stdout);  // before the writes, which may take a while
 
+  const auto dir = resolve_cache_dir(a.cache_dir);
   std::optional<CacheWriter> writer;
   if (!a.dry_run) {
     // A misspelled --cache-dir must not quietly become a new cache nobody reads.
-    const auto dir = resolve_cache_dir(a.cache_dir);
     if (!a.create && !std::filesystem::exists(dir / "data.mdb")) {
       std::fprintf(stderr,
                    "kdctl import: no kdispatch cache at %s (no data.mdb there), nothing imported: "
@@ -62,6 +66,7 @@ int run_import(const ImportArgs& a) {
     }
     writer.emplace(dir);
   }
+  std::vector<std::string> written;
   Table table({{"#", Align::right}, {"RESULT"}, {"KEY"}, {"REASON"}});
   std::size_t imported = 0, rejected = 0;
   for (std::size_t i = 0; i < archive.records.size(); ++i) {
@@ -74,13 +79,24 @@ int run_import(const ImportArgs& a) {
     }
     const Record& record = std::get<Record>(checked);
     const bool replaces = writer && writer->get_raw("records", record.key_line).has_value();
-    if (writer) writer->publish(record);
+    if (writer) {
+      writer->publish(record);
+      written.push_back(record.key_line);
+    }
     ++imported;
     table.add({std::to_string(i), a.dry_run ? "would import" : replaces ? "replaced" : "imported",
                record.key_line, ""});
   }
   std::fputs(table.render().c_str(), stdout);
   std::printf("%zu %s, %zu rejected\n", imported, a.dry_run ? "would be imported" : "imported", rejected);
+  if (!written.empty()) {
+    const DaemonNotice notice =
+        tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, written);
+    if (notice.outcome == DaemonNotice::Outcome::failed)
+      std::fprintf(stderr, "kdctl import: %s\n", notice.line.c_str());
+    else
+      std::printf("%s\n", notice.line.c_str());
+  }
   return rejected > 0 ? kFailure : kOk;
 }
 
@@ -91,13 +107,16 @@ void setup_import(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("file", a->file, "Archive written by kdctl export")->required();
   sub.add_option("--cache-dir", a->cache_dir,
                  "Cache directory holding a cache (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  add_socket_flag(sub, a->socket);
   sub.add_flag("--create", a->create,
                "Start a new cache in --cache-dir when it holds none (without it, import refuses)");
   sub.add_flag("--dry-run", a->dry_run, "Validate and list only; write nothing");
   sub.footer("The archive's checksum is verified first (a damaged archive imports nothing); then each\n"
              "record must decode, parse and name the archive's GPU, or it is rejected with the reason.\n"
-             "Records replace ones stored under the same key; each write bumps the cache generation, so\n"
-             "running clients pick them up (LMDB serializes this writer with the daemon's).\n"
+             "Records replace ones stored under the same key; each write bumps the cache generation\n"
+             "(LMDB serializes this writer with the daemon's). When a kdispatchd serves the cache (found on\n"
+             "--socket), kdctl then tells it, and it pushes the new generation to its subscribed processes,\n"
+             "which load the records at once; the last line says whether a daemon was told.\n"
              "Exit codes: 0 all imported, 1 unreadable or damaged archive, no cache in --cache-dir\n"
              "(without --create), or any record rejected, 2 usage.\n");
   sub.callback([a, &action] { action = [a] { return run_import(*a); }; });

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <thread>
 
 #include <fmt/format.h>
@@ -12,10 +13,13 @@
 
 #include "client/client.hpp"
 #include "commands.hpp"
+#include "common/error.hpp"
+#include "daemon_link.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
 #include "shape_list.hpp"
 #include "store/cache_store.hpp"
@@ -25,31 +29,55 @@ namespace {
 
 using nlohmann::json;
 
-struct DaemonArgs {
-  std::string socket;     // empty: the default socket path
-  std::string cache_dir;  // empty: default_cache_dir()
-};
-
-std::filesystem::path socket_of(const DaemonArgs& a) {
-  if (!a.socket.empty()) return a.socket;
-  return protocol::daemon_socket_path(a.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(a.cache_dir));
-}
-
 struct PrewarmArgs : DaemonArgs {
   std::string file;
   std::string proposer;
   int rounds = 0, candidates = 0, wall_s = 0;
   int timeout_s = 0;  // 0: wait until every shape is settled
+  std::size_t batch = 0;  // shapes per request; 0: kDefaultBatchShapes
   bool no_wait = false;
 };
+
+// A shape list goes to the daemon in requests of at most this many shapes and kBatchPayloadBytes
+// of JSON (a quarter of the frame limit), each acknowledged after its commit, so that any list
+// fits the protocol and a daemon that dies mid-way keeps every batch it acknowledged.
+constexpr std::size_t kDefaultBatchShapes = 1000;
+constexpr std::size_t kBatchPayloadBytes = protocol::kMaxFramePayloadBytes / 4;
+// The daemon answers `jobs` for at most 500 keys per request (PROTOCOL.md).
+constexpr std::size_t kJobsPerRequest = 500;
 
 struct ShapeState {
   std::string state = "queued";
   std::string detail;
 };
 
-// The final table's numbers come from the cache: the record under the key with this GPU's
-// device part (the daemon's winner), or the job's reason when it kept cuBLAS.
+// The request of one batch: shapes [begin, end) with the flags' proposer and budgets.
+json prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shapes, std::size_t begin,
+                     std::size_t end) {
+  json request{{"type", "prewarm"},
+               {"keys", std::vector<std::string>(shapes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                 shapes.begin() + static_cast<std::ptrdiff_t>(end))}};
+  if (!a.proposer.empty()) request["proposer"] = a.proposer;
+  json budgets = json::object();
+  if (a.rounds) budgets["rounds"] = a.rounds;
+  if (a.candidates) budgets["candidates"] = a.candidates;
+  if (a.wall_s) budgets["wall_seconds"] = a.wall_s;
+  if (!budgets.empty()) request["budgets"] = budgets;
+  return request;
+}
+
+// One past the last shape of the batch that starts at `begin`: at most `max_shapes` shapes and
+// kBatchPayloadBytes of key text (JSON adds 3 bytes per key; keys are at most 511 bytes).
+std::size_t batch_end(const std::vector<std::string>& shapes, std::size_t begin, std::size_t max_shapes) {
+  std::size_t bytes = 0, end = begin;
+  while (end < shapes.size() && end - begin < max_shapes) {
+    bytes += shapes[end].size() + 3;
+    if (bytes > kBatchPayloadBytes && end > begin) break;
+    ++end;
+  }
+  return end;
+}
+
 void print_table(const std::vector<std::string>& shapes, const std::map<std::string, ShapeState>& st,
                  const std::filesystem::path& cache_dir) {
   std::optional<DevicePart> device;
@@ -83,6 +111,67 @@ void print_table(const std::vector<std::string>& shapes, const std::map<std::str
   }
 }
 
+// Queues every shape in batches; prints progress on stderr when there is more than one batch.
+// Returns kOk, or the exit code after saying what failed (how many shapes were queued by then).
+int queue_shapes(const PrewarmArgs& a, const std::filesystem::path& socket, const std::vector<std::string>& shapes) {
+  std::optional<daemon::Client> client;
+  try {
+    client.emplace(socket);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kdctl prewarm: daemon at %s not reachable: %s\n", socket.c_str(), e.what());
+    return kFailure;
+  }
+  const std::size_t max_shapes = a.batch > 0 ? a.batch : kDefaultBatchShapes;
+  const bool several_batches = batch_end(shapes, 0, max_shapes) < shapes.size();
+  std::size_t queued = 0;
+  for (std::size_t begin = 0; begin < shapes.size();) {
+    const std::size_t end = batch_end(shapes, begin, max_shapes);
+    json reply;
+    try {
+      reply = client->request(prewarm_request(a, shapes, begin, end));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kdctl prewarm: daemon at %s not reachable after %zu of %zu shapes were queued (those "
+                           "stay queued): %s\n",
+                   socket.c_str(), queued, shapes.size(), e.what());
+      return kFailure;
+    }
+    if (reply.value("type", "") == "error") {
+      std::fprintf(stderr, "kdctl prewarm: daemon refused%s: %s\n",
+                   queued > 0 ? fmt::format(" after {} of {} shapes were queued", queued, shapes.size()).c_str() : "",
+                   reply.value("message", "").c_str());
+      return kFailure;
+    }
+    for (const json& r : reply.value("rejected", json::array()))
+      std::fprintf(stderr, "kdctl prewarm: the daemon rejected %s: %s\n", r.value("key", "").c_str(),
+                   r.value("message", "").c_str());
+    queued += end - begin;
+    begin = end;
+    if (several_batches) std::fprintf(stderr, "kdctl prewarm: queued %zu/%zu\n", queued, shapes.size());
+  }
+  std::printf("queued %zu shapes on %s\n", shapes.size(), socket.c_str());
+  std::fflush(stdout);
+  return kOk;
+}
+
+// The jobs of `shapes` (`jobs` requests of kJobsPerRequest keys), by key.
+std::map<std::string, ShapeState> job_states(daemon::Client& client, const std::vector<std::string>& shapes) {
+  std::map<std::string, ShapeState> states;
+  for (std::size_t begin = 0; begin < shapes.size(); begin += kJobsPerRequest) {
+    const std::size_t end = std::min(shapes.size(), begin + kJobsPerRequest);
+    const json reply = client.request(
+        {{"type", "jobs"},
+         {"keys", std::vector<std::string>(shapes.begin() + static_cast<std::ptrdiff_t>(begin),
+                                           shapes.begin() + static_cast<std::ptrdiff_t>(end))}});
+    if (reply.value("type", "") != "jobs")
+      throw Error(ErrorDomain::data, 0, "kdispatchd: " + reply.value("message", reply.dump()));
+    for (const json& j : reply.value("jobs", json::array())) {
+      const std::string state = j.value("state", "");
+      states[j.value("key", "")] = {state, state == "running" ? j.value("progress", "") : j.value("reason", "")};
+    }
+  }
+  return states;
+}
+
 int run_prewarm(const PrewarmArgs& a) {
   std::ifstream in(a.file);
   if (!in) {
@@ -102,64 +191,49 @@ int run_prewarm(const PrewarmArgs& a) {
   }
 
   const std::filesystem::path socket = socket_of(a);
-  json request{{"v", protocol::kProtocolVersion}, {"type", "prewarm"}, {"keys", shapes}};
-  if (!a.proposer.empty()) request["proposer"] = a.proposer;
-  json budgets = json::object();
-  if (a.rounds) budgets["rounds"] = a.rounds;
-  if (a.candidates) budgets["candidates"] = a.candidates;
-  if (a.wall_s) budgets["wall_seconds"] = a.wall_s;
-  if (!budgets.empty()) request["budgets"] = budgets;
-  json reply;
-  try {
-    daemon::Client client(socket);
-    reply = client.request(request);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kdctl prewarm: daemon at %s not reachable: %s\n", socket.c_str(), e.what());
-    return kFailure;
-  }
-  if (reply.value("type", "") == "error") {
-    std::fprintf(stderr, "kdctl prewarm: daemon refused: %s\n", reply.value("message", "").c_str());
-    return kFailure;
-  }
-  std::printf("queued %zu shapes on %s\n", shapes.size(), socket.c_str());
+  if (const int rc = queue_shapes(a, socket, shapes); rc != kOk) return rc;
   if (a.no_wait) return kOk;
 
-  // Follow: poll status with the job list and print each change of a shape's state.
+  // Follow: poll the shapes' jobs and print each change of a shape's state.
   std::map<std::string, ShapeState> states;
   const auto start = std::chrono::steady_clock::now();
   std::string cache_dir = a.cache_dir;
   for (;;) {
-    json status;
+    std::map<std::string, ShapeState> now;
     try {
-      status = daemon::Client::status(socket, 100000);
+      daemon::Client client(socket);
+      const json status = client.request({{"type", "status"}});
+      if (status.value("type", "") != "status")
+        throw Error(ErrorDomain::data, 0, "kdispatchd: " + status.value("message", status.dump()));
+      if (cache_dir.empty()) cache_dir = status.value("cache_dir", "");
+      if (!status["search_backend"].value("available", false)) {
+        std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n",
+                     status["search_backend"].value("message", "").c_str());
+        return kNoGpu;
+      }
+      now = job_states(client, shapes);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kdctl prewarm: lost the daemon: %s\n", e.what());
       return kFailure;
     }
-    if (cache_dir.empty()) cache_dir = status.value("cache_dir", "");
-    if (!status["search_backend"].value("available", false)) {
-      std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n",
-                   status["search_backend"].value("message", "").c_str());
-      return kNoGpu;
-    }
-    int settled = 0;
-    for (const json& j : status.value("top_jobs", json::array())) {
-      const std::string key = j.value("key", "");
-      if (std::find(shapes.begin(), shapes.end(), key) == shapes.end()) continue;
-      ShapeState now{j.value("state", ""), j.value("state", "") == "running" ? j.value("progress", "") : j.value("reason", "")};
+    std::size_t settled = 0;
+    for (const std::string& key : shapes) {
+      const auto it = now.find(key);
+      if (it == now.end()) continue;
+      const ShapeState& s = it->second;
       ShapeState& before = states[key];
-      if (now.state != before.state || now.detail != before.detail) {
+      if (s.state != before.state || s.detail != before.detail) {
         const GemmKey k = std::get<GemmKey>(parse_key(key));
         std::printf("[%5.0fs] %s %lldx%lldx%lld: %s%s%s\n",
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
                     std::string(to_string(k.a)).c_str(), static_cast<long long>(k.m), static_cast<long long>(k.n),
-                    static_cast<long long>(k.k), now.state.c_str(), now.detail.empty() ? "" : ": ", now.detail.c_str());
+                    static_cast<long long>(k.k), s.state.c_str(), s.detail.empty() ? "" : ": ", s.detail.c_str());
         std::fflush(stdout);
-        before = now;
+        before = s;
       }
-      if (now.state == "done" || now.state == "failed" || now.state == "cancelled") ++settled;
+      if (s.state == "done" || s.state == "failed" || s.state == "cancelled") ++settled;
     }
-    if (settled == static_cast<int>(shapes.size())) break;
+    if (settled == shapes.size()) break;
     if (a.timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::seconds(a.timeout_s)) {
       std::fprintf(stderr, "kdctl prewarm: timeout after %d s; the daemon keeps working on the rest\n", a.timeout_s);
       print_table(shapes, states, cache_dir);
@@ -203,11 +277,6 @@ int run_status(const DaemonArgs& a, bool as_json) {
   return kOk;
 }
 
-void add_daemon_flags(CLI::App& sub, DaemonArgs& a) {
-  sub.add_option("--socket", a.socket, "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
-  sub.add_option("--cache-dir", a.cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
-}
-
 }  // namespace
 
 void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
@@ -219,8 +288,12 @@ void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--max-candidates", a->candidates, "Candidates per shape (default: the daemon's)");
   sub.add_option("--wall-seconds", a->wall_s, "Search wall time per shape (default: the daemon's)");
   sub.add_option("--timeout", a->timeout_s, "Stop following after this many seconds (0: until all settle)");
+  sub.add_option("--batch", a->batch,
+                 "Shapes per request (default 1000; a request also stays within 256 KiB); progress goes to stderr");
   sub.add_flag("--no-wait", a->no_wait, "Queue and return without following");
-  sub.footer("Exit codes: 0 every shape settled (or queued, with --no-wait), 1 no daemon, the daemon refused, "
+  sub.footer("Shapes are queued in batches, each committed by the daemon before the next is sent: a daemon that\n"
+             "stops mid-way keeps every batch it acknowledged (\"queued N/M\" on stderr).\n"
+             "Exit codes: 0 every shape settled (or queued, with --no-wait), 1 no daemon, the daemon refused, "
              "or --timeout passed, 2 unreadable shape lines (named file:line) or no shapes, 4 the daemon has no "
              "GPU to search with (the shapes stay queued).");
   sub.callback([a, &action] { action = [a] { return run_prewarm(*a); }; });

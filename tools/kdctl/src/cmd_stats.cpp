@@ -188,6 +188,9 @@ void print_clients(const nlohmann::json& c) {
                std::to_string(number(p, "misses")), std::to_string(number(p, "fallbacks_total")),
                std::to_string(number(p, "loads")), std::to_string(number(p, "swaps"))});
   std::printf("\n%s", table.render().c_str());
+  if (const std::uint64_t omitted = number(c, "live_omitted"); omitted > 0)
+    std::printf("  (%llu more live process(es) not listed: the list shows those with the most calls)\n",
+                static_cast<unsigned long long>(omitted));
 }
 
 std::filesystem::path socket_of(const StatsArgs& a, const std::filesystem::path& cache_dir) {

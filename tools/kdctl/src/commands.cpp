@@ -12,6 +12,8 @@ constexpr Command kCommands[] = {
     {"bench", "Time tuned kernels against cuBLAS and the roofline for a shape list; table and PNG chart", setup_bench},
     {"prewarm", "Queue a shape list on kdispatchd, follow the searches and print the per-shape table", setup_prewarm},
     {"status", "Show kdispatchd's status: search backend, jobs, clients", setup_status},
+    {"stop", "Stop kdispatchd gracefully through its socket and wait until it exited", setup_stop},
+    {"cancel", "Cancel a queued or running job of kdispatchd", setup_cancel},
     {"record", "Merge KD_RECORD files into one deduplicated shape list with call counts", setup_record},
     {"ls", "List the cache's records (filter by op, dtype, GPU)", setup_ls},
     {"show", "Show one record, its provenance and the search tree that found it", setup_show},

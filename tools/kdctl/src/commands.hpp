@@ -34,5 +34,7 @@ void setup_export(CLI::App& sub, std::function<int()>& action);
 void setup_import(CLI::App& sub, std::function<int()>& action);
 void setup_evict(CLI::App& sub, std::function<int()>& action);
 void setup_doctor(CLI::App& sub, std::function<int()>& action);
+void setup_stop(CLI::App& sub, std::function<int()>& action);
+void setup_cancel(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace kd::kdctl

@@ -1,0 +1,86 @@
+#include "daemon_link.hpp"
+
+#include <chrono>
+#include <optional>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "client/client.hpp"
+#include "protocol/messages.hpp"
+#include "store/cache_store.hpp"
+
+namespace kd::kdctl {
+namespace {
+
+using nlohmann::json;
+
+// The daemon announces at most 256 keys per notice (PROTOCOL.md, cache_changed); any `published`
+// makes a client refresh its whole snapshot, so the others load as well.
+constexpr std::size_t kMaxKeysPerNotice = 256;
+constexpr std::chrono::seconds kNoticeTimeout{10};
+
+bool same_directory(const std::filesystem::path& a, const std::filesystem::path& b) {
+  std::error_code ec;
+  const bool same = std::filesystem::equivalent(a, b, ec);
+  return !ec && same;
+}
+
+}  // namespace
+
+std::filesystem::path socket_of(const DaemonArgs& a) {
+  if (!a.socket.empty()) return a.socket;
+  return protocol::daemon_socket_path(a.cache_dir.empty() ? default_cache_dir() : std::filesystem::path(a.cache_dir));
+}
+
+void add_socket_flag(CLI::App& sub, std::string& socket) {
+  sub.add_option("--socket", socket,
+                 "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
+}
+
+void add_daemon_flags(CLI::App& sub, DaemonArgs& a) {
+  add_socket_flag(sub, a.socket);
+  sub.add_option("--cache-dir", a.cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
+}
+
+DaemonNotice tell_daemon_cache_changed(const std::filesystem::path& socket, const std::filesystem::path& cache_dir,
+                                       const std::vector<std::string>& keys) {
+  using Outcome = DaemonNotice::Outcome;
+  std::optional<daemon::Client> client;
+  json status;
+  try {
+    client.emplace(socket);
+    status = client->request({{"type", "status"}}, kNoticeTimeout);
+  } catch (const std::exception&) {
+    return {Outcome::no_daemon,
+            fmt::format("no kdispatchd answers on {}: the cache was written directly; running applications "
+                        "see the change at their next generation poll",
+                        socket.string())};
+  }
+  const std::string served = status.value("cache_dir", "");
+  if (status.value("type", "") != "status" || !same_directory(served, cache_dir))
+    return {Outcome::other_cache,
+            fmt::format("the kdispatchd on {} serves another cache ({}): the cache was written directly", socket.string(),
+                        served)};
+  const auto pid = status.value("pid", 0LL);
+  json named = json::array();
+  for (std::size_t i = 0; i < keys.size() && i < kMaxKeysPerNotice; ++i) named.push_back(keys[i]);
+  try {
+    const json reply = client->request({{"type", "cache_changed"}, {"keys", named}, {"count", keys.size()}},
+                                       kNoticeTimeout);
+    if (reply.value("type", "") != "ok")
+      return {Outcome::failed, fmt::format("kdispatchd (pid {}) on {} could not take the notice ({}); it reads the "
+                                           "generation again within seconds",
+                                           pid, socket.string(), reply.value("message", reply.dump()))};
+    return {Outcome::told, fmt::format("kdispatchd (pid {}) serves this cache: told it; generation {} published to {} "
+                                       "subscriber(s)",
+                                       pid, reply.value("generation", 0ULL), reply.value("subscribers", 0ULL))};
+  } catch (const std::exception& e) {
+    return {Outcome::failed, fmt::format("kdispatchd (pid {}) on {} went away before it was told ({}); a daemon reads "
+                                         "the generation at its start",
+                                         pid, socket.string(), e.what())};
+  }
+}
+
+}  // namespace kd::kdctl
