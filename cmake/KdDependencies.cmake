@@ -35,6 +35,11 @@ find_package(tomlplusplus QUIET)
 kd_require(tomlplusplus_FOUND libtomlplusplus-dev "toml++")
 find_package(CLI11 QUIET)
 kd_require(CLI11_FOUND libcli11-dev "CLI11")
+# kdctl bench's PNG chart: libpng, which compresses with zlib.
+find_package(ZLIB QUIET)
+kd_require(ZLIB_FOUND zlib1g-dev "zlib")
+find_package(PNG QUIET)
+kd_require(PNG_FOUND libpng-dev "libpng")
 find_package(Threads REQUIRED)
 
 if(KD_BUILD_TESTS)
