@@ -19,6 +19,7 @@
 #include "http/metrics.hpp"
 #include "kdispatch/kdispatch.h"
 #include "queue/job_queue.hpp"
+#include "sched/maintenance.hpp"
 #include "sched/scheduler.hpp"
 #include "server/server.hpp"
 #include "stats/client_stats.hpp"
@@ -79,7 +80,7 @@ int run_daemon(const Config& config) {
   const auto started = std::chrono::steady_clock::now();
   DaemonLock lock(config.cache_dir);
   ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
-  JobQueue queue(config.cache_dir);
+  JobQueue queue(config.cache_dir, QueueLimits{config.max_queued_jobs});
   load_client_stats(client_stats, queue);
   Metrics metrics;
   asio::io_context io(1);
@@ -90,10 +91,11 @@ int run_daemon(const Config& config) {
 
   std::unique_ptr<Server> server;
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<Maintenance> maintenance;
 
   const auto gauges = [&] {
     return Gauges{queue.counts(), server->clients(), server->subscribers(), queue.generation(),
-                  have_backend};
+                  have_backend, queue.tallies(), queue.records_bytes()};
   };
   const auto status = [&](std::size_t top) {
     const QueueCounts counts = queue.counts();
@@ -115,20 +117,13 @@ int run_daemon(const Config& config) {
            {"running", scheduler->running_keys()},
            {"transactions_committed", queue.transactions_committed()},
            {"clients_reporting", client_stats.live()},
-           {"client_totals", client_stats.totals().to_json()}};
+           {"client_totals", client_stats.totals().to_json()},
+           {"bounds", bounds_json(config, queue)}};
     if (top > 0) {
-      auto all = queue.jobs();
-      const auto n = std::min(top, all.size());
-      std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
-                        [](const Job& a, const Job& b) {
-                          const bool qa = a.state == JobState::queued, qb = b.state == JobState::queued;
-                          if (qa != qb) return qa;
-                          return a.priority() > b.priority();
-                        });
       json list = json::array();
-      for (std::size_t i = 0; i < n; ++i) {
-        json j = job_json(all[i]);
-        if (all[i].state == JobState::running) j["progress"] = scheduler->progress_of(all[i].key);
+      for (const Job& job : queue.top_jobs(top)) {
+        json j = job_json(job);
+        if (job.state == JobState::running) j["progress"] = scheduler->progress_of(job.key);
         list.push_back(std::move(j));
       }
       s["top_jobs"] = list;
@@ -175,11 +170,17 @@ int run_daemon(const Config& config) {
   server = std::make_unique<Server>(
       io, config, queue, metrics, client_stats,
       ServerHooks{shutdown, [&] { scheduler->notify_work(); },
-                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats});
+                  [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats,
+                  [&](PurgeRequest r, Maintenance::PurgeDone done) { maintenance->purge(std::move(r), std::move(done)); }});
   scheduler = std::make_unique<Scheduler>(
       config, queue, metrics, std::move(backends.runners),
       [&](const std::string& key, std::uint64_t generation) {
         server->notify_published(key, generation);
+        maintenance->poke();
+      });
+  maintenance = std::make_unique<Maintenance>(
+      config, queue, [&](std::uint64_t generation, std::uint64_t records) {
+        server->notify_evicted(generation, records);
       });
 
   server->start();
@@ -195,12 +196,14 @@ int run_daemon(const Config& config) {
     shutdown();
   });
   scheduler->start();
+  maintenance->start();
   save_periodically();
   spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
                config.cache_dir.string(), queue.counts().by_state[0]);
 
   io.run();
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
+  maintenance->stop();
   save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed
   spdlog::info("stopped cleanly");

@@ -31,6 +31,9 @@ struct ServerHooks {
   std::function<void(const std::string& key)> cancelled;  // a job was cancelled
   std::function<nlohmann::json(std::size_t top_jobs)> status;  // the status object
   std::function<nlohmann::json()> stats;                       // the stats object
+  // Runs a purge off the io thread; `done` runs on another thread (post to the io thread).
+  std::function<void(PurgeRequest, std::function<void(const std::optional<PurgeResult>&, const std::string& error)> done)>
+      purge;
 };
 
 class Server {
@@ -46,6 +49,9 @@ public:
   void stop();
   // Thread-safe: posts a `published` notice to every subscriber.
   void notify_published(std::string key, std::uint64_t generation);
+  // Thread-safe: tells every subscriber that `records` records were evicted at `generation`
+  // (a `published` notice with an empty key and `evicted`).
+  void notify_evicted(std::uint64_t generation, std::uint64_t records);
 
   std::size_t clients() const noexcept { return sessions_.size(); }
   std::size_t subscribers() const;
