@@ -11,6 +11,7 @@
 
 #include "client/daemon_connection.hpp"
 #include "client/stats_reporter.hpp"
+#include "client/usage_reporter.hpp"
 
 namespace kd {
 namespace {
@@ -60,6 +61,7 @@ struct Dispatcher::Connection {
   explicit Connection(DaemonConnectionOptions o) : daemon(std::move(o)) {}
   DaemonConnection daemon;
   StatsReporter stats;
+  UsageReporter usage;
   bool final_stats_sent = false;
 };
 
@@ -86,6 +88,7 @@ void Dispatcher::stop_background() noexcept {
     // final counter report (the exit path must not block the host).
     if (!thread_.joinable() && connection_ && !connection_->final_stats_sent) {
       connection_->final_stats_sent = true;
+      connection_->usage.finish(connection_->daemon, registry_, keys_by_line_);
       connection_->stats.finish(connection_->daemon);
     }
   } catch (...) {
@@ -155,6 +158,7 @@ void Dispatcher::step(Clock::time_point now) {
         recheck = true;
       }
       connection_->stats.tick(d, now);
+      connection_->usage.tick(d, registry_, keys_by_line_, now);
     }
     auto& c = dispatcher_counters();
     c.daemon_connected.store(d.connected() ? 1 : 0, std::memory_order_relaxed);
