@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"export", "Write the records of one GPU model to a portable, checksummed archive", setup_export},
     {"import", "Validate an archive from kdctl export and publish its records", setup_import},
     {"evict", "Remove records by age, size cap, GPU or key pattern", setup_evict},
+    {"purge", "Remove finished jobs (done, failed, cancelled) from the job queue, by state and age", setup_purge},
 };
 }  // namespace
 

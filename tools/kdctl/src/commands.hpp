@@ -33,5 +33,6 @@ void setup_stats(CLI::App& sub, std::function<int()>& action);
 void setup_export(CLI::App& sub, std::function<int()>& action);
 void setup_import(CLI::App& sub, std::function<int()>& action);
 void setup_evict(CLI::App& sub, std::function<int()>& action);
+void setup_purge(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace kd::kdctl
