@@ -43,12 +43,16 @@ JobQueue::JobQueue(const std::filesystem::path& cache_dir, QueueLimits limits)
   dbs_ = open_job_dbs(txn);
   if (auto stored = stored_counts(txn, dbs_)) {
     counts_ = *stored;
+    scan_ = index_scan_position(txn, dbs_);
   } else {
-    spdlog::info("job queue: indexing the jobs of {} (once: the cache has no job index yet)",
-                 cache_dir.string());
-    counts_ = rebuild_index(txn, dbs_);
+    counts_ = start_index_scan(txn, dbs_);
+    scan_ = std::string();
   }
-  JobTxn jt(txn, dbs_, counts_);
+  if (scan_)
+    spdlog::info("job queue: indexing the jobs of {} in the background (once: the cache has no "
+                 "complete job index)", cache_dir.string());
+  indexing_ = scan_.has_value();
+  JobTxn jt(txn, dbs_, counts_, scan_);
   const auto running = running_jobs(txn, dbs_);
   for (const Job& before : running) {
     Job job = before;
@@ -105,8 +109,8 @@ void JobQueue::writer_loop() {
     std::vector<Pending> batch;
     {
       std::unique_lock lock(pending_mu_);
-      pending_cv_.wait(lock, [&] { return stopping_ || !pending_.empty(); });
-      if (pending_.empty()) return;  // stopping and drained
+      pending_cv_.wait(lock, [&] { return stopping_ || !pending_.empty() || (scan_ && !scan_paused_); });
+      if (pending_.empty() && stopping_) return;  // stopping and drained (a scan resumes next time)
       batch.swap(pending_);
     }
     std::vector<Pending> group;
@@ -125,6 +129,32 @@ void JobQueue::writer_loop() {
       if (item.done) item.done(result);
     }
     commit_group(group);
+    if (!batch.empty()) scan_paused_ = false;
+    if (scan_ && !scan_paused_) index_step();
+  }
+}
+
+void JobQueue::index_step() {
+  try {
+    lmdb::Txn txn(writer_->env(), lmdb::Access::read_write);
+    JobTxn jt(txn, dbs_, counts(), scan_);
+    const bool done = jt.index_step(kIndexStep);
+    jt.write_counts();
+    txn.commit();
+    {
+      const std::lock_guard lock(state_mu_);
+      counts_ = jt.counts();
+      ++transactions_;
+    }
+    scan_ = jt.scan_position();
+    if (done) {
+      indexing_ = false;
+      spdlog::info("job queue: {} jobs indexed ({} queued)", counts_.total(), counts_.of(JobState::queued));
+    }
+  } catch (const std::exception& e) {
+    // Retried after the next change; the jobs indexed so far stay usable.
+    spdlog::error("job queue: indexing step failed: {}", e.what());
+    scan_paused_ = true;
   }
 }
 
@@ -138,7 +168,7 @@ void JobQueue::commit_group(std::vector<Pending>& group) {
       const std::lock_guard lock(state_mu_);
       base = counts_;
     }
-    JobTxn jt(txn, dbs_, base);
+    JobTxn jt(txn, dbs_, base, scan_);
     QueueTallies counted;
     for (auto& item : group) item.apply(jt, counted);
     for (const auto& [key, value] : meta_dirty_) lmdb::put(txn, dbs_.meta, key, value);
@@ -359,7 +389,11 @@ std::optional<std::string> JobQueue::get_meta(const std::string& key) {
   return value;
 }
 
-PurgeResult JobQueue::purge(const PurgeRequest& request) {
+namespace {
+bool stopped(const std::atomic<bool>* stop) { return stop != nullptr && stop->load(std::memory_order_relaxed); }
+}  // namespace
+
+PurgeResult JobQueue::purge(const PurgeRequest& request, const std::atomic<bool>* stop) {
   PurgeResult result;
   static const std::vector<JobState> kFinished{JobState::done, JobState::failed, JobState::cancelled};
   for (const JobState s : request.states.empty() ? kFinished : request.states) {
@@ -384,7 +418,7 @@ PurgeResult JobQueue::purge(const PurgeRequest& request) {
       };
       run_sync(std::move(p));
       result.by_state[i] += removed;
-      if (removed < kPurgeBatch) break;
+      if (removed < kPurgeBatch || stopped(stop)) break;
     }
   }
   return result;
@@ -440,7 +474,8 @@ std::uint64_t JobQueue::records_bytes() const {
 }
 
 EvictionResult JobQueue::evict_lru(std::uint64_t max_bytes, std::uint64_t target_bytes,
-                                   const std::function<void(std::uint64_t, std::uint64_t)>& on_batch) {
+                                   const std::function<void(std::uint64_t, std::uint64_t)>& on_batch,
+                                   const std::atomic<bool>* stop) {
   EvictionResult result;
   std::vector<EvictionCandidate> plan;
   {
@@ -450,7 +485,7 @@ EvictionResult JobQueue::evict_lru(std::uint64_t max_bytes, std::uint64_t target
     plan = lru_order(txn, dbs_);  // a snapshot: the writer goes on meanwhile
   }
   std::size_t next = 0;
-  while (next < plan.size()) {
+  while (next < plan.size() && !stopped(stop)) {
     std::uint64_t removed = 0;
     std::optional<std::uint64_t> generation;
     Pending p;
@@ -462,7 +497,7 @@ EvictionResult JobQueue::evict_lru(std::uint64_t max_bytes, std::uint64_t target
       }
       QueueCounts after = base;
       generation = w.write_records([&](const lmdb::Txn& txn) {
-        JobTxn jt(txn, dbs_, base);
+        JobTxn jt(txn, dbs_, base, scan_);
         removed = evict_some(jt, plan, next, target_bytes, kEvictBatch);
         jt.write_counts();
         after = jt.counts();

@@ -14,7 +14,9 @@
 // (jobs_dropped). Finished jobs leave by purge() (the daemon's retention period, `kdctl purge`).
 //
 // On construction, jobs found `running` (the daemon died while searching them) go back to
-// `queued` with the interruption noted, in one transaction before the constructor returns.
+// `queued` with the interruption noted, in one transaction before the constructor returns. A
+// cache whose index is missing or does not match is indexed in the background, in steps between
+// the other transactions (indexing()); the running jobs it finds go back to queued then.
 //
 // Thread safety: all public members may be called from any thread. Completions run on the writer
 // thread: keep them short (post to an io_context).
@@ -138,9 +140,10 @@ public:
 
   // Synchronous: removes (or, with count_only, counts) the finished jobs `request` names, in
   // transactions of at most kPurgeBatch jobs (a kill between them loses nothing: each removes
-  // whole jobs with their index entries and counts).
+  // whole jobs with their index entries and counts). Returns early, with what it removed, once
+  // `*stop` is set (a shutdown).
   static constexpr std::size_t kPurgeBatch = 512;
-  PurgeResult purge(const PurgeRequest& request);
+  PurgeResult purge(const PurgeRequest& request, const std::atomic<bool>* stop = nullptr);
 
   // Records that applications used these full key lines at `unix_ms` (client `usage` reports,
   // publications). Kept in memory, at most kMaxPendingUsage keys (more are dropped and counted)
@@ -156,11 +159,16 @@ public:
   // records (with their usage entries, done jobs and search trees) until it is at most
   // `target_bytes`, in transactions of at most kEvictBatch records, each bumping the generation;
   // `on_batch(generation, records)` runs after each commit (the daemon notifies subscribers).
+  // Returns early once `*stop` is set.
   static constexpr std::size_t kEvictBatch = 64;
   EvictionResult evict_lru(std::uint64_t max_bytes, std::uint64_t target_bytes,
-                           const std::function<void(std::uint64_t, std::uint64_t)>& on_batch = {});
+                           const std::function<void(std::uint64_t, std::uint64_t)>& on_batch = {},
+                           const std::atomic<bool>* stop = nullptr);
 
   QueueCounts counts() const;
+  // True while the job index is being built in the background (job_store.hpp): counts, claims
+  // and top_jobs then cover the jobs indexed so far.
+  bool indexing() const noexcept { return indexing_.load(std::memory_order_relaxed); }
   QueueTallies tallies() const;
   const QueueLimits& limits() const noexcept { return limits_; }
   std::optional<Job> find(const std::string& key) const;
@@ -180,6 +188,9 @@ private:
   void writer_loop();
   void commit_group(std::vector<Pending>& group);
   void write_usage(const lmdb::Txn& txn, const std::map<std::string, std::int64_t>& usage);
+  // One step of the background index scan, in its own transaction (writer thread).
+  void index_step();
+  static constexpr std::size_t kIndexStep = 20000;
   // Creates a queued job for `key` within the bound, or returns why not.
   // Makes room for a new queued `job` within max_queued_jobs (displacing the lowest-priority
   // queued job when `job` outranks it), or returns why it is refused. Counts either in `counted`.
@@ -195,6 +206,9 @@ private:
   std::uint64_t generation_ = 0;
   std::uint64_t transactions_ = 0;
   std::map<std::string, std::string> meta_dirty_;  // meta values to write (writer thread only)
+  std::optional<std::string> scan_;                // index scan position (writer thread only)
+  bool scan_paused_ = false;                       // a step failed: retried after the next change
+  std::atomic<bool> indexing_{false};
 
   std::mutex usage_mu_;
   std::map<std::string, std::int64_t> usage_pending_;  // full key line -> last use (usage_mu_)

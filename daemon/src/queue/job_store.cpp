@@ -19,6 +19,7 @@ constexpr const char* kMetaDb = "meta";
 constexpr const char* kTreesDb = "trees";
 constexpr const char* kRecordsDb = "records";
 constexpr std::string_view kCountsKey = "job_counts";
+constexpr std::string_view kScanKey = "job_index_scan";
 
 // Index prefixes, one per state (job.hpp's order).
 constexpr std::array<char, kJobStateCount> kPrefix{'q', 'r', 'd', 'f', 'c'};
@@ -168,25 +169,32 @@ std::optional<QueueCounts> stored_counts(const lmdb::Txn& txn, const JobDbs& dbs
     c.by_state[s] = it->get<std::uint64_t>();
   }
   c.unreadable = o.value("unreadable", std::uint64_t{0});
+  if (index_scan_position(txn, dbs)) return c;  // partial by design; the scan completes them
   if (c.total() != entries(txn, dbs.index) || c.total() + c.unreadable != entries(txn, dbs.jobs))
     return std::nullopt;
   return c;
 }
 
-QueueCounts rebuild_index(const lmdb::Txn& txn, const JobDbs& dbs) {
+std::optional<std::string> index_scan_position(const lmdb::Txn& txn, const JobDbs& dbs) {
+  const auto position = lmdb::get(txn, dbs.meta, kScanKey);
+  if (!position) return std::nullopt;
+  return std::string(*position);
+}
+
+QueueCounts start_index_scan(const lmdb::Txn& txn, const JobDbs& dbs) {
   KD_MDB_CHECK(mdb_drop(txn.get(), dbs.index, 0), "job_index");
-  QueueCounts c;
-  lmdb::for_each(txn, dbs.jobs, [&](std::string_view key, std::string_view value) {
-    const auto job = key.size() <= kMaxJobKeyBytes ? parse_job(key, value) : std::nullopt;
-    if (!job) {
-      ++c.unreadable;
-      return;
-    }
-    lmdb::put(txn, dbs.index, index_key(*job), kNoValue);
-    add(c, job->state, +1);
-  });
-  lmdb::put(txn, dbs.meta, kCountsKey, counts_json(c).dump());
-  return c;
+  const QueueCounts zero;
+  lmdb::put(txn, dbs.meta, kCountsKey, counts_json(zero).dump());
+  lmdb::put(txn, dbs.meta, kScanKey, kNoValue);
+  return zero;
+}
+
+QueueCounts rebuild_index(const lmdb::Txn& txn, const JobDbs& dbs) {
+  JobTxn jt(txn, dbs, start_index_scan(txn, dbs), std::string());
+  while (!jt.index_step(SIZE_MAX)) {
+  }
+  jt.write_counts();
+  return jt.counts();
 }
 
 std::optional<Job> get_job(const lmdb::Txn& txn, const JobDbs& dbs, std::string_view key) {
@@ -255,22 +263,22 @@ std::vector<Job> latest_finished(const lmdb::Txn& txn, const JobDbs& dbs, JobSta
   return out;
 }
 
-JobTxn::JobTxn(const lmdb::Txn& txn, const JobDbs& dbs, const QueueCounts& base)
-    : txn_(txn), dbs_(dbs), base_(base), counts_(base) {}
+JobTxn::JobTxn(const lmdb::Txn& txn, const JobDbs& dbs, const QueueCounts& base, std::optional<std::string> scan)
+    : txn_(txn), dbs_(dbs), base_(base), counts_(base), scan_(std::move(scan)) {}
 
 void JobTxn::put(const Job& job, const std::optional<Job>& before) {
   if (job.key.empty() || job.key.size() > kMaxJobKeyBytes)
     throw Error(ErrorDomain::usage, 0, "job key of " + std::to_string(job.key.size()) + " bytes: too long");
   const std::string key = index_key(job);
   if (before) {
+    // Its old state is counted when its old entry exists (not so for a job the scan has not
+    // reached yet).
     const std::string old = index_key(*before);
-    if (old != key) {
-      lmdb::del(txn_, dbs_.index, old);
-      lmdb::put(txn_, dbs_.index, key, kNoValue);
-    }
-    add(counts_, before->state, -1);
+    const bool counted = old == key ? lmdb::get(txn_, dbs_.index, old).has_value() : lmdb::del(txn_, dbs_.index, old);
+    if (old != key || !counted) lmdb::put(txn_, dbs_.index, key, kNoValue);
+    if (counted) add(counts_, before->state, -1);
   } else {
-    if (lmdb::get(txn_, dbs_.jobs, job.key) && counts_.unreadable > 0) --counts_.unreadable;
+    if (indexed(job.key) && lmdb::get(txn_, dbs_.jobs, job.key) && counts_.unreadable > 0) --counts_.unreadable;
     lmdb::put(txn_, dbs_.index, key, kNoValue);
   }
   add(counts_, job.state, +1);
@@ -279,13 +287,51 @@ void JobTxn::put(const Job& job, const std::optional<Job>& before) {
 
 void JobTxn::erase(const Job& job) {
   if (!lmdb::del(txn_, dbs_.jobs, job.key)) return;
-  lmdb::del(txn_, dbs_.index, index_key(job));
-  add(counts_, job.state, -1);
+  const bool was_indexed = lmdb::del(txn_, dbs_.index, index_key(job));
+  if (was_indexed) add(counts_, job.state, -1);
   if (!job.search_id.empty() && job.published_generation == 0) lmdb::del(txn_, dbs_.trees, job.search_id);
 }
 
+bool JobTxn::index_step(std::size_t limit) {
+  if (!scan_) return true;
+  const Cursor cursor = open_cursor(txn_, dbs_.jobs);
+  MDB_val k{}, v{};
+  bool at = scan_->empty() ? step(cursor.get(), MDB_FIRST, k, v) : seek(cursor.get(), *scan_, k, v);
+  if (at && !scan_->empty() && lmdb::as_view(k) == *scan_) at = step(cursor.get(), MDB_NEXT, k, v);
+  std::vector<std::pair<std::string, std::string>> batch;  // read first: puts would move the cursor
+  for (; at && batch.size() < limit; at = step(cursor.get(), MDB_NEXT, k, v))
+    batch.emplace_back(std::string(lmdb::as_view(k)), std::string(lmdb::as_view(v)));
+  for (const auto& [key, value] : batch) {
+    scan_ = key;
+    scan_moved_ = true;
+    auto job = key.size() <= kMaxJobKeyBytes ? parse_job(key, value) : std::nullopt;
+    if (!job) {
+      ++counts_.unreadable;
+      continue;
+    }
+    if (lmdb::get(txn_, dbs_.index, index_key(*job))) continue;  // a change since the scan began
+    if (job->state == JobState::running) {
+      // No claim of this daemon is unindexed: a daemon that died left it running.
+      job->state = JobState::queued;
+      job->reason = "interrupted by a daemon restart; resumed";
+      lmdb::put(txn_, dbs_.jobs, job->key, serialize_job(*job));
+    }
+    lmdb::put(txn_, dbs_.index, index_key(*job), kNoValue);
+    add(counts_, job->state, +1);
+  }
+  if (at) return false;
+  scan_.reset();
+  scan_moved_ = true;
+  return true;
+}
+
 void JobTxn::write_counts() {
-  if (changed()) lmdb::put(txn_, dbs_.meta, kCountsKey, counts_json(counts_).dump());
+  if (!changed()) return;
+  lmdb::put(txn_, dbs_.meta, kCountsKey, counts_json(counts_).dump());
+  if (scan_)
+    lmdb::put(txn_, dbs_.meta, kScanKey, *scan_);
+  else if (scan_moved_)
+    lmdb::del(txn_, dbs_.meta, kScanKey);
 }
 
 }  // namespace kd::daemon

@@ -12,7 +12,9 @@
 // reads its worst end, and the retention purge reads only what it removes. The counts and the
 // index change in the same transaction as the jobs. At open, the counts are checked against the
 // databases' entry counts (O(1)); when they disagree (a cache written before the index existed)
-// the index and the counts are rebuilt by one scan.
+// the index is built again by a scan in steps (meta "job_index_scan" holds the last job key
+// indexed), between the queue's other transactions: the daemon serves meanwhile, on the part
+// indexed so far, and a kill resumes the scan where it stopped.
 #pragma once
 
 #include <lmdb.h>
@@ -59,9 +61,16 @@ inline constexpr std::size_t kMaxJobKeyBytes = 500;
 std::string index_key(const Job& job);
 
 // The counts stored in meta when they agree with the entry counts of the jobs and index
-// databases, else nullopt (then rebuild_index).
+// databases (or an index scan is under way, whose counts go with its position), else nullopt
+// (then start_index_scan).
 std::optional<QueueCounts> stored_counts(const lmdb::Txn& txn, const JobDbs& dbs);
-// Empties the index and rebuilds it and the counts from every job (one scan); writes the counts.
+// The last job key an index scan under way has indexed ("" before the first), nullopt when the
+// index is complete.
+std::optional<std::string> index_scan_position(const lmdb::Txn& txn, const JobDbs& dbs);
+// Empties the index and the counts and starts a scan; returns the (zero) counts.
+QueueCounts start_index_scan(const lmdb::Txn& write_txn, const JobDbs& dbs);
+// Empties the index and rebuilds it and the counts from every job in this transaction; writes
+// the counts. For tools and tests; the daemon scans in steps (JobTxn::index_step).
 QueueCounts rebuild_index(const lmdb::Txn& write_txn, const JobDbs& dbs);
 
 // Reads, for any transaction (read-only ones on any thread). Index entries that do not match
@@ -82,10 +91,14 @@ std::uint64_t count_finished_before(const lmdb::Txn& txn, const JobDbs& dbs, Job
 std::vector<Job> latest_finished(const lmdb::Txn& txn, const JobDbs& dbs, JobState s, std::size_t limit);
 
 // Changes inside one write transaction. `base` is the committed counts; counts() adds this
-// transaction's changes. After the commit, the owner takes counts() as the committed counts.
+// transaction's changes. After the commit, the owner takes counts() as the committed counts (and
+// scan_position() as the scan's). `scan` is the index scan's position (nullopt: complete): a job
+// past it is not indexed or counted yet, so changing it adds its new state only, and the scan
+// then finds it indexed and skips it.
 class JobTxn {
 public:
-  JobTxn(const lmdb::Txn& txn, const JobDbs& dbs, const QueueCounts& base);
+  JobTxn(const lmdb::Txn& txn, const JobDbs& dbs, const QueueCounts& base,
+         std::optional<std::string> scan = std::nullopt);
 
   const lmdb::Txn& txn() const noexcept { return txn_; }
   const JobDbs& dbs() const noexcept { return dbs_; }
@@ -97,16 +110,27 @@ public:
   // record can cite it (it never published).
   void erase(const Job& job);
 
+  // One step of the index scan: indexes and counts up to `limit` jobs after the position (jobs a
+  // change already indexed are skipped; `running` ones were left by a daemon that died and go
+  // back to queued). Returns true when the scan is complete (the position is then removed).
+  bool index_step(std::size_t limit);
+  const std::optional<std::string>& scan_position() const noexcept { return scan_; }
+
   const QueueCounts& counts() const noexcept { return counts_; }
-  bool changed() const noexcept { return counts_ != base_; }
-  // Writes counts() into meta when they changed. Call once, last, before the commit.
+  bool changed() const noexcept { return counts_ != base_ || scan_moved_; }
+  // Writes counts() (and the scan position) into meta when they changed. Call once, last, before
+  // the commit.
   void write_counts();
 
 private:
+  bool indexed(std::string_view key) const { return !scan_ || key <= *scan_; }
+
   const lmdb::Txn& txn_;
   const JobDbs& dbs_;
   QueueCounts base_;
   QueueCounts counts_;
+  std::optional<std::string> scan_;
+  bool scan_moved_ = false;
 };
 
 }  // namespace kd::daemon

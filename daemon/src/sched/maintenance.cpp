@@ -24,6 +24,7 @@ void Maintenance::stop() {
   {
     const std::lock_guard lock(mu_);
     stopping_ = true;
+    stop_work_ = true;
     left.swap(purges_);
   }
   cv_.notify_all();
@@ -58,13 +59,13 @@ Maintenance::PassResult Maintenance::run_pass() {
     PurgeRequest expired;
     expired.before_unix_ms =
         unix_ms_now() - std::chrono::duration_cast<std::chrono::milliseconds>(config_.job_retention).count();
-    r.purged = queue_.purge(expired);
+    r.purged = queue_.purge(expired, &stop_work_);
     if (r.purged.total() > 0)
       spdlog::info("purged {} finished jobs older than {} s", r.purged.total(), config_.job_retention.count());
   }
   if (config_.max_cache_bytes > 0) {
     const std::uint64_t target = config_.max_cache_bytes / 100 * kEvictTargetPercent;
-    r.evicted = queue_.evict_lru(config_.max_cache_bytes, target, on_evicted_);
+    r.evicted = queue_.evict_lru(config_.max_cache_bytes, target, on_evicted_, &stop_work_);
     if (r.evicted.records > 0)
       spdlog::info("evicted {} least recently used records: {} -> {} bytes (max_cache_bytes {})",
                    r.evicted.records, r.evicted.bytes_before, r.evicted.bytes_after, config_.max_cache_bytes);
@@ -91,7 +92,7 @@ void Maintenance::loop() {
     }
     try {
       if (purge) {
-        const PurgeResult result = queue_.purge(purge->first);
+        const PurgeResult result = queue_.purge(purge->first, &stop_work_);
         purge->second(result, {});
         continue;
       }
@@ -115,7 +116,8 @@ nlohmann::json bounds_json(const Config& config, const JobQueue& queue) {
           {"jobs_dropped", t.jobs_dropped},
           {"job_retention_s", config.job_retention.count()},
           {"jobs_purged", t.jobs_purged},
-          {"usage_dropped", t.usage_dropped}};
+          {"usage_dropped", t.usage_dropped},
+          {"jobs_indexing", queue.indexing()}};
 }
 
 }  // namespace kd::daemon

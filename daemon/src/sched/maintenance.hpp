@@ -9,6 +9,7 @@
 // Operator purges (`kdctl purge` through the daemon) run on the same thread, between passes.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -60,6 +61,7 @@ private:
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  std::atomic<bool> stop_work_{false};  // stopping_, read by a purge or eviction between batches
   bool poked_ = false;
   std::deque<std::pair<PurgeRequest, PurgeDone>> purges_;
   std::thread thread_;

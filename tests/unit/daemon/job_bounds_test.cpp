@@ -5,6 +5,7 @@
 
 #include <future>
 #include <set>
+#include <thread>
 
 #include "queue/job_queue.hpp"
 #include "store/record_usage.hpp"
@@ -79,7 +80,7 @@ TEST(JobCounts, KeptPerStateAndStoredSoReopeningReadsNoJob) {
   EXPECT_EQ(again.counts(), resumed);
 }
 
-TEST(JobCounts, ACacheWithoutTheIndexIsIndexedOnceAtOpen) {
+TEST(JobCounts, ACacheWithoutTheIndexIsIndexedInTheBackground) {
   test::TempDir dir;
   {
     // As an older daemon left it: job records only, one damaged.
@@ -98,6 +99,8 @@ TEST(JobCounts, ACacheWithoutTheIndexIsIndexedOnceAtOpen) {
     w.put_raw("jobs", key(8), "{damaged");
   }
   JobQueue q(dir.path());
+  for (int i = 0; i < 500 && q.indexing(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_FALSE(q.indexing());
   EXPECT_EQ(q.counts().of(JobState::queued), 3u);
   EXPECT_EQ(q.counts().of(JobState::done), 1u);
   EXPECT_EQ(q.counts().unreadable, 1u);
@@ -107,6 +110,77 @@ TEST(JobCounts, ACacheWithoutTheIndexIsIndexedOnceAtOpen) {
   misses_sync(q, {{key(8), 1}});
   EXPECT_EQ(q.counts().unreadable, 0u);
   EXPECT_EQ(q.counts().of(JobState::queued), 2u);
+}
+
+// The index scan in steps with changes between them, on both sides of its position: the counts
+// it ends with are those a scan in one go finds, and a job a dead daemon left running is queued.
+TEST(JobCounts, ChangesBetweenIndexStepsAreCountedOnce) {
+  test::TempDir dir;
+  CacheWriter w(dir.path());
+  const auto job = [](int n, JobState s) {
+    Job j;
+    j.key = key(n);
+    j.state = s;
+    j.est_call_us = 1;
+    return j;
+  };
+  w.write_records([&](const lmdb::Txn& txn) {
+    for (int n = 1; n <= 8; ++n)
+      lmdb::put(txn, open_job_dbs(txn).jobs, key(n), serialize_job(job(n, n == 7 ? JobState::running : JobState::queued)));
+    return false;
+  });
+  QueueCounts counts;
+  std::optional<std::string> scan;
+  const auto in_txn = [&](const std::function<void(JobTxn&)>& body) {
+    w.write_records([&](const lmdb::Txn& txn) {
+      const auto dbs = open_job_dbs(txn);
+      JobTxn jt(txn, dbs, counts, scan);
+      body(jt);
+      jt.write_counts();
+      counts = jt.counts();
+      scan = jt.scan_position();
+      return false;
+    });
+  };
+  w.write_records([&](const lmdb::Txn& txn) {
+    counts = start_index_scan(txn, open_job_dbs(txn));
+    scan = std::string();
+    return false;
+  });
+  // Keys sort as "...n=1 ", "...n=2 ", ...: two steps index key(1) to key(4).
+  in_txn([](JobTxn& jt) { EXPECT_FALSE(jt.index_step(2)); });
+  in_txn([](JobTxn& jt) { EXPECT_FALSE(jt.index_step(2)); });
+  in_txn([&](JobTxn& jt) {
+    Job j = *jt.get(key(2));  // indexed: moves from queued to cancelled
+    j.state = JobState::cancelled;
+    jt.put(j, jt.get(key(2)));
+    Job k = *jt.get(key(6));  // not indexed yet: changed twice before the scan gets there
+    k.state = JobState::failed;
+    jt.put(k, jt.get(key(6)));
+    k.state = JobState::done;
+    jt.put(k, jt.get(key(6)));
+    jt.erase(*jt.get(key(5)));  // not indexed yet: nothing counted to take away
+    jt.put(job(9, JobState::queued), std::nullopt);
+  });
+  in_txn([](JobTxn& jt) {
+    while (!jt.index_step(1)) {
+    }
+  });
+  EXPECT_FALSE(scan.has_value());
+  w.write_records([&](const lmdb::Txn& txn) {
+    const auto dbs = open_job_dbs(txn);
+    const auto stored = stored_counts(txn, dbs);
+    EXPECT_TRUE(stored.has_value()) << "the counts match the index and the jobs";
+    EXPECT_EQ(stored.value_or(QueueCounts{}), counts);
+    EXPECT_EQ(get_job(txn, dbs, key(7))->state, JobState::queued);
+    EXPECT_EQ(rebuild_index(txn, dbs), counts);
+    return false;
+  });
+  EXPECT_EQ(counts.of(JobState::queued), 6u);  // 1, 3, 4, 7 (resumed), 8 and 9
+  EXPECT_EQ(counts.of(JobState::cancelled), 1u);
+  EXPECT_EQ(counts.of(JobState::done), 1u);
+  EXPECT_EQ(counts.of(JobState::failed), 0u);
+  EXPECT_EQ(counts.total(), 8u);
 }
 
 TEST(JobBound, ANewJobBeyondTheBoundDisplacesALowerOneOrIsRefused) {
