@@ -2,6 +2,8 @@
 // removed, and the daemon's counts follow), and with the cache's writer lock when none runs.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <nlohmann/json.hpp>
 
 #include "client/client.hpp"
