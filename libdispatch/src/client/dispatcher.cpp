@@ -52,6 +52,20 @@ std::uint64_t record_id(const Record& r) {
 
 }  // namespace
 
+Dispatcher::Lookup Dispatcher::miss(const CallKey& key, const Entry* e) noexcept {
+  FallbackReason reason;
+  if (e == nullptr) {
+    reason = FallbackReason::not_loaded;  // first seen: the background thread resolves it
+    auto& counters = dispatcher_counters();
+    if (misses_.push(MissReport{key}) == MissQueue::Push::queued)
+      counters.reports_queued.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    reason = e->miss_reason;
+    e->miss_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  return {nullptr, reason};
+}
+
 DispatcherCounters& dispatcher_counters() noexcept {
   static DispatcherCounters counters;
   return counters;
