@@ -140,7 +140,7 @@ void setup_purge(CLI::App& sub, std::function<int()>& action) {
   sub.add_flag("--dry-run", a->dry_run, "Count what would be removed; change nothing");
   sub.add_option("--socket", a->socket, "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
   sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
-  sub.footer("Queued and running jobs are never purged (kdctl cancel stops one). The daemon also purges finished\n"
+  sub.footer("Queued and running jobs are never purged. The daemon also purges finished\n"
              "jobs by itself after job_retention_s. Records are not touched (kdctl evict removes records).\n"
              "Exit codes: 0 ok, 1 no cache, a daemon that holds the cache but does not answer, or a failed\n"
              "write, 2 usage.");
