@@ -131,7 +131,7 @@ void on_hello(Server& server, Session& session, const json& j) {
   session.reply(reply_frame("hello_ok", {{"version", protocol::kProtocolVersion},
                                          {"daemon", KD_VERSION_STRING},
                                          {"generation", server.queue().generation()},
-                                         {"features", {protocol::kFeatureClientStats}}}));
+                                         {"features", {protocol::kFeatureClientStats, protocol::kFeatureUsage}}}));
 }
 
 void on_miss(Server& server, Session& session, const json& j) {
@@ -275,16 +275,20 @@ void on_prewarm(Server& server, Session& session, const json& j) {
     }
     requests.push_back({std::move(std::get<0>(canon)), proposer, budgets});
   }
-  const std::size_t queued = requests.size();
-  auto done = reply_later(server, session, session.reserve_reply(),
-                          [queued, rejected = std::move(rejected.list)] {
-                            return reply_frame("ok", {{"queued", queued}, {"rejected", rejected}});
-                          });
+  const std::size_t asked = requests.size();
   auto work_added = server.hooks().work_added;
-  server.queue().prewarm(std::move(requests), [done = std::move(done), work_added](const CommitResult& r) {
-    done(r);
-    if (r.committed && work_added) work_added();
-  });
+  server.queue().prewarm(
+      std::move(requests),
+      [&io = server.io(), self = session.shared_from_this(), slot = session.reserve_reply(), asked,
+       rejected = std::move(rejected), work_added](const CommitResult& r, const std::vector<Refused>& refused) mutable {
+        for (const Refused& x : refused) rejected.add(x.key, x.message);  // the bound on queued jobs
+        const std::size_t queued = asked - refused.size();
+        asio::post(io, [self, slot, r, queued, list = std::move(rejected.list)] {
+          self->fill_reply(slot, r.committed ? reply_frame("ok", {{"queued", queued}, {"rejected", list}})
+                                             : error_frame("commit failed: " + r.error));
+        });
+        if (r.committed && work_added) work_added();
+      });
 }
 
 // At most this many top jobs in a status reply (a job's entry is at most ~1.1 KB: job_json).
@@ -395,6 +399,64 @@ void on_cancel(Server& server, Session& session, const json& j) {
   });
 }
 
+// Which records an application hit since its last report (libkdispatch's usage marks): the
+// last-use times least-recently-used eviction goes by. No reply.
+void on_usage(Server& server, Session&, const json& j) {
+  const json& keys = field(j, "keys");
+  if (!keys.is_array() || keys.size() > protocol::kMaxUsageKeys)
+    throw ProtocolViolation{fmt::format("protocol: usage 'keys' must be an array of at most {} key lines",
+                                        protocol::kMaxUsageKeys)};
+  std::vector<std::string> lines;
+  lines.reserve(keys.size());
+  for (const auto& k : keys) {
+    if (!k.is_string()) throw ProtocolViolation{"protocol: usage keys must be strings"};
+    lines.push_back(k.get<std::string>());
+  }
+  server.queue().note_usage(lines, unix_ms_now());
+}
+
+// Removes finished jobs now (kdctl purge). Runs off the io thread; the reply says what went.
+void on_purge(Server& server, Session& session, const json& j) {
+  PurgeRequest request;
+  if (const auto states = j.find("states"); states != j.end()) {
+    if (!states->is_array()) throw ProtocolViolation{"protocol: field 'states' must be an array of job states"};
+    for (const auto& name : *states) {
+      const auto state = name.is_string() ? job_state_from(name.get<std::string>()) : std::nullopt;
+      if (!state || *state == JobState::queued || *state == JobState::running) {
+        session.reply(error_frame("purge removes finished jobs: states are done, failed and cancelled, not " +
+                                  name.dump()));
+        return;
+      }
+      request.states.push_back(*state);
+    }
+  }
+  const std::uint64_t older_than_s = unsigned_field(j, "older_than_s", 0);
+  constexpr std::uint64_t kMaxAgeS = std::uint64_t{1} << 40;
+  request.before_unix_ms = unix_ms_now() - static_cast<std::int64_t>(std::min(older_than_s, kMaxAgeS) * 1000);
+  if (bool_field(j, "dry_run")) request.mode = PurgeRequest::Mode::count_only;
+  const bool dry_run = request.mode == PurgeRequest::Mode::count_only;
+  if (!server.hooks().purge) {
+    session.reply(error_frame("this daemon cannot purge"));
+    return;
+  }
+  spdlog::info("purge of finished jobs older than {} s requested by client pid {} (uid {}){}", older_than_s,
+               session.peer_pid(), session.peer_uid(), dry_run ? " (dry run)" : "");
+  server.hooks().purge(
+      std::move(request), [&io = server.io(), self = session.shared_from_this(), slot = session.reserve_reply(),
+                           dry_run](const std::optional<PurgeResult>& result, const std::string& error) {
+        std::string frame;
+        if (result) {
+          json removed = json::object();
+          for (const JobState s : {JobState::done, JobState::failed, JobState::cancelled})
+            removed[std::string(to_string(s))] = result->by_state[static_cast<std::size_t>(s)];
+          frame = reply_frame("ok", {{"removed", removed}, {"total", result->total()}, {"dry_run", dry_run}});
+        } else {
+          frame = error_frame("purge failed: " + error);
+        }
+        asio::post(io, [self, slot, frame = std::move(frame)] { self->fill_reply(slot, frame); });
+      });
+}
+
 void on_shutdown(Server& server, Session& session, const json&) {
   spdlog::info("shutdown requested by client pid {} (uid {})", session.peer_pid(), session.peer_uid());
   session.reply(reply_frame("ok"));
@@ -413,6 +475,7 @@ constexpr RequestType kRequests[] = {
     {"stats", on_stats},       {"zero_stats", on_zero_stats},
     {"cancel", on_cancel},     {"shutdown", on_shutdown},
     {"jobs", on_jobs},         {"cache_changed", on_cache_changed},
+    {"usage", on_usage},       {"purge", on_purge},
 };
 
 }  // namespace

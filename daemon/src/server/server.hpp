@@ -32,6 +32,9 @@ struct ServerHooks {
   std::function<nlohmann::json(std::size_t top_jobs)> status;  // the status object
   std::function<nlohmann::json()> stats;                       // the stats object
   std::function<std::string(const std::string& key)> progress;  // a running job's progress line
+  // Runs a purge off the io thread; `done` runs on another thread (post to the io thread).
+  std::function<void(PurgeRequest, std::function<void(const std::optional<PurgeResult>&, const std::string& error)> done)>
+      purge;
 };
 
 class Server {
@@ -47,6 +50,9 @@ public:
   void stop();
   // Thread-safe: posts a `published` notice to every subscriber.
   void notify_published(std::string key, std::uint64_t generation);
+  // Thread-safe: tells every subscriber that `records` records were evicted at `generation`
+  // (a `published` notice with an empty key and `evicted`).
+  void notify_evicted(std::uint64_t generation, std::uint64_t records);
 
   std::size_t clients() const noexcept { return sessions_.size(); }
   std::size_t subscribers() const;

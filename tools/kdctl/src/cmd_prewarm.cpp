@@ -271,6 +271,12 @@ int run_status(const DaemonArgs& a, bool as_json) {
                 "has the reasons)\n",
                 t->value("hits", 0ULL), t->value("misses", 0ULL), t->value("fallbacks_total", 0ULL),
                 status.value("clients_reporting", 0ULL));
+  if (const auto b = status.find("bounds"); b != status.end() && b->is_object())
+    std::printf("bounds: records %llu of %llu bytes (%llu evicted), queued jobs at most %llu (%llu dropped), "
+                "finished jobs kept %llu s (%llu purged)\n",
+                b->value("cache_bytes", 0ULL), b->value("max_cache_bytes", 0ULL), b->value("records_evicted", 0ULL),
+                b->value("max_queued_jobs", 0ULL), b->value("jobs_dropped", 0ULL), b->value("job_retention_s", 0ULL),
+                b->value("jobs_purged", 0ULL));
   for (const json& j : status.value("top_jobs", json::array()))
     std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
                 j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
