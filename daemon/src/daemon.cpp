@@ -122,6 +122,15 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   asio::io_context io(1);
   Backends backends = make_backends(config);
   const bool have_backend = !backends.runners.empty();
+  // One GPU model for every runner: shape lines are keyed for it (Server::set_home_device).
+  std::optional<DevicePart> home_device;
+  for (const auto& runner : backends.runners) {
+    if (!home_device) home_device = runner->device();
+    else if (!(*home_device == runner->device())) {
+      home_device.reset();
+      break;
+    }
+  }
   const std::string backend_message =
       have_backend ? fmt::format("{} search runner(s)", backends.runners.size()) : backends.why_none;
 
@@ -244,6 +253,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
         server->notify_evicted(generation, records);
       });
 
+  server->set_home_device(home_device);
   server->start();
   if (config.metrics_listen != "off") {
     const auto port = http.start(config.metrics_listen);

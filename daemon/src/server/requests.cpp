@@ -53,19 +53,22 @@ bool bool_field(const json& j, const char* name) {
   return it->get<bool>();
 }
 
-// The canonical line of a key (full line when it has a device part, else the shape line), or
-// the parser's message. Applications report the same few keys over and over, so canonical forms
-// are memoised per thread (the io thread) up to kCanonicalCacheEntries, then the memo restarts.
+// The canonical line of a key, or the parser's message: the full line when it has a device part
+// or the daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape
+// and an application's miss for it are one job, not two searches), else the shape line.
+// Applications report the same few keys over and over, so canonical forms are memoised per thread
+// (the io thread) up to kCanonicalCacheEntries, then the memo restarts; `home` never changes while
+// the daemon runs.
 constexpr std::size_t kCanonicalCacheEntries = 1 << 16;
 
-std::variant<std::string, std::string> canonical_key(const std::string& line) {
+std::variant<std::string, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
   using Result = std::variant<std::string, std::string>;
   thread_local std::unordered_map<std::string, std::string> memo;
   if (const auto it = memo.find(line); it != memo.end()) return Result(std::in_place_index<0>, it->second);
   auto parsed = parse_key(line);
   if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
   const auto& key = std::get<GemmKey>(parsed);
-  std::string canonical = key.device ? key.full_line() : key.shape_line();
+  std::string canonical = key.device ? key.full_line() : home ? key.with_device(*home).full_line() : key.shape_line();
   if (memo.size() >= kCanonicalCacheEntries) memo.clear();
   memo.emplace(line, canonical);
   return Result(std::in_place_index<0>, std::move(canonical));
@@ -142,7 +145,7 @@ void on_miss(Server& server, Session& session, const json& j) {
     const std::uint64_t count = unsigned_field(entry, "count", 1);
     server.metrics().add(Counter::miss_keys_received);
     server.metrics().add(Counter::misses_reported, count);
-    auto canon = canonical_key(key);
+    auto canon = canonical_key(key, server.home_device());
     if (canon.index() == 1) {
       server.metrics().add(Counter::miss_keys_rejected);
       rejected.add(key, std::get<1>(canon));
@@ -267,7 +270,7 @@ void on_prewarm(Server& server, Session& session, const json& j) {
   Rejected rejected;
   for (const auto& k : keys) {
     if (!k.is_string()) throw ProtocolViolation{"protocol: prewarm keys must be strings"};
-    auto canon = canonical_key(k.get<std::string>());
+    auto canon = canonical_key(k.get<std::string>(), server.home_device());
     if (canon.index() == 1) {
       server.metrics().add(Counter::miss_keys_rejected);
       rejected.add(k.get<std::string>(), std::get<1>(canon));
@@ -322,7 +325,7 @@ void on_jobs(Server& server, Session& session, const json& j) {
   for (const auto& k : keys) {
     if (!k.is_string()) throw ProtocolViolation{"protocol: jobs keys must be strings"};
     const std::string& raw = k.get_ref<const std::string&>();
-    auto canon = canonical_key(raw);
+    auto canon = canonical_key(raw, server.home_device());
     if (canon.index() == 1) {
       list.push_back({{"key", echo_key(raw)},
                       {"state", "invalid"},
@@ -356,7 +359,7 @@ void on_cache_changed(Server& server, Session& session, const json& j) {
     for (const auto& k : *it) {
       if (!k.is_string()) throw ProtocolViolation{"protocol: cache_changed keys must be strings"};
       if (keys.size() >= kMaxNoticesPerChange) continue;
-      auto canon = canonical_key(k.get<std::string>());
+      auto canon = canonical_key(k.get<std::string>(), server.home_device());
       if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
     }
   }
@@ -382,7 +385,7 @@ void on_cache_changed(Server& server, Session& session, const json& j) {
 
 void on_cancel(Server& server, Session& session, const json& j) {
   const std::string raw = string_field(j, "key");
-  auto canon = canonical_key(raw);
+  auto canon = canonical_key(raw, server.home_device());
   if (canon.index() == 1) {
     session.reply(reply_frame("ok", {{"cancelled", false}, {"message", std::get<1>(canon)}}));
     return;

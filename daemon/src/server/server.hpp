@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,6 +18,7 @@
 
 #include "config/config.hpp"
 #include "http/metrics.hpp"
+#include "key/gemm_key.hpp"
 #include "queue/job_queue.hpp"
 #include "stats/client_stats.hpp"
 
@@ -54,6 +56,11 @@ public:
   // (a `published` notice with an empty key and `evicted`).
   void notify_evicted(std::uint64_t generation, std::uint64_t records);
 
+  // The GPU model every search runner has, when they share one: shape lines sent without a device
+  // part are then keyed for it (requests.cpp). Set before start().
+  void set_home_device(std::optional<DevicePart> device) { home_device_ = std::move(device); }
+  const std::optional<DevicePart>& home_device() const noexcept { return home_device_; }
+
   std::size_t clients() const noexcept { return sessions_.size(); }
   std::size_t subscribers() const;
 
@@ -77,6 +84,7 @@ private:
   Metrics& metrics_;
   ClientStatsBook& client_stats_;
   ServerHooks hooks_;
+  std::optional<DevicePart> home_device_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   bool bound_ = false;
