@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "key/gemm_key.hpp"
 #include "queue/job.hpp"
 #include "store/lmdb.hpp"
 
@@ -54,8 +55,10 @@ struct JobDbs {
 };
 JobDbs open_job_dbs(const lmdb::Txn& write_txn);
 
-// LMDB keys are at most 511 bytes; an index key is the line plus 9.
-inline constexpr std::size_t kMaxJobKeyBytes = 500;
+// A job's key line: what the key parser accepts (kMaxKeyLineBytes), so that every key a client
+// may send can be queued. LMDB keys are at most 511 bytes, and an index key is the line plus 9.
+inline constexpr std::size_t kMaxJobKeyBytes = kMaxKeyLineBytes;
+static_assert(kMaxJobKeyBytes + 9 <= 511, "a job's index key must fit LMDB's key limit");
 
 // The index key of `job` in its current state.
 std::string index_key(const Job& job);

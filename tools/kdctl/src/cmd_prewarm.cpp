@@ -67,7 +67,7 @@ json prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shape
 }
 
 // One past the last shape of the batch that starts at `begin`: at most `max_shapes` shapes and
-// kBatchPayloadBytes of key text (JSON adds 3 bytes per key; keys are at most 511 bytes).
+// kBatchPayloadBytes of key text (JSON adds 3 bytes per key; keys are at most 502 bytes).
 std::size_t batch_end(const std::vector<std::string>& shapes, std::size_t begin, std::size_t max_shapes) {
   std::size_t bytes = 0, end = begin;
   while (end < shapes.size() && end - begin < max_shapes) {
