@@ -44,6 +44,12 @@ struct QueueCounts {
   bool operator==(const QueueCounts&) const = default;
 };
 
+// The meta keys of the job table: the counts per state, and an index scan's position. They describe
+// this cache's index alone: a tool that copies jobs into another cache (kdctl doctor) must not
+// copy them, but change the target's through JobTxn.
+inline constexpr std::string_view kJobCountsMetaKey = "job_counts";
+inline constexpr std::string_view kJobIndexScanMetaKey = "job_index_scan";
+
 // The databases a job transaction touches, opened (created) once by open_job_dbs.
 struct JobDbs {
   MDB_dbi jobs = 0;
