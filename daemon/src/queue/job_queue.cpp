@@ -552,6 +552,15 @@ std::optional<Job> JobQueue::find(const std::string& key) const {
   return get_job(txn, dbs_, key);
 }
 
+std::vector<std::optional<Job>> JobQueue::find_each(const std::vector<std::string>& keys) const {
+  std::vector<std::optional<Job>> out;
+  out.reserve(keys.size());
+  if (keys.empty()) return out;
+  const lmdb::Txn txn(writer_->env(), lmdb::Access::read_only);
+  for (const auto& key : keys) out.push_back(get_job(txn, dbs_, key));
+  return out;
+}
+
 std::vector<Job> JobQueue::top_jobs(std::size_t n) const {
   std::vector<Job> out;
   if (n == 0) return out;

@@ -177,6 +177,9 @@ public:
   QueueTallies tallies() const;
   const QueueLimits& limits() const noexcept { return limits_; }
   std::optional<Job> find(const std::string& key) const;
+  // The jobs of `keys` (canonical lines), in order, nullopt where there is none: each read by its
+  // key in one read transaction (the `jobs` request).
+  std::vector<std::optional<Job>> find_each(const std::vector<std::string>& keys) const;
   // Up to `n` jobs for status: queued ones by priority, then running ones, then the most recently
   // finished. Reads only the jobs it returns.
   std::vector<Job> top_jobs(std::size_t n) const;

@@ -18,8 +18,8 @@ constexpr const char* kIndexDb = "job_index";
 constexpr const char* kMetaDb = "meta";
 constexpr const char* kTreesDb = "trees";
 constexpr const char* kRecordsDb = "records";
-constexpr std::string_view kCountsKey = "job_counts";
-constexpr std::string_view kScanKey = "job_index_scan";
+constexpr std::string_view kCountsKey = kJobCountsMetaKey;
+constexpr std::string_view kScanKey = kJobIndexScanMetaKey;
 
 // Index prefixes, one per state (job.hpp's order).
 constexpr std::array<char, kJobStateCount> kPrefix{'q', 'r', 'd', 'f', 'c'};

@@ -28,6 +28,7 @@
 #include <string_view>
 #include <vector>
 
+#include "key/gemm_key.hpp"
 #include "queue/job.hpp"
 #include "store/lmdb.hpp"
 
@@ -43,6 +44,12 @@ struct QueueCounts {
   bool operator==(const QueueCounts&) const = default;
 };
 
+// The meta keys of the job table: the counts per state, and an index scan's position. They describe
+// this cache's index alone: a tool that copies jobs into another cache (kdctl doctor) must not
+// copy them, but change the target's through JobTxn.
+inline constexpr std::string_view kJobCountsMetaKey = "job_counts";
+inline constexpr std::string_view kJobIndexScanMetaKey = "job_index_scan";
+
 // The databases a job transaction touches, opened (created) once by open_job_dbs.
 struct JobDbs {
   MDB_dbi jobs = 0;
@@ -54,8 +61,10 @@ struct JobDbs {
 };
 JobDbs open_job_dbs(const lmdb::Txn& write_txn);
 
-// LMDB keys are at most 511 bytes; an index key is the line plus 9.
-inline constexpr std::size_t kMaxJobKeyBytes = 500;
+// A job's key line: what the key parser accepts (kMaxKeyLineBytes), so that every key a client
+// may send can be queued. LMDB keys are at most 511 bytes, and an index key is the line plus 9.
+inline constexpr std::size_t kMaxJobKeyBytes = kMaxKeyLineBytes;
+static_assert(kMaxJobKeyBytes + 9 <= 511, "a job's index key must fit LMDB's key limit");
 
 // The index key of `job` in its current state.
 std::string index_key(const Job& job);

@@ -68,7 +68,13 @@ std::variant<std::string, std::string> canonical_key(const std::string& line, co
   auto parsed = parse_key(line);
   if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
   const auto& key = std::get<GemmKey>(parsed);
-  std::string canonical = key.device ? key.full_line() : home ? key.with_device(*home).full_line() : key.shape_line();
+  std::string canonical = key.device ? key.full_line() : key.shape_line();
+  // Keyed for the home GPU only where the keyed line still fits a job key: a shape line near the
+  // limit stays a shape line rather than becoming a key the job store cannot hold.
+  if (!key.device && home) {
+    std::string keyed = key.with_device(*home).full_line();
+    if (keyed.size() <= kMaxKeyLineBytes) canonical = std::move(keyed);
+  }
   if (memo.size() >= kCanonicalCacheEntries) memo.clear();
   memo.emplace(line, canonical);
   return Result(std::in_place_index<0>, std::move(canonical));
@@ -322,6 +328,8 @@ void on_jobs(Server& server, Session& session, const json& j) {
     throw ProtocolViolation{fmt::format("protocol: jobs asks for {} keys; at most {} per request", keys.size(),
                                         kMaxJobsPerRequest)};
   json list = json::array();
+  std::vector<std::string> lookups;        // the canonical lines of the keys that parse
+  std::vector<std::size_t> lookup_entries;  // their entries in `list`
   for (const auto& k : keys) {
     if (!k.is_string()) throw ProtocolViolation{"protocol: jobs keys must be strings"};
     const std::string& raw = k.get_ref<const std::string&>();
@@ -332,16 +340,21 @@ void on_jobs(Server& server, Session& session, const json& j) {
                       {"reason", protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes)}});
       continue;
     }
-    const auto job = server.queue().find(std::get<0>(canon));
-    if (!job) {
-      list.push_back({{"key", raw}, {"state", "unknown"}});
-      continue;
-    }
-    json entry = job_json(*job);
-    entry["key"] = raw;  // as asked, so that the client finds its own spelling
-    if (job->state == JobState::running && server.hooks().progress)
-      entry["progress"] = protocol::truncate_utf8(server.hooks().progress(job->key), kMaxJobTextBytes);
-    list.push_back(std::move(entry));
+    lookups.push_back(std::move(std::get<0>(canon)));
+    lookup_entries.push_back(list.size());
+    list.push_back({{"key", raw}, {"state", "unknown"}});
+  }
+  // By key in the jobs database, in one read transaction: no scan, whatever the queue holds.
+  const std::vector<std::optional<Job>> found = server.queue().find_each(lookups);
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    if (!found[i]) continue;
+    const Job& job = *found[i];
+    json& entry = list[lookup_entries[i]];
+    const json raw = std::move(entry["key"]);  // as asked, so that the client finds its own spelling
+    entry = job_json(job);
+    entry["key"] = raw;
+    if (job.state == JobState::running && server.hooks().progress)
+      entry["progress"] = protocol::truncate_utf8(server.hooks().progress(job.key), kMaxJobTextBytes);
   }
   session.reply(reply_fitting_list("jobs", {{"jobs", std::move(list)}}, "jobs"));
 }
