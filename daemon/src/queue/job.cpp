@@ -32,7 +32,7 @@ double Job::priority() const noexcept {
 }
 
 std::string serialize_job(const Job& j) {
-  json o{{"schema", kJobRecordSchema},
+  const json o{{"schema", kJobRecordSchema},
                {"state", to_string(j.state)},
                {"count", j.count},
                {"est_call_us", j.est_call_us},
@@ -49,8 +49,6 @@ std::string serialize_job(const Job& j) {
                  {"llm_tokens", j.budgets.llm_tokens}}},
                {"published_generation", j.published_generation},
                {"search_id", j.search_id}};
-  // Written even when null, so that a record without the field is known to be older.
-  o["device"] = j.device ? json{{"arch", j.device->arch}, {"gpu", j.device->gpu}, {"sms", j.device->sms}} : json(nullptr);
   return o.dump();
 }
 
@@ -80,31 +78,19 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text) {
     }
     j.published_generation = o.value("published_generation", std::uint64_t{0});
     j.search_id = o.value("search_id", std::string{});
-    if (const auto d = o.find("device"); d == o.end()) {
-      j.device = key_facts(key).device;  // a record from before jobs carried their device part
-    } else if (!d->is_null()) {
-      j.device = DevicePart{d->at("arch").get<std::string>(), d->at("gpu").get<std::string>(), d->at("sms").get<int>()};
-    }
     return j;
   } catch (const json::exception&) {
     return std::nullopt;
   }
 }
 
-double estimate_call_us(const GemmKey& key) {
-  const double compute_us = flops(key) / (kNominalTflops * 1e6);
-  const double memory_us = static_cast<double>(min_bytes(key)) / (kNominalTBps * 1e6);
-  return std::max(compute_us, memory_us);
-}
-
-double estimate_call_us(std::string_view canonical_line) { return key_facts(canonical_line).est_call_us; }
-
-JobKeyFacts key_facts(const GemmKey& key) { return {key.device, estimate_call_us(key)}; }
-
-JobKeyFacts key_facts(std::string_view canonical_line) {
+double estimate_call_us(std::string_view canonical_line) {
   const auto parsed = parse_key(canonical_line);
   const auto* key = std::get_if<GemmKey>(&parsed);
-  return key != nullptr ? key_facts(*key) : JobKeyFacts{};
+  if (key == nullptr) return 0;
+  const double compute_us = flops(*key) / (kNominalTflops * 1e6);
+  const double memory_us = static_cast<double>(min_bytes(*key)) / (kNominalTBps * 1e6);
+  return std::max(compute_us, memory_us);
 }
 
 std::int64_t unix_ms_now() {

@@ -8,8 +8,6 @@
 #include <string>
 #include <string_view>
 
-#include "key/gemm_key.hpp"
-
 namespace kd::daemon {
 
 // Numbered like stats counters: values are persisted by name, never by number.
@@ -27,22 +25,8 @@ struct JobBudgets {
   bool operator==(const JobBudgets&) const = default;
 };
 
-// What the daemon keeps of a key line it parsed: the line is parsed once, when a miss or a
-// prewarm brings it (server/requests.cpp), and a job carries these facts, persisted in its record,
-// so claims and the scheduler never parse the line again.
-struct JobKeyFacts {
-  std::optional<DevicePart> device;  // the line's device part; nullopt: a shape line (any GPU)
-  double est_call_us = 0;            // nominal roofline time of one call (estimate_call_us)
-  bool operator==(const JobKeyFacts&) const = default;
-};
-JobKeyFacts key_facts(const GemmKey& key);
-// Parses `canonical_line` (for lines that did not come through the server: tests, old records);
-// a line that does not parse has no device part and no estimate.
-JobKeyFacts key_facts(std::string_view canonical_line);
-
 struct Job {
   std::string key;  // canonical line (full key with device part, or a shape line)
-  std::optional<DevicePart> device;  // the key's device part (JobKeyFacts); nullopt: a shape line
   JobState state = JobState::queued;
   std::uint64_t count = 0;          // calls reported by clients (sum of miss counts)
   double est_call_us = 0;           // nominal roofline time of one call (estimate_call_us)
@@ -71,8 +55,7 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text);
 // peak rates (kNominalTflops, kNominalTBps). Only for ordering jobs: the search measures real times.
 inline constexpr double kNominalTflops = 400.0;
 inline constexpr double kNominalTBps = 2.0;
-double estimate_call_us(const GemmKey& key);
-double estimate_call_us(std::string_view canonical_line);  // 0 for a line that does not parse
+double estimate_call_us(std::string_view canonical_line);
 
 std::int64_t unix_ms_now();
 

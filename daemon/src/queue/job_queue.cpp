@@ -217,9 +217,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
       } else {
         job.key = m.key;
         job.created_unix_ms = now;
-        const JobKeyFacts facts = m.facts ? *m.facts : key_facts(m.key);
-        job.device = facts.device;
-        job.est_call_us = facts.est_call_us;
+        job.est_call_us = estimate_call_us(m.key);
       }
       job.count += m.count;
       job.updated_unix_ms = now;
@@ -245,9 +243,7 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
       if (!before) {
         job.key = r.key;
         job.created_unix_ms = now;
-        const JobKeyFacts facts = r.facts ? *r.facts : key_facts(r.key);
-        job.device = facts.device;
-        job.est_call_us = facts.est_call_us;
+        job.est_call_us = estimate_call_us(r.key);
         if (lmdb::get(jt.txn(), jt.dbs().records, r.key)) {
           // Tuned before (its job was purged): nothing to search.
           job.state = JobState::done;

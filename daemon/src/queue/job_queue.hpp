@@ -45,14 +45,12 @@ namespace kd::daemon {
 struct MissReport {
   std::string key;  // canonical line
   std::uint64_t count = 1;
-  std::optional<JobKeyFacts> facts;  // from the parse that made `key` canonical; nullopt: parsed here
 };
 
 struct PrewarmRequest {
   std::string key;  // canonical line
   std::string proposer;
   JobBudgets budgets;
-  std::optional<JobKeyFacts> facts;  // as in MissReport
 };
 
 // Outcome of one committed (or failed) write transaction.

@@ -26,8 +26,12 @@ private:
   Note note_;
 };
 
-// The job's device part was taken from its key when the key arrived (JobKeyFacts): no parse here.
-bool device_allows(const Job& job, const DevicePart& device) { return !job.device || *job.device == device; }
+bool device_allows(const Job& job, const DevicePart& device) {
+  const auto parsed = parse_key(job.key);
+  const auto* key = std::get_if<GemmKey>(&parsed);
+  if (key == nullptr) return false;
+  return !key->device || *key->device == device;
+}
 
 Budgets effective_budgets(const Job& job, const Budgets& defaults) {
   const auto pick = [](std::uint64_t own, std::uint64_t def) { return own != 0 ? own : def; };

@@ -53,43 +53,31 @@ bool bool_field(const json& j, const char* name) {
   return it->get<bool>();
 }
 
+// The canonical line of a key, or the parser's message: the full line when it has a device part
+// or the daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape
+// and an application's miss for it are one job, not two searches), else the shape line.
 // Applications report the same few keys over and over, so canonical forms are memoised per thread
 // (the io thread) up to kCanonicalCacheEntries, then the memo restarts; `home` never changes while
 // the daemon runs.
 constexpr std::size_t kCanonicalCacheEntries = 1 << 16;
 
-// A key line made canonical, with the facts its job keeps (queue/job.hpp): the one parse of a
-// key in the daemon; queue, scheduler and claims use the facts.
-struct CanonicalKey {
-  std::string line;
-  JobKeyFacts facts;
-};
-
-// The canonical key, or the parser's message: the full line when it has a device part or the
-// daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape and
-// an application's miss for it are one job, not two searches), else the shape line.
-
-std::variant<CanonicalKey, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
-  using Result = std::variant<CanonicalKey, std::string>;
-  thread_local std::unordered_map<std::string, CanonicalKey> memo;
+std::variant<std::string, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
+  using Result = std::variant<std::string, std::string>;
+  thread_local std::unordered_map<std::string, std::string> memo;
   if (const auto it = memo.find(line); it != memo.end()) return Result(std::in_place_index<0>, it->second);
   auto parsed = parse_key(line);
   if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
-  GemmKey& key = std::get<GemmKey>(parsed);
+  const auto& key = std::get<GemmKey>(parsed);
   std::string canonical = key.device ? key.full_line() : key.shape_line();
   // Keyed for the home GPU only where the keyed line still fits a job key: a shape line near the
   // limit stays a shape line rather than becoming a key the job store cannot hold.
   if (!key.device && home) {
-    GemmKey keyed = key.with_device(*home);
-    if (std::string keyed_line = keyed.full_line(); keyed_line.size() <= kMaxKeyLineBytes) {
-      canonical = std::move(keyed_line);
-      key = std::move(keyed);
-    }
+    std::string keyed = key.with_device(*home).full_line();
+    if (keyed.size() <= kMaxKeyLineBytes) canonical = std::move(keyed);
   }
-  CanonicalKey out{std::move(canonical), key_facts(key)};
   if (memo.size() >= kCanonicalCacheEntries) memo.clear();
-  memo.emplace(line, out);
-  return Result(std::in_place_index<0>, std::move(out));
+  memo.emplace(line, canonical);
+  return Result(std::in_place_index<0>, std::move(canonical));
 }
 
 // What a reply echoes of a key a client sent and of the parser's message about it: a rejected key
@@ -169,8 +157,7 @@ void on_miss(Server& server, Session& session, const json& j) {
       rejected.add(key, std::get<1>(canon));
       return;
     }
-    CanonicalKey& c = std::get<0>(canon);
-    misses.push_back({std::move(c.line), count, std::move(c.facts)});
+    misses.push_back({std::move(std::get<0>(canon)), count});
   };
   if (const auto keys = j.find("keys"); keys != j.end()) {
     if (!keys->is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array"};
@@ -295,8 +282,7 @@ void on_prewarm(Server& server, Session& session, const json& j) {
       rejected.add(k.get<std::string>(), std::get<1>(canon));
       continue;
     }
-    CanonicalKey& c = std::get<0>(canon);
-    requests.push_back({std::move(c.line), proposer, budgets, std::move(c.facts)});
+    requests.push_back({std::move(std::get<0>(canon)), proposer, budgets});
   }
   const std::size_t asked = requests.size();
   auto work_added = server.hooks().work_added;
@@ -354,7 +340,7 @@ void on_jobs(Server& server, Session& session, const json& j) {
                       {"reason", protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes)}});
       continue;
     }
-    lookups.push_back(std::move(std::get<0>(canon).line));
+    lookups.push_back(std::move(std::get<0>(canon)));
     lookup_entries.push_back(list.size());
     list.push_back({{"key", raw}, {"state", "unknown"}});
   }
@@ -387,7 +373,7 @@ void on_cache_changed(Server& server, Session& session, const json& j) {
       if (!k.is_string()) throw ProtocolViolation{"protocol: cache_changed keys must be strings"};
       if (keys.size() >= kMaxNoticesPerChange) continue;
       auto canon = canonical_key(k.get<std::string>(), server.home_device());
-      if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon).line));
+      if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
     }
   }
   spdlog::info("client pid {} changed the cache ({} key(s)); re-reading its generation", session.peer_pid(), named);
@@ -417,7 +403,7 @@ void on_cancel(Server& server, Session& session, const json& j) {
     session.reply(reply_frame("ok", {{"cancelled", false}, {"message", std::get<1>(canon)}}));
     return;
   }
-  const std::string key = std::get<0>(canon).line;
+  const std::string key = std::get<0>(canon);
   const auto slot = session.reserve_reply();
   server.queue().cancel(key, [&server, self = session.shared_from_this(), slot, key](
                                  const CommitResult& r, bool found) {

@@ -36,48 +36,11 @@ TEST(Job, SerializeRoundTripsEveryField) {
   j.proposer = "llm";
   j.budgets = {1, 2, 3, 4};
   j.published_generation = 9;
-  j.device = DevicePart{"sm_90", "NVIDIA H100 80GB HBM3", 132};
   const auto back = parse_job(j.key, serialize_job(j));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, j);
   EXPECT_FALSE(parse_job("k", "{\"schema\":99}").has_value());
   EXPECT_FALSE(parse_job("k", "not json").has_value());
-}
-
-// A job keeps its key's device part from the one parse when the key arrived; a record written
-// before jobs carried it gets it from its key line when read.
-TEST(Job, CarriesItsKeysDevicePartAndDerivesItForOlderRecords) {
-  const JobKeyFacts facts = key_facts(key(16));
-  ASSERT_TRUE(facts.device.has_value());
-  EXPECT_EQ(facts.device->sms, 132);
-  EXPECT_EQ(facts.est_call_us, estimate_call_us(key(16)));
-  const std::string shape = key(16).substr(0, key(16).find(" arch="));
-  EXPECT_FALSE(key_facts(shape).device.has_value()) << "a shape line is for any GPU";
-
-  Job shape_job;
-  shape_job.key = shape;
-  const std::string text = serialize_job(shape_job);
-  EXPECT_NE(text.find("\"device\":null"), std::string::npos) << text;
-  EXPECT_FALSE(parse_job(shape, text)->device.has_value());
-
-  const std::string older = R"({"schema":1,"state":"queued","count":1,"est_call_us":2.0,"attempts":0,)"
-                            R"("created_unix_ms":1,"updated_unix_ms":1})";
-  const auto old_full = parse_job(key(16), older);
-  ASSERT_TRUE(old_full.has_value());
-  EXPECT_EQ(old_full->device, facts.device);
-  EXPECT_FALSE(parse_job(shape, older)->device.has_value());
-}
-
-TEST(JobQueue, AJobTakesTheFactsOfItsMissAndParsesNothingItself) {
-  test::TempDir dir;
-  JobQueue q(dir.path());
-  // Facts that differ from what the line says show that the queue kept the caller's parse.
-  const JobKeyFacts given{DevicePart{"sm_90", "given by the server", 1}, 7.5};
-  misses_sync(q, {{key(32), 1, given}});
-  const auto job = q.find(key(32));
-  ASSERT_TRUE(job.has_value());
-  EXPECT_EQ(job->device, given.device);
-  EXPECT_EQ(job->est_call_us, 7.5);
 }
 
 TEST(Job, PriorityGrowsWithCallsAndShapeSize) {
