@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "archive.hpp"
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "kdctl_runner.hpp"
 #include "key/gemm_key.hpp"
