@@ -17,7 +17,7 @@
 #include "common/error.hpp"
 #include "common/exit_code.hpp"
 #include "config/config_reload.hpp"
-#include "driver/proposer_list.hpp"
+#include "driver/proposer_table.hpp"
 #include "store/cache_store.hpp"
 
 namespace kd::daemon {
@@ -219,7 +219,7 @@ std::optional<std::string> parse_workers(Config& c, const std::string& text) {
   return std::nullopt;
 }
 
-// A comma list of proposers (search/src/driver/proposer_list.hpp): "builtin,cublaslt".
+// A comma list of proposers (search/src/driver/proposer_table.hpp): "builtin,cublaslt".
 std::optional<std::string> parse_proposer(Config& c, const std::string& text) {
   auto names = search::parse_proposer_list(text);
   if (auto* err = std::get_if<std::string>(&names)) return *err;
@@ -397,8 +397,17 @@ std::variant<CommandLine, int> parse_command_line(int argc, char** argv) {
   return line;
 }
 
-Config load_config(const CommandLine& line,
-                   const std::function<std::optional<std::string>(const std::string&)>& environment) {
+namespace {
+
+// load_config of the keys `wanted` admits (all when it is empty); the others keep Config's
+// defaults. A default configuration file that cannot be read is skipped when only some keys are
+// wanted: kdctl, run by a user, may not read the daemon's /etc file.
+Config load_selected(const CommandLine& line,
+                     const std::function<std::optional<std::string>(const std::string&)>& environment,
+                     std::span<const std::string_view> wanted) {
+  const auto is_wanted = [&](std::string_view name) {
+    return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+  };
   // Per key: the winning text and its source, from lowest to highest precedence.
   std::map<std::string, Config::Origin, std::less<>> chosen;
   for (const auto& k : kConfigKeys)
@@ -415,7 +424,8 @@ Config load_config(const CommandLine& line,
     file = *env_file;
     explicit_file = true;
   }
-  if (explicit_file || std::filesystem::exists(file)) {
+  const bool readable = ::access(file.c_str(), R_OK) == 0;
+  if (explicit_file || (std::filesystem::exists(file) && (readable || wanted.empty()))) {
     toml::table table;
     try {
       table = toml::parse_file(file.string());
@@ -447,6 +457,7 @@ Config load_config(const CommandLine& line,
     chosen[name] = {name, value, ConfigSource::flag, flag_of(name)};
 
   for (const auto& k : kConfigKeys) {
+    if (!is_wanted(k.name)) continue;
     const auto& origin = chosen.at(std::string(k.name));
     if (const auto problem = k.parse(c, origin.text)) {
       throw Error(ErrorDomain::usage, 0,
@@ -457,6 +468,29 @@ Config load_config(const CommandLine& line,
     c.origins.push_back(origin);
   }
   return c;
+}
+
+}  // namespace
+
+Config load_config(const CommandLine& line,
+                   const std::function<std::optional<std::string>(const std::string&)>& environment) {
+  return load_selected(line, environment, {});
+}
+
+Config load_shared_config(std::span<const std::string_view> keys, const CommandLine& line,
+                          const std::function<std::optional<std::string>(const std::string&)>& environment) {
+  return load_selected(line, environment, keys);
+}
+
+search::ProposerSettings proposer_settings(const Config& c) {
+  search::ProposerSettings s;
+  s.llm_api = c.llm_api;
+  s.llm_url = c.llm_url;
+  s.llm_model = c.llm_model;
+  s.llm_key_env = c.llm_key_env;
+  s.llm_key_file = c.llm_key_file;
+  s.llm_tokens = c.budgets.llm_tokens;
+  return s;
 }
 
 std::string print_config(const Config& c) {

@@ -9,11 +9,14 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include <sys/types.h>
+
+#include "driver/proposer_table.hpp"
 
 namespace kd::daemon {
 
@@ -41,7 +44,7 @@ struct Config {
   std::string workers;  // "auto", "none" or a comma list of CUDA device ordinals
   unsigned compile_threads = 0;
   Budgets budgets;
-  std::string proposer;  // comma list of proposers (driver/proposer_list.hpp); builtin always runs
+  std::string proposer;  // comma list of proposers (driver/proposer_table.hpp); builtin always runs
   // The llm proposer (proposer = llm, or a job asking for it).
   std::string llm_api;       // openai | anthropic
   std::string llm_url;       // base URL without /v1/...
@@ -93,6 +96,18 @@ std::variant<CommandLine, int> parse_command_line(int argc, char** argv);
 Config load_config(const CommandLine& line,
                    const std::function<std::optional<std::string>(const std::string&)>& environment);
 std::optional<std::string> process_environment(const std::string& name);
+
+// The keys kdctl shares with kdispatchd, resolved exactly as load_config resolves them (the same
+// table, environment variables, file and precedence; `line.flags` holds kdctl's own flags for
+// them), for tools that act like the daemon without being it (kdctl search builds its proposers
+// from the llm_* keys). Only `keys` (non-empty) are parsed and validated; the rest keep Config's
+// zero values. A default file that this user cannot read is skipped. Throws as load_config.
+Config load_shared_config(std::span<const std::string_view> keys, const CommandLine& line,
+                          const std::function<std::optional<std::string>(const std::string&)>& environment);
+
+// The settings proposers are built with (driver/proposer_table.hpp): the llm_* keys and
+// budget_llm_tokens.
+search::ProposerSettings proposer_settings(const Config& c);
 
 // key = value  # source, one line per key, in table order.
 std::string print_config(const Config& c);

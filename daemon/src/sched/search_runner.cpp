@@ -3,15 +3,12 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "builtin/builtin_proposer.hpp"
+#include "builtin/family.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
-#include "cublaslt_proposer/cublaslt_proposer.hpp"
 #include "cuda/driver.hpp"
-#include "driver/proposer_list.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
-#include "llm/search_adapter.hpp"
 #include "worker/worker_client.hpp"
 
 namespace kd::daemon {
@@ -29,7 +26,8 @@ search::CompileServiceOptions compile_options(const Config& config) {
 }  // namespace
 
 SearchJobRunner::SearchJobRunner(const DeviceInfo& device, const Config& config)
-    : device_(device), cache_dir_(config.cache_dir), default_proposer_(config.proposer), config_(config),
+    : device_(device), cache_dir_(config.cache_dir), default_proposer_(config.proposer),
+      proposer_settings_(proposer_settings(config)),
       compiler_(compile_options(config)),
       backend_(std::make_unique<search::WorkerBackend>(
           worker::default_worker_spawn(device.ordinal, config.cache_dir), kWatchdog)) {}
@@ -46,32 +44,17 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   auto names = search::parse_proposer_list(selection.empty() ? "builtin" : selection);
   if (auto* err = std::get_if<std::string>(&names))
     return {JobOutcome::Kind::failed, std::nullopt, "proposer: " + *err};
-  builtin::BuiltinProposer builtin;  // always: the offline default, and the seeds llm improves
-  std::vector<search::Proposer*> proposers{&builtin};
-  std::unique_ptr<llm::LlmSearchProposer> llm_proposer;
-  std::unique_ptr<cublaslt::CublasLtProposer> cublaslt_proposer;
-  for (const search::ProposerName name : std::get<std::vector<search::ProposerName>>(names)) {
-    if (name == search::ProposerName::cublaslt) {
-      cublaslt_proposer = std::make_unique<cublaslt::CublasLtProposer>();
-      proposers.push_back(cublaslt_proposer.get());
-    } else if (name == search::ProposerName::llm) {
-      if (config_.llm_model.empty())
-        return {JobOutcome::Kind::failed, std::nullopt, "proposer llm: llm_model is not configured"};
-      llm::LlmConfig c;
-      c.api = *llm::api_kind_from_string(config_.llm_api);
-      c.base_url = config_.llm_url;
-      c.model = config_.llm_model;
-      if (!config_.llm_key_file.empty()) c.key = llm::KeyFromFile{config_.llm_key_file};
-      else if (!config_.llm_key_env.empty()) c.key = llm::KeyFromEnv{config_.llm_key_env};
-      try {
-        const auto tokens = budgets.llm_tokens ? static_cast<std::int64_t>(budgets.llm_tokens) : llm::TokenBudget::kUnlimited;
-        llm_proposer = std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(tokens));
-      } catch (const std::exception& e) {
-        return {JobOutcome::Kind::failed, std::nullopt, std::string("proposer llm: ") + e.what()};
-      }
-      proposers.push_back(llm_proposer.get());
-    }
-  }
+  // builtin always runs, first: the offline default, and the seeds llm improves.
+  std::vector<search::ProposerName> selected = std::get<std::vector<search::ProposerName>>(names);
+  std::erase(selected, search::ProposerName::builtin);
+  selected.insert(selected.begin(), search::ProposerName::builtin);
+  search::ProposerSettings settings = proposer_settings_;
+  settings.llm_tokens = budgets.llm_tokens;
+  auto made = search::make_proposers(selected, settings);
+  if (auto* err = std::get_if<std::string>(&made)) return {JobOutcome::Kind::failed, std::nullopt, *err};
+  const auto owned = std::move(std::get<0>(made));
+  std::vector<search::Proposer*> proposers;
+  for (const auto& p : owned) proposers.push_back(p.get());
 
   search::SearchOptions opts;
   if (budgets.rounds) opts.budget.rounds = static_cast<int>(budgets.rounds);

@@ -7,6 +7,7 @@
 
 #include "compile/compile_service.hpp"
 #include "cuda/device.hpp"
+#include "driver/proposer_table.hpp"
 #include "driver/worker_backend.hpp"
 #include "sched/job_runner.hpp"
 
@@ -23,7 +24,7 @@ private:
   DeviceInfo device_;
   std::filesystem::path cache_dir_;
   std::string default_proposer_;
-  Config config_;
+  search::ProposerSettings proposer_settings_;  // the llm_* keys; the token budget is per job
   search::CompileService compiler_;
   std::unique_ptr<search::WorkerBackend> backend_;
 };

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "driver/proposer_list.hpp"
+#include "driver/proposer_table.hpp"
 #include "kdispatch/kdispatch.h"
 #include "key/gemm_key.hpp"
 #include "protocol/messages.hpp"

@@ -23,7 +23,7 @@
 #include <string>
 #include <thread>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "queue/job_store.hpp"
 #include "store/cache_store.hpp"

@@ -13,7 +13,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "support/temp_dir.hpp"
 

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "common/error.hpp"
 #include "daemon_process.hpp"
 #include "key/gemm_key.hpp"

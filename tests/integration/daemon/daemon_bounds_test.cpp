@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "client/dispatcher.hpp"
 #include "daemon_process.hpp"
 #include "store/cache_store.hpp"

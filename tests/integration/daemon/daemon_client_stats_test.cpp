@@ -9,7 +9,7 @@
 
 #include <thread>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "common/error.hpp"
 #include "daemon_process.hpp"
 #include "support/temp_dir.hpp"

@@ -12,7 +12,7 @@
 #include <set>
 #include <thread>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "queue/job_store.hpp"
 #include "store/cache_store.hpp"

@@ -13,7 +13,7 @@
 #include <sstream>
 #include <thread>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "common/error.hpp"
 #include "daemon_process.hpp"
 #include "protocol/frame.hpp"

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <thread>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "support/temp_dir.hpp"
 

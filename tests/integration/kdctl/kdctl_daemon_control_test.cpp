@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "archive.hpp"
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "kdctl_runner.hpp"
 #include "key/gemm_key.hpp"
@@ -238,14 +238,14 @@ TEST_F(KdctlDaemonControl, ImportAndEvictIntoALiveCacheTellTheDaemonAndItsSubscr
   }
   EXPECT_TRUE(seen);
 
-  // Without a daemon, the write is direct and the output says so.
+  // Without a daemon, the write is direct and stderr says so.
   daemon_.reset();
   const KdctlRun alone = kdctl({"import", write("more.kda", archive_of(2048, 2)).string(), "--cache-dir", cache(),
                                 "--socket", socket()});
   ASSERT_EQ(alone.rc, 0) << alone.err;
-  EXPECT_NE(alone.out.find("no kdispatchd answers on " + socket() + ": the cache was written directly"),
+  EXPECT_NE(alone.err.find("kdctl import: no kdispatchd answers on " + socket() + ": the cache was written directly"),
             std::string::npos)
-      << alone.out;
+      << "said on stderr: " << alone.err;
 }
 
 // A write the daemon was not told about (a kdctl that could not reach it) still reaches the

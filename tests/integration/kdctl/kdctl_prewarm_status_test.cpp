@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "cuda/driver.hpp"
 #include "daemon_process.hpp"
 #include "kdctl_runner.hpp"

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "kdctl_runner.hpp"
 #include "queue/job_queue.hpp"

@@ -7,7 +7,6 @@
 #include <map>
 
 #include "cublaslt_proposer/cublaslt_proposer.hpp"
-#include "driver/proposer_list.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
 #include "store/record.hpp"
@@ -67,30 +66,6 @@ CompileService& compiler() {
 ProposalContext context(const GemmKey& key, const SearchTree& tree, AlgoSource* algos) {
   static const builtin::Target target;
   return {key, target, tree, 0, 0, 0, 0, algos};
-}
-
-TEST(ProposerList, ParsesACommaListInOrder) {
-  auto got = parse_proposer_list("builtin,cublaslt");
-  ASSERT_TRUE(std::holds_alternative<std::vector<ProposerName>>(got)) << std::get<std::string>(got);
-  EXPECT_EQ(std::get<std::vector<ProposerName>>(got), (std::vector{ProposerName::builtin, ProposerName::cublaslt}));
-  got = parse_proposer_list(" cublaslt , llm,builtin ");
-  ASSERT_TRUE(std::holds_alternative<std::vector<ProposerName>>(got));
-  EXPECT_EQ(std::get<std::vector<ProposerName>>(got),
-            (std::vector{ProposerName::cublaslt, ProposerName::llm, ProposerName::builtin}));
-  EXPECT_EQ(to_string(ProposerName::cublaslt), "cublaslt");
-}
-
-TEST(ProposerList, ErrorsNameTheProblem) {
-  const auto error = [](std::string_view text) {
-    auto got = parse_proposer_list(text);
-    return std::holds_alternative<std::string>(got) ? std::get<std::string>(got) : std::string("(accepted)");
-  };
-  EXPECT_NE(error("").find("no proposer"), std::string::npos);
-  EXPECT_NE(error("builtin,").find("empty proposer name"), std::string::npos);
-  const std::string unknown = error("builtin,cublas");
-  EXPECT_NE(unknown.find("unknown proposer 'cublas'"), std::string::npos) << unknown;
-  EXPECT_NE(unknown.find("builtin, llm, cublaslt"), std::string::npos) << unknown;
-  EXPECT_NE(error("cublaslt,builtin,cublaslt").find("given twice"), std::string::npos);
 }
 
 TEST(CublasLtProposer, ProposesEveryEnumeratedAlgorithmOnceInRoundZeroOnly) {

@@ -1,7 +1,10 @@
 // kdctl search's proposer selection and its dry run with the cublaslt proposer, which needs no
 // compile and no GPU: it must say that cuBLASLt enumeration needs a GPU rather than fail obscurely.
+// The llm proposer takes its settings as kdispatchd does (KD_LLM_* variables, overridden by flags),
+// checked against the scripted LLM server (unit/llm/fake_llm_server.hpp).
 #include <gtest/gtest.h>
 
+#include "fake_llm_server.hpp"
 #include "kdctl_runner.hpp"
 #include "support/temp_dir.hpp"
 
@@ -29,6 +32,55 @@ TEST(KdctlSearch, UnknownOrRepeatedProposerIsAUsageError) {
   r = run_kdctl(dir.path(), {"search", "--key", kKey, "--proposer", "cublaslt,cublaslt", "--dry-run"});
   EXPECT_EQ(r.rc, 2);
   EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
+}
+
+// Only builtin seeds this key (simt_tiled), so a dry run compiles few candidates.
+constexpr const char* kSmallF32Key =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=777 n=333 k=555 lda=777 ldb=555 ldc=777 batch=1 "
+    "epilogue=none beta0=1";
+
+// An empty kdispatchd configuration file, so that no file on the machine takes part.
+std::string empty_config(const TempDir& dir) {
+  write_text(dir.path() / "kdispatchd.toml", "");
+  return (dir.path() / "kdispatchd.toml").string();
+}
+
+TEST(KdctlSearch, LlmProposerTakesKdispatchdsEnvironment) {
+  TempDir dir;
+  llm::test::FakeLlmServer server;
+  server.push({200, llm::test::openai_reply(R"(["stage B through shared memory"])")});
+  server.push({200, llm::test::openai_reply("no code today")});
+  const KdctlRun r = run_kdctl(dir.path(),
+                               {"search", "--key", kSmallF32Key, "--proposer", "builtin,llm", "--dry-run", "--rounds",
+                                "1", "--ideas", "1", "--impls", "1"},
+                               {"KD_LLM_MODEL=model-from-env", "KD_LLM_URL=" + server.base_url(),
+                                "KD_LLM_KEY_ENV=KD_TEST_LLM_KEY", "KD_TEST_LLM_KEY=sk-from-env", "KD_CONFIG=" + empty_config(dir)});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  const auto requests = server.requests();
+  ASSERT_FALSE(requests.empty()) << "kdctl search reached the server named by KD_LLM_URL\n" << r.out << r.err;
+  EXPECT_EQ(requests[0].json().value("model", ""), "model-from-env");
+  EXPECT_EQ(requests[0].headers.at("authorization"), "Bearer sk-from-env") << "the key named by KD_LLM_KEY_ENV";
+}
+
+TEST(KdctlSearch, LlmFlagsOverrideTheEnvironmentAndAMissingModelNamesTheFix) {
+  TempDir dir;
+  KdctlRun r = run_kdctl(dir.path(), {"search", "--key", kSmallF32Key, "--proposer", "llm", "--dry-run"},
+                         {"KD_LLM_MODEL=", "KD_CONFIG=" + empty_config(dir)});
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("KD_LLM_MODEL"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--llm-model"), std::string::npos) << r.err;
+
+  r = run_kdctl(dir.path(), {"search", "--key", kSmallF32Key, "--proposer", "llm", "--dry-run"},
+                {"KD_LLM_MODEL=m", "KD_LLM_API=grpc", "KD_CONFIG=" + empty_config(dir)});
+  EXPECT_EQ(r.rc, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("KD_LLM_API"), std::string::npos) << "the message names where the value came from: " << r.err;
+
+  // The flag wins over the variable: the llm proposer alone writes no seeds, so it sends nothing
+  // and the dry run succeeds once the flag fixes the API.
+  r = run_kdctl(dir.path(),
+                {"search", "--key", kSmallF32Key, "--proposer", "llm", "--dry-run", "--llm-api", "anthropic"},
+                {"KD_LLM_MODEL=m", "KD_LLM_API=grpc", "KD_CONFIG=" + empty_config(dir)});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
 }
 
 }  // namespace

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
 #include "daemon_link.hpp"
 #include "kdctl.hpp"

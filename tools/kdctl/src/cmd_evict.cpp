@@ -158,11 +158,7 @@ int run_evict(const EvictArgs& a) {
   std::printf("%zu of %zu record(s) %s; %s remain\n", gone, all.size(),
               a.dry_run ? "would be evicted" : "evicted", format_bytes(remaining).c_str());
   if (!evicted.empty()) {
-    const DaemonNotice notice = tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, evicted);
-    if (notice.outcome == DaemonNotice::Outcome::failed)
-      std::fprintf(stderr, "kdctl evict: %s\n", notice.line.c_str());
-    else
-      std::printf("%s\n", notice.line.c_str());
+    print_daemon_notice("kdctl evict", tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, evicted));
   }
   if (max_bytes && remaining > *max_bytes) {
     std::fprintf(stderr, "kdctl evict: still %s, over the %s cap: the other records do not match the filters\n",

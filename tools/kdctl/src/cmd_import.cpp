@@ -90,12 +90,7 @@ int run_import(const ImportArgs& a) {
   std::fputs(table.render().c_str(), stdout);
   std::printf("%zu %s, %zu rejected\n", imported, a.dry_run ? "would be imported" : "imported", rejected);
   if (!written.empty()) {
-    const DaemonNotice notice =
-        tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, written);
-    if (notice.outcome == DaemonNotice::Outcome::failed)
-      std::fprintf(stderr, "kdctl import: %s\n", notice.line.c_str());
-    else
-      std::printf("%s\n", notice.line.c_str());
+    print_daemon_notice("kdctl import", tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, written));
   }
   return rejected > 0 ? kFailure : kOk;
 }

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "daemon_link.hpp"

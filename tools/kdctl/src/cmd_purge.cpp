@@ -13,7 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cache_snapshot.hpp"
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
 #include "kdctl.hpp"
 #include "protocol/messages.hpp"

@@ -1,30 +1,44 @@
 // kdctl search: one branching search in the foreground, with live progress and the tree printed.
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include <fmt/format.h>
 
-#include "builtin/builtin_proposer.hpp"
+#include "builtin/family.hpp"
 #include "commands.hpp"
+#include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
-#include "cublaslt_proposer/cublaslt_proposer.hpp"
+#include "config/config.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
-#include "driver/proposer_list.hpp"
+#include "daemon_link.hpp"
+#include "driver/proposer_table.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
 #include "driver/worker_backend.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
-#include "llm/search_adapter.hpp"
 #include "store/cache_store.hpp"
 #include "worker/worker_client.hpp"
 
 namespace kd::kdctl {
 namespace {
+
+// The kdispatchd configuration keys kdctl search shares, each with kdctl's flag for it: their
+// values come from the flag, else the key's KD_* variable, else kdispatchd's configuration file,
+// else the table's default (config/config.hpp), exactly as the daemon resolves them.
+struct SharedKey {
+  std::string_view key;
+  std::string_view flag;
+};
+constexpr SharedKey kSharedKeys[] = {
+    {"llm_api", "--llm-api"},         {"llm_url", "--llm-url"},           {"llm_model", "--llm-model"},
+    {"llm_key_env", "--llm-key-env"}, {"llm_key_file", "--llm-key-file"}, {"budget_llm_tokens", "--llm-tokens"},
+};
 
 struct SearchArgs {
   std::string key;
@@ -32,41 +46,27 @@ struct SearchArgs {
   int rounds = 3, ideas = 3, impls = 2, topk = 2, max_candidates = 64, wall_s = 900;
   bool dry_run = false;
   std::string cache_dir;  // empty: print only
+  std::string socket;     // the daemon told of a published winner (empty: the default socket)
   int device = 0;
   int watchdog_s = 60;
-  // --proposer llm
-  std::string llm_api = "openai";
-  std::string llm_url = "http://127.0.0.1:8000";
-  std::string llm_model;
-  std::string llm_key_env;
-  std::string llm_key_file;
-  long long llm_tokens = 200000;
+  std::map<std::string, std::string, std::less<>> shared;  // config key -> its flag's value, when given
 };
 
 // The proposers named by --proposer, in order; an unknown or misconfigured one is a usage error.
 std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_proposers(const SearchArgs& a) {
   auto names = search::parse_proposer_list(a.proposers);
   if (auto* err = std::get_if<std::string>(&names)) return "--proposer: " + *err;
-  std::vector<std::unique_ptr<search::Proposer>> out;
-  for (const search::ProposerName name : std::get<std::vector<search::ProposerName>>(names)) {
-    if (name == search::ProposerName::builtin) {
-      out.push_back(std::make_unique<builtin::BuiltinProposer>());
-    } else if (name == search::ProposerName::cublaslt) {
-      out.push_back(std::make_unique<cublaslt::CublasLtProposer>());
-    } else if (name == search::ProposerName::llm) {
-      llm::LlmConfig c;
-      const auto api = llm::api_kind_from_string(a.llm_api);
-      if (!api) return "unknown --llm-api '" + a.llm_api + "' (openai or anthropic)";
-      if (a.llm_model.empty()) return "--proposer llm needs --llm-model";
-      c.api = *api;
-      c.base_url = a.llm_url;
-      c.model = a.llm_model;
-      if (!a.llm_key_file.empty()) c.key = llm::KeyFromFile{a.llm_key_file};
-      else if (!a.llm_key_env.empty()) c.key = llm::KeyFromEnv{a.llm_key_env};
-      out.push_back(std::make_unique<llm::LlmSearchProposer>(c, std::make_shared<llm::TokenBudget>(a.llm_tokens)));
-    }
+  daemon::CommandLine line;
+  line.flags.insert(a.shared.begin(), a.shared.end());
+  std::vector<std::string_view> keys;
+  for (const SharedKey& k : kSharedKeys) keys.push_back(k.key);
+  daemon::Config config;
+  try {
+    config = daemon::load_shared_config(keys, line, daemon::process_environment);
+  } catch (const Error& e) {
+    return std::string(e.what());
   }
-  return out;
+  return search::make_proposers(std::get<std::vector<search::ProposerName>>(names), daemon::proposer_settings(config));
 }
 
 std::string fmt_us(double us) { return us > 0 ? fmt::format("{:.1f}", us) : "-"; }
@@ -171,14 +171,21 @@ int run_search_command(const SearchArgs& a) {
   print_summary(out);
 
   if (!a.cache_dir.empty() && !a.dry_run) {
-    CacheWriter writer(a.cache_dir);
-    writer.put_raw("trees", out.tree.search_id(), out.tree.to_json().dump());
-    if (out.winner) {
-      const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
-      const std::uint64_t gen = writer.publish(search::make_record(out, *out.winner, key.full_line(), versions));
-      std::printf("published to %s (generation %llu)\n", a.cache_dir.c_str(), static_cast<unsigned long long>(gen));
+    std::vector<std::string> published;
+    {
+      CacheWriter writer(a.cache_dir);
+      writer.put_raw("trees", out.tree.search_id(), out.tree.to_json().dump());
+      if (out.winner) {
+        const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
+        const std::uint64_t gen = writer.publish(search::make_record(out, *out.winner, key.full_line(), versions));
+        published.push_back(key.full_line());
+        std::printf("published to %s (generation %llu)\n", a.cache_dir.c_str(), static_cast<unsigned long long>(gen));
+      }
     }
     std::printf("tree stored as %s\n", out.tree.search_id().c_str());
+    if (!published.empty())
+      print_daemon_notice("kdctl search",
+                          tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, a.cache_dir}), a.cache_dir, published));
   }
   if (a.dry_run) return kOk;
   return out.winner ? kOk : kNotFaster;
@@ -190,12 +197,14 @@ void setup_search(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<SearchArgs>();
   sub.add_option("--key", a->key, "Canonical key line or `linear dtype= tokens= in= out=` shorthand")->required();
   sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm, cublaslt")->capture_default_str();
-  sub.add_option("--llm-api", a->llm_api, "LLM wire API: openai (chat completions; vLLM, llama.cpp, Ollama, SGLang) or anthropic")->capture_default_str();
-  sub.add_option("--llm-url", a->llm_url, "LLM base URL, without /v1/...")->capture_default_str();
-  sub.add_option("--llm-model", a->llm_model, "LLM model name");
-  sub.add_option("--llm-key-env", a->llm_key_env, "Environment variable holding the API key");
-  sub.add_option("--llm-key-file", a->llm_key_file, "File holding the API key (mode 0600 or 0400, owned by you)");
-  sub.add_option("--llm-tokens", a->llm_tokens, "LLM token budget for this search")->capture_default_str();
+  for (const daemon::ConfigKeyInfo& k : daemon::config_keys()) {
+    const auto shared = std::find_if(std::begin(kSharedKeys), std::end(kSharedKeys),
+                                     [&](const SharedKey& s) { return s.key == k.name; });
+    if (shared == std::end(kSharedKeys)) continue;
+    sub.add_option(std::string(shared->flag), a->shared[std::string(k.name)],
+                   fmt::format("{} (default: env {}, else kdispatchd's config key {}, else '{}')", k.description,
+                               k.env, k.name, k.default_text));
+  }
   sub.add_option("--rounds", a->rounds, "Rounds after round 0")->capture_default_str()->check(CLI::Range(0, 50));
   sub.add_option("--ideas", a->ideas, "Ideas per seed per proposer")->capture_default_str()->check(CLI::Range(1, 32));
   sub.add_option("--impls", a->impls, "Implementations per idea")->capture_default_str()->check(CLI::Range(1, 16));
@@ -205,8 +214,14 @@ void setup_search(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--watchdog-seconds", a->watchdog_s, "Kill a candidate's worker after this long")->capture_default_str();
   sub.add_option("--device", a->device, "CUDA device ordinal")->capture_default_str();
   sub.add_option("--cache-dir", a->cache_dir, "Store the tree and publish the winner into this cache (default: print only)");
+  add_socket_flag(sub, a->socket);
   sub.add_flag("--dry-run", a->dry_run, "Propose and compile only; needs no GPU");
-  sub.callback([a, &action] { action = [a] { return run_search_command(*a); }; });
+  sub.callback([a, &action, &sub] {
+    // Only the flags given override the environment and the configuration file.
+    for (const SharedKey& k : kSharedKeys)
+      if (sub.get_option(std::string(k.flag))->count() == 0) a->shared.erase(std::string(k.key));
+    action = [a] { return run_search_command(*a); };
+  });
 }
 
 }  // namespace kd::kdctl

@@ -10,6 +10,7 @@
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
 #include "cuda/device.hpp"
+#include "daemon_link.hpp"
 #include "cuda/driver.hpp"
 #include "cublaslt_proposer/algo_enumeration.hpp"
 #include "driver/publish.hpp"
@@ -26,6 +27,7 @@ namespace {
 
 struct GpuArgs {
   std::string cache_dir;
+  std::string socket;  // verify: the daemon told of the evictions (empty: the default socket)
   int device = 0;
   int watchdog_s = 60;
 };
@@ -99,8 +101,11 @@ int run_verify(const GpuArgs& a, bool dry_run) {
   }
   for (const std::string& k : damaged) std::printf("damaged record (does not decode): %s\n", k.c_str());
   if (!dry_run && !failed.empty()) {
-    CacheWriter writer(dir);
-    for (const std::string& k : failed) writer.evict(k);
+    {
+      CacheWriter writer(dir);
+      for (const std::string& k : failed) writer.evict(k);
+    }
+    print_daemon_notice("kdctl verify", tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, dir.string()}), dir, failed));
   }
   std::printf("%zu passed, %zu failed%s\n", mine.size() - failed.size(), failed.size(),
               failed.empty() ? "" : dry_run ? " (dry run: nothing evicted)" : " (evicted)");
@@ -215,6 +220,7 @@ void setup_verify(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<GpuArgs>();
   auto dry = std::make_shared<bool>(false);
   gpu_flags(sub, *a);
+  add_socket_flag(sub, a->socket);
   sub.add_flag("--dry-run", *dry, "Report failures without evicting");
   sub.footer("Exit codes: 0 all passed, 1 some failed (evicted unless --dry-run), 4 no GPU.");
   sub.callback([a, dry, &action] { action = [a, dry] { return run_verify(*a, *dry); }; });

@@ -1,13 +1,14 @@
 #include "daemon_link.hpp"
 
 #include <chrono>
+#include <cstdio>
 #include <optional>
 #include <system_error>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 #include "protocol/messages.hpp"
 #include "store/cache_store.hpp"
 
@@ -81,6 +82,13 @@ DaemonNotice tell_daemon_cache_changed(const std::filesystem::path& socket, cons
                                          "the generation at its start",
                                          pid, socket.string(), e.what())};
   }
+}
+
+void print_daemon_notice(std::string_view command, const DaemonNotice& notice) {
+  if (notice.outcome == DaemonNotice::Outcome::told)
+    std::printf("%s\n", notice.line.c_str());
+  else
+    std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(command.size()), command.data(), notice.line.c_str());
 }
 
 }  // namespace kd::kdctl

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -23,9 +24,9 @@ void add_daemon_flags(CLI::App& sub, DaemonArgs& a);
 // Registers --socket only (for subcommands that have their own --cache-dir).
 void add_socket_flag(CLI::App& sub, std::string& socket);
 
-// kdctl import and evict write the cache themselves (LMDB serializes them with the daemon's
-// writes; a record may be larger than a protocol frame). Afterwards they tell the kdispatchd that
-// serves that cache (a `cache_changed` message naming the changed keys), which re-reads the
+// kdctl's writing subcommands (import, evict, search --cache-dir, verify) write the cache
+// themselves (LMDB serializes them with the daemon's writes; a record may be larger than a
+// protocol frame). Afterwards they tell the kdispatchd that serves that cache (a `cache_changed` message naming the changed keys), which re-reads the
 // generation and pushes `published` to its subscribers, so running applications load the change
 // now. `line` says what happened, for the command's output.
 struct DaemonNotice {
@@ -41,5 +42,9 @@ struct DaemonNotice {
 // Never throws (beyond std::bad_alloc). `keys` are the full key lines written or removed.
 DaemonNotice tell_daemon_cache_changed(const std::filesystem::path& socket, const std::filesystem::path& cache_dir,
                                        const std::vector<std::string>& keys);
+
+// Prints `notice.line` after "`command`: " ("kdctl evict"): on stdout when the daemon was told,
+// on stderr otherwise (the cache was written without a daemon knowing, or the notice failed).
+void print_daemon_notice(std::string_view command, const DaemonNotice& notice);
 
 }  // namespace kd::kdctl

@@ -1,4 +1,4 @@
-#include "client/client.hpp"
+#include "ctl_client/ctl_client.hpp"
 
 #include <poll.h>
 #include <sys/socket.h>

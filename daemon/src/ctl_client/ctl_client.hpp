@@ -1,5 +1,6 @@
-// A small blocking client of kdispatchd's socket, for kdctl, tests and the benchmark.
-// (Applications use libkdispatch's own asynchronous client.)
+// A small blocking client of kdispatchd's socket, for kdctl, tests and the benchmark: the
+// operator's side (ctl). Applications use libkdispatch's own asynchronous client
+// (libdispatch/src/client), which shares only the protocol with this one.
 #pragma once
 
 #include <chrono>
