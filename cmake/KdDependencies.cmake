@@ -17,9 +17,11 @@ kd_require(PkgConfig_FOUND pkg-config "pkg-config")
 if(PkgConfig_FOUND)
   pkg_check_modules(LMDB QUIET IMPORTED_TARGET lmdb)
   pkg_check_modules(XXHASH QUIET IMPORTED_TARGET libxxhash)
+  pkg_check_modules(HIREDIS QUIET IMPORTED_TARGET hiredis)
 endif()
 kd_require(LMDB_FOUND liblmdb-dev "LMDB")
 kd_require(XXHASH_FOUND libxxhash-dev "xxHash")
+kd_require(HIREDIS_FOUND libhiredis-dev "hiredis (the fleet's remote tier on Redis)")
 
 find_package(Boost 1.74 QUIET COMPONENTS system filesystem)
 kd_require(Boost_FOUND "libboost-dev libboost-system-dev libboost-filesystem-dev" "Boost (Asio, Beast, Process)")
@@ -50,6 +52,14 @@ if(KD_BUILD_TESTS)
   kd_require(GTest_FOUND "libgtest-dev libgmock-dev" "GoogleTest")
   # The deployment tests (tests/integration/packaging) run systemd-analyze and systemd-sysusers
   # and create users with useradd; without them those tests skip, so a notice, not an error.
+  # The remote tier's tests start a real redis-server; CI installs it, so its absence fails them
+  # (with this name) rather than skipping.
+  find_program(KD_REDIS_SERVER redis-server)
+  if(NOT KD_REDIS_SERVER)
+    message(STATUS "kdispatch: redis-server not found: the remote tier's tests will fail "
+                   "(install the Debian package 'redis-server')")
+    set(KD_REDIS_SERVER redis-server)
+  endif()
   find_program(KD_SYSTEMD_ANALYZE systemd-analyze)
   if(NOT KD_SYSTEMD_ANALYZE)
     message(STATUS "kdispatch: systemd-analyze not found: the systemd unit tests will skip "

@@ -24,6 +24,7 @@
 #include "kdispatch/kdispatch.h"
 #include "protocol/messages.hpp"
 #include "queue/job_queue.hpp"
+#include "remote/remote_tier.hpp"
 #include "sched/maintenance.hpp"
 #include "sched/scheduler.hpp"
 #include "server/peer_access.hpp"
@@ -137,6 +138,16 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   std::unique_ptr<Server> server;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Maintenance> maintenance;
+  // Issue 31: the fleet's remote tier, when `remote` names one.
+  std::unique_ptr<RemoteTier> remote;
+  if (config.remote.endpoint) {
+    remote = std::make_unique<RemoteTier>(
+        config, queue, home_device, make_record_verifier(config, have_backend ? std::string() : backends.why_none),
+        [&](const std::string& key, std::uint64_t generation) {
+          server->notify_published(key, generation);
+          maintenance->poke();
+        });
+  }
 
   const auto gauges = [&] {
     return Gauges{queue.counts(), server->clients(), server->subscribers(), queue.generation(),
@@ -164,6 +175,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
            {"clients_reporting", client_stats.live()},
            {"client_totals", client_stats.totals().to_json()},
            {"bounds", bounds_json(config, queue)}};
+    if (remote) s["remote"] = remote->status();
     if (top > 0) {
       json list = json::array();
       for (const Job& job : queue.top_jobs(top)) {
@@ -186,10 +198,12 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
                 {"transactions_committed", queue.transactions_committed()},
                 {"clients", client_stats.to_json()}};
   };
+  const auto remote_metrics = [&] { return remote ? remote->prometheus_text() : std::string(); };
 
   HttpServer http(io, HttpRoutes{[&] {
                                    return prometheus_text(metrics, gauges(),
-                                                          {client_stats.totals(), client_stats.live()});
+                                                          {client_stats.totals(), client_stats.live()}) +
+                                          remote_metrics();
                                  },
                                  [&] { return public_status(status(0)).dump(); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
@@ -238,7 +252,11 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
 
   server = std::make_unique<Server>(
       io, live, queue, metrics, client_stats,
-      ServerHooks{shutdown, [&] { scheduler->notify_work(); },
+      ServerHooks{shutdown,
+                  [&] {
+                    scheduler->notify_work();
+                    if (remote) remote->poke();
+                  },
                   [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats,
                   [&](const std::string& key) { return scheduler->progress_of(key); },
                   [&](PurgeRequest r, Maintenance::PurgeDone done) { maintenance->purge(std::move(r), std::move(done)); }});
@@ -254,6 +272,10 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
       });
 
   server->set_home_device(home_device);
+  if (remote) {
+    server->set_publish_observer([&](const std::string& key) { remote->published(key); });
+    scheduler->set_fleet_hooks(remote->fleet_hooks());
+  }
   server->start();
   if (config.metrics_listen != "off") {
     const auto port = http.start(config.metrics_listen);
@@ -269,6 +291,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   wait_for_hangup();
   scheduler->start();
   maintenance->start();
+  if (remote) remote->start();
   save_periodically();
   poll_generation();
   spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
@@ -285,6 +308,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
     }
   }
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
+  if (remote) remote->stop();  // held leases released
   maintenance->stop();
   save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed

@@ -9,6 +9,7 @@ packages=(
   liblmdb-dev libboost-dev libboost-system-dev libboost-filesystem-dev libcurl4-openssl-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev zlib1g-dev libpng-dev python3
+  libhiredis-dev redis-server  # the fleet's remote tier (issue 31); its tests start a redis-server
   systemd passwd  # the deployment tests: systemd-analyze verify, systemd-sysusers, useradd
 )
 

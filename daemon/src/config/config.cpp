@@ -310,6 +310,31 @@ constexpr ConfigKey kConfigKeys[] = {
     {"maintenance_interval_ms", "KD_MAINTENANCE_INTERVAL_MS", "60000",
      "how often usage reports are stored, old jobs purged and the cache size checked",
      millis_into<&Config::maintenance_interval>},
+    // The fleet's remote tier (issue 31; parsers in remote/remote_settings.cpp).
+    {"remote", "KD_REMOTE", "",
+     "the fleet's Redis, redis://HOST:PORT/DB, shared by every daemon of the fleet (empty: no remote tier)",
+     parse_remote},
+    {"remote_user", "KD_REMOTE_USER", "", "Redis ACL user for AUTH (empty: the password alone, or none)",
+     parse_remote_user},
+    {"remote_password_env", "KD_REMOTE_PASSWORD_ENV", "",
+     "environment variable holding the Redis password (never logged or stored)", parse_remote_password_env},
+    {"remote_password_file", "KD_REMOTE_PASSWORD_FILE", "",
+     "file holding the Redis password (mode 0600 or 0400, owned by the daemon's user)",
+     parse_remote_password_file},
+    {"remote_prefix", "KD_REMOTE_PREFIX", "kdispatch", "prefix of every key the tier writes in Redis",
+     parse_remote_prefix},
+    {"remote_trust", "KD_REMOTE_TRUST", "verify",
+     "records from the tier: verify (published only after this machine's gate passed them; needs a GPU) "
+     "or trusted (published at once)",
+     parse_remote_trust},
+    {"remote_lease_ms", "KD_REMOTE_LEASE_MS", "30000",
+     "a search's lease on its key in Redis (renewed every third of it; a dead searcher's job moves on after it)",
+     parse_remote_lease_ms},
+    {"remote_poll_ms", "KD_REMOTE_POLL_MS", "1000",
+     "how often queued keys are looked up in the tier again (waiting for another daemon's search)",
+     parse_remote_poll_ms},
+    {"remote_timeout_ms", "KD_REMOTE_TIMEOUT_MS", "250", "connect and command timeout towards Redis",
+     parse_remote_timeout_ms},
 };
 
 std::string flag_of(std::string_view name) {

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "driver/proposer_table.hpp"
+#include "remote/remote_settings.hpp"
 
 namespace kd::daemon {
 
@@ -63,6 +64,8 @@ struct Config {
   std::chrono::seconds job_retention{0};  // 0: finished jobs are kept
   std::uint64_t max_queued_jobs = 0;
   std::chrono::milliseconds maintenance_interval{0};
+  // The fleet's shared tier (issue 31; remote/remote_tier.hpp): off while remote.endpoint is empty.
+  RemoteSettings remote;
 
   // Each key's text as loaded and where it came from, in table order (for --print-config).
   struct Origin {

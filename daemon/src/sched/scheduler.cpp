@@ -133,6 +133,13 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
       running_[index] = {job->key, source};
     }
     current_key = job->key;
+    // Issue 31: the full key the fleet's lease and the tier's records go by.
+    const std::string full_key = std::get<GemmKey>(parse_key(job->key)).with_device(device).full_line();
+    if (!fleet_allows(*job, full_key)) {
+      const std::lock_guard lock(mu_);
+      running_.erase(index);
+      continue;
+    }
     std::stop_callback forward(stop, [source] { source->request_stop(); });
     JobOutcome outcome;
     try {
@@ -146,12 +153,46 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
       running_.erase(index);
       progress_.erase(job->key);
     }
+    // Issue 31: what the fleet learns of this search (copied before record_outcome consumes it).
+    std::optional<Record> fleet_winner;
+    std::string fleet_reason;
+    if (fleet_.after_search) {
+      if (outcome.kind == JobOutcome::Kind::winner && outcome.winner) {
+        fleet_winner = *outcome.winner;
+        if (fleet_winner->key_line.empty()) fleet_winner->key_line = full_key;
+      } else if (outcome.kind == JobOutcome::Kind::no_improvement) {
+        fleet_reason = outcome.reason.empty() ? "no candidate beat the baseline" : outcome.reason;
+      } else if (outcome.kind == JobOutcome::Kind::failed) {
+        fleet_reason = outcome.reason;
+      }
+    }
     try {
       record_outcome(*job, device, std::move(outcome));
     } catch (const std::exception& e) {
       spdlog::error("scheduler: recording the outcome of '{}' failed: {}", job->key, e.what());
     }
+    if (fleet_.after_search) fleet_.after_search(full_key, fleet_winner ? &*fleet_winner : nullptr, fleet_reason);
   }
+}
+
+bool Scheduler::fleet_allows(const Job& job, const std::string& full_key) {
+  if (!fleet_.before_search) return true;
+  const FleetDecision d = fleet_.before_search(full_key);
+  if (d.kind == FleetDecision::Kind::search) return true;
+  const bool finished = d.kind == FleetDecision::Kind::finished;
+  queue_.update(job.key, [&](Job& j) {
+    if (j.state != JobState::running) return;  // cancelled meanwhile
+    if (j.attempts > 0) --j.attempts;          // not searched: no attempt spent
+    if (finished) {
+      j.state = JobState::done;
+      j.reason = "searched by another daemon of the fleet: " + d.why;
+    } else {
+      j.state = JobState::queued;
+      j.reason = "waiting for the fleet: " + d.why;
+      j.not_before_unix_ms = unix_ms_now() + fleet_.wait.count();
+    }
+  });
+  return false;
 }
 
 void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome) {

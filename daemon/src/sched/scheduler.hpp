@@ -21,6 +21,26 @@
 
 namespace kd::daemon {
 
+// Fleet hooks (issue 31; remote/remote_tier.hpp supplies them): one search per key across the
+// daemons sharing a remote tier. Unset without a remote tier.
+struct FleetDecision {
+  enum class Kind : std::uint8_t {
+    search,    // this daemon holds the key's lease (or the tier is unreachable): search it
+    wait,      // another daemon searches it, or its record is being imported: put the job back
+    finished,  // another daemon searched it and found nothing faster: the job is done
+  };
+  Kind kind = Kind::search;
+  std::string why;  // wait: who searches it; finished: that search's reason
+};
+struct FleetHooks {
+  std::function<FleetDecision(const std::string& full_key)> before_search;
+  // After a search: its winner, else the reason of a done or failed job (both empty: the run was
+  // stopped or its worker lost, and the lease is released without a result).
+  std::function<void(const std::string& full_key, const Record* winner, const std::string& done_reason)>
+      after_search;
+  std::chrono::milliseconds wait{1000};  // how long a waiting job stays back before it is claimed again
+};
+
 class Scheduler {
 public:
   using PublishedFn = std::function<void(const std::string& key, std::uint64_t generation)>;
@@ -41,6 +61,8 @@ public:
   // Takes the reloadable settings it reads (budgets, max_attempts, restart_backoff) from `c`, for
   // the jobs and retries that start from now on (SIGHUP; config_reload.hpp). Thread-safe.
   void set_limits(const Config& c);
+  // Installs the fleet's hooks (issue 31). Before start().
+  void set_fleet_hooks(FleetHooks hooks) { fleet_ = std::move(hooks); }
 
   std::size_t runner_count() const noexcept { return runners_.size(); }
   // Keys being searched now, one per busy runner.
@@ -55,6 +77,8 @@ public:
 private:
   void loop(std::size_t index, std::stop_token stop);
   void record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome);
+  // The fleet's answer for a claimed job; true when this runner searches it now (issue 31).
+  bool fleet_allows(const Job& job, const std::string& full_key);
 
   struct Limits {
     Budgets budgets;
@@ -69,6 +93,7 @@ private:
   Metrics& metrics_;
   std::vector<std::unique_ptr<JobRunner>> runners_;
   PublishedFn on_published_;
+  FleetHooks fleet_;
 
   mutable std::mutex mu_;
   std::map<std::string, std::string> progress_;  // running job key -> progress line (mu_)

@@ -153,6 +153,7 @@ std::size_t Server::subscribers() const {
 }
 
 void Server::notify_published(std::string key, std::uint64_t generation) {
+  if (publish_observer_ && !key.empty()) publish_observer_(key);
   asio::post(io_, [this, key = std::move(key), generation] {
     const std::string frame = protocol::encode_message(protocol::Published{key, generation});
     const auto sessions = sessions_;  // a push may drop a client that does not read

@@ -60,6 +60,11 @@ public:
   // part are then keyed for it (requests.cpp). Set before start().
   void set_home_device(std::optional<DevicePart> device) { home_device_ = std::move(device); }
   const std::optional<DevicePart>& home_device() const noexcept { return home_device_; }
+  // Issue 31: called (on the calling thread) with the key of every notify_published that names one,
+  // so that the fleet's remote tier pushes winners and kdctl imports. Set before start().
+  void set_publish_observer(std::function<void(const std::string& key)> observer) {
+    publish_observer_ = std::move(observer);
+  }
 
   std::size_t clients() const noexcept { return sessions_.size(); }
   std::size_t subscribers() const;
@@ -85,6 +90,7 @@ private:
   ClientStatsBook& client_stats_;
   ServerHooks hooks_;
   std::optional<DevicePart> home_device_;
+  std::function<void(const std::string& key)> publish_observer_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   bool bound_ = false;

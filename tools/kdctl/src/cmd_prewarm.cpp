@@ -320,6 +320,15 @@ int run_status(const DaemonArgs& a, bool as_json) {
                 b->value("cache_bytes", 0ULL), b->value("max_cache_bytes", 0ULL), b->value("records_evicted", 0ULL),
                 b->value("max_queued_jobs", 0ULL), b->value("jobs_dropped", 0ULL), b->value("job_retention_s", 0ULL),
                 b->value("jobs_purged", 0ULL));
+  if (const auto r = status.find("remote"); r != status.end() && r->is_object()) {  // issue 31: the fleet's tier
+    const json c = r->value("counters", json::object());
+    std::printf("remote tier: %s %s%s, trust %s, gate %s; %llu imported, %llu pushed, %llu held back, %llu lease "
+                "wait(s) (kdctl remote status has more)\n",
+                r->value("url", "").c_str(), r->value("connected", false) ? "connected" : "not connected",
+                r->value("connected", false) ? "" : (": " + r->value("last_error", "")).c_str(),
+                r->value("trust", "").c_str(), r->value("gate", "").c_str(), c.value("imports", 0ULL),
+                c.value("pushes", 0ULL), r->value("held_back", 0ULL), c.value("lease_waits", 0ULL));
+  }
   for (const json& j : status.value("top_jobs", json::array()))
     std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
                 j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
