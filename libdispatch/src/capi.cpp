@@ -15,9 +15,9 @@
 #include "client/dispatcher.hpp"
 #include "common/env.hpp"
 #include "cuda/driver.hpp"
+#include "key/gemm_desc.hpp"
 #include "launch/cublas_fallback.hpp"
 #include "launch/cuda_entry_loader.hpp"
-#include "launch/gemm_call.hpp"
 #include "launch/launcher.hpp"
 #include "protocol/messages.hpp"
 #include "registry/epoch.hpp"
@@ -123,17 +123,18 @@ Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reas
     f.rc = KD_EINVAL;
     return f;
   }
-  const auto key = call_key_from_desc(desc, f.ctx);
-  if (std::holds_alternative<std::monostate>(key)) {
-    f.rc = KD_EINVAL;
-    return f;
-  }
-  if (auto* r = std::get_if<FallbackReason>(&key)) {
-    f.rc = fall_back(slot, *r, reason);
-    return f;
+  CallKey key;
+  key.context = reinterpret_cast<std::uintptr_t>(f.ctx);
+  switch (read_gemm_desc(desc, key)) {
+    case KD_DESC_KEYABLE: break;
+    case KD_DESC_INVALID:
+    case KD_DESC_SHAPE: f.rc = KD_EINVAL; return f;
+    case KD_DESC_DATA_TYPE:
+    case KD_DESC_COMPUTE_TYPE:
+    case KD_DESC_BATCH_LAYOUT: f.rc = fall_back(slot, FallbackReason::unsupported, reason); return f;
   }
   ReadGuard::enter(*slot);
-  const Dispatcher::Lookup l = disp->lookup(std::get<CallKey>(key));
+  const Dispatcher::Lookup l = disp->lookup(key);
   if (l.entry != nullptr) {
     f.rc = KD_SUCCESS;
     f.entry = l.entry;
@@ -270,6 +271,12 @@ extern "C" KD_API int kd_shutdown(void) {
   } catch (...) {
     return KD_EINTERNAL;
   }
+}
+
+extern "C" KD_API kd_gemm_desc_problem kd_gemm_desc_check(const kd_gemm_desc* desc) {
+  if (desc == nullptr) return KD_DESC_INVALID;
+  GemmShape shape;
+  return read_gemm_desc(*desc, shape);
 }
 
 extern "C" KD_API int kd_gemm_lookup(const kd_gemm_desc* desc, CUstream stream,

@@ -66,7 +66,7 @@ Translation translate_cublas(const CublasGemmArgs& x) noexcept {
   k.b = *b;
   k.c = *c;
   k.compute = compute->compute;
-  k.precision = precision_of(*compute, *math, *a);
+  k.precision = precision_class_for(k.compute, math_mode_of(*compute, *math), k.a);
   k.ta = *ta;
   k.tb = *tb;
   k.m = x.m;

@@ -210,7 +210,7 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
   key.b = *b;
   key.c = *c;
   key.compute = compute->compute;
-  key.precision = precision_of(*compute, HandleMath::default_math, *a);
+  key.precision = precision_class_for(key.compute, math_mode_of(*compute, HandleMath::default_math), key.a);
   key.ta = *ta;
   key.tb = *tb;
   key.m = m;

@@ -45,12 +45,11 @@ std::optional<HandleMath> handle_math_of(cublasMath_t mode) noexcept {
   return find(kMathModes, base);
 }
 
-PrecisionClass precision_of(const ComputeInfo& compute, HandleMath math, DType a) noexcept {
-  if (compute.compute == ComputeType::f16) return PrecisionClass::f16;
-  if (a != DType::f32 || math == HandleMath::pedantic) return PrecisionClass::f32;
+MathMode math_mode_of(const ComputeInfo& compute, HandleMath math) noexcept {
+  if (math == HandleMath::pedantic) return MathMode::default_math;
   const bool tf32 = compute.tf32 == Tf32Use::always ||
                     (compute.tf32 == Tf32Use::by_math_mode && math == HandleMath::tf32);
-  return tf32 ? PrecisionClass::tf32 : PrecisionClass::f32;
+  return tf32 ? MathMode::tf32_allowed : MathMode::default_math;
 }
 
 float half_bits_to_float(std::uint16_t bits) noexcept {

@@ -32,9 +32,10 @@ std::optional<ComputeInfo> compute_of(cublasComputeType_t t) noexcept;
 enum class HandleMath : std::uint8_t { default_math, pedantic, tf32 };
 std::optional<HandleMath> handle_math_of(cublasMath_t mode) noexcept;
 
-// The precision class of a call. TF32 only matters for f32 inputs: f16 and bf16 values are exact
-// in TF32, so 16-bit inputs keep the compute type's default class whatever the math mode says.
-PrecisionClass precision_of(const ComputeInfo& compute, HandleMath math, DType a) noexcept;
+// Whether the call allows TF32 products: the compute type's rule, and for CUBLAS_COMPUTE_32F the
+// handle's math mode; pedantic math never. The precision class that follows from it (and from the
+// input type) is libdispatch's rule (key/gemm_rules.hpp, precision_class_for).
+MathMode math_mode_of(const ComputeInfo& compute, HandleMath math) noexcept;
 
 // IEEE binary16 bits -> float (exact).
 float half_bits_to_float(std::uint16_t bits) noexcept;

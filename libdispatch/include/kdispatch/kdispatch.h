@@ -178,8 +178,9 @@ typedef enum kd_op { KD_OP_N = 0, KD_OP_T = 1 } kd_op;
 typedef enum kd_dtype { KD_DTYPE_F16 = 0, KD_DTYPE_BF16 = 1, KD_DTYPE_F32 = 2 } kd_dtype;
 typedef enum kd_compute { KD_COMPUTE_F16 = 0, KD_COMPUTE_F32 = 1 } kd_compute;
 /* The cuBLAS handle's math mode: TF32_ALLOWED for CUBLAS_TF32_TENSOR_OP_MATH or the compute
- * type CUBLAS_COMPUTE_32F_FAST_TF32; DEFAULT otherwise. With compute f32 it selects the precision
- * class (strict fp32 vs TF32 allowed). */
+ * type CUBLAS_COMPUTE_32F_FAST_TF32; DEFAULT otherwise. With compute f32 and f32 inputs it selects
+ * the precision class (strict fp32 vs TF32 allowed); f16 and bf16 values are exact in TF32, so
+ * 16-bit inputs keep the strict class whatever the math mode. */
 typedef enum kd_math { KD_MATH_DEFAULT = 0, KD_MATH_TF32_ALLOWED = 1 } kd_math;
 typedef enum kd_epilogue { KD_EPILOGUE_NONE = 0, KD_EPILOGUE_BIAS = 1 } kd_epilogue;
 
@@ -197,6 +198,25 @@ typedef struct kd_gemm_desc {
   kd_epilogue epilogue;
   int beta_zero; /* nonzero when beta == 0 (C is not read) */
 } kd_gemm_desc;
+
+/* Whether kdispatch keys the call `desc` describes, and if not, why. Numbers are never reused. */
+typedef enum kd_gemm_desc_problem {
+  KD_DESC_KEYABLE = 0,      /* a call kdispatch keys */
+  KD_DESC_INVALID = 1,      /* not a description: an enum out of range, or batch strides set with
+                               batch == 1 (kd_gemm_lookup: KD_EINVAL) */
+  KD_DESC_DATA_TYPE = 2,    /* a_type != b_type, or c_type neither a_type nor f32 with f16/bf16
+                               inputs (kd_gemm_lookup: KD_FALLBACK_UNSUPPORTED) */
+  KD_DESC_COMPUTE_TYPE = 3, /* compute f16 without f16 a, b and c (KD_FALLBACK_UNSUPPORTED) */
+  KD_DESC_SHAPE = 4,        /* m, n, k or batch < 1, or a leading dimension below the rows of the
+                               stored matrix (kd_gemm_lookup: KD_EINVAL) */
+  KD_DESC_BATCH_LAYOUT = 5  /* batch > 1 with a negative stride, batch entries whose C overlap, or
+                               a bias epilogue (KD_FALLBACK_UNSUPPORTED) */
+} kd_gemm_desc_problem;
+
+/* Checks `desc` by the rules kd_gemm_lookup applies, without looking anything up or counting.
+ * Returns KD_DESC_KEYABLE or the first problem in the order of kd_gemm_desc_problem; NULL is
+ * KD_DESC_INVALID. Thread-safe; no lock, allocation or system call; usable without kd_init. */
+KD_API kd_gemm_desc_problem kd_gemm_desc_check(const kd_gemm_desc* desc);
 
 /* Computes C = alpha * op(A) op(B) + beta * C on `stream` with cuBLAS semantics (cublasGemmEx with
  * the compute type from `compute` and `math`; alpha and beta are host pointers, as in cuBLAS's
@@ -223,6 +243,8 @@ typedef struct kd_entry kd_entry;
  * (pins nest, but an unreleased pin stops the background thread from freeing replaced entries).
  * On KD_FALLBACK *entry is NULL, *reason (when not NULL) says why and the miss is counted; an
  * unknown call is reported to the daemon. No lock, allocation or system call on either outcome.
+ * A call kdispatch does not key (kd_gemm_desc_check) is KD_FALLBACK_UNSUPPORTED, or KD_EINVAL for
+ * an invalid description or shape.
  * Returns KD_SUCCESS, KD_FALLBACK, KD_EINVAL or KD_ENOTINIT. */
 KD_API int kd_gemm_lookup(const kd_gemm_desc* desc, struct CUstream_st* stream,
                           const kd_entry** entry, kd_fallback_reason* reason);

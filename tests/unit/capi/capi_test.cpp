@@ -79,6 +79,38 @@ TEST(CApi, NullArgumentsAreRejected) {
   EXPECT_EQ(kd_shutdown(), KD_SUCCESS);
 }
 
+kd_gemm_desc f32_desc() {
+  kd_gemm_desc d{};
+  d.ta = KD_OP_N;
+  d.tb = KD_OP_N;
+  d.m = d.n = d.k = 64;
+  d.lda = d.ldb = d.ldc = 64;
+  d.batch = 1;
+  d.a_type = d.b_type = d.c_type = KD_DTYPE_F32;
+  d.compute = KD_COMPUTE_F32;
+  return d;
+}
+
+// Without kd_init: the check reads no process state.
+TEST(CApi, DescCheckSaysWhyACallIsNotKeyed) {
+  kd_gemm_desc d = f32_desc();
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_KEYABLE);
+  EXPECT_EQ(kd_gemm_desc_check(nullptr), KD_DESC_INVALID);
+  d.c_type = KD_DTYPE_F16;
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_DATA_TYPE);
+  d = f32_desc();
+  d.compute = KD_COMPUTE_F16;
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_COMPUTE_TYPE);
+  d = f32_desc();
+  d.lda = 63;
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_SHAPE);
+  d = f32_desc();
+  d.batch = 2;
+  d.stride_a = d.stride_b = 64 * 64;
+  d.stride_c = 64 * 63;  // the outputs overlap
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_BATCH_LAYOUT);
+}
+
 TEST(CApi, StatsAreReadableAndFallbacksSumWithHits) {
   kd_stats_t s;
   std::memset(&s, 0xff, sizeof(s));

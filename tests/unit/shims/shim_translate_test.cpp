@@ -25,18 +25,15 @@ TEST(CudaEnums, DataTypesAndTransposes) {
   EXPECT_FALSE(transpose_of(CUBLAS_OP_C));
 }
 
-TEST(CudaEnums, PrecisionClassFromComputeTypeAndMathMode) {
+TEST(CudaEnums, Tf32FromComputeTypeAndMathMode) {
   const auto c32 = *compute_of(CUBLAS_COMPUTE_32F);
   const auto pedantic = *compute_of(CUBLAS_COMPUTE_32F_PEDANTIC);
   const auto fast_tf32 = *compute_of(CUBLAS_COMPUTE_32F_FAST_TF32);
-  const auto c16 = *compute_of(CUBLAS_COMPUTE_16F);
-  EXPECT_EQ(precision_of(c32, HandleMath::default_math, DType::f32), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(c32, HandleMath::tf32, DType::f32), PrecisionClass::tf32);
-  EXPECT_EQ(precision_of(c32, HandleMath::tf32, DType::bf16), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(pedantic, HandleMath::tf32, DType::f32), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(fast_tf32, HandleMath::default_math, DType::f32), PrecisionClass::tf32);
-  EXPECT_EQ(precision_of(fast_tf32, HandleMath::pedantic, DType::f32), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(c16, HandleMath::tf32, DType::f16), PrecisionClass::f16);
+  EXPECT_EQ(math_mode_of(c32, HandleMath::default_math), MathMode::default_math);
+  EXPECT_EQ(math_mode_of(c32, HandleMath::tf32), MathMode::tf32_allowed);
+  EXPECT_EQ(math_mode_of(pedantic, HandleMath::tf32), MathMode::default_math);
+  EXPECT_EQ(math_mode_of(fast_tf32, HandleMath::default_math), MathMode::tf32_allowed);
+  EXPECT_EQ(math_mode_of(fast_tf32, HandleMath::pedantic), MathMode::default_math);
   EXPECT_FALSE(compute_of(CUBLAS_COMPUTE_32F_FAST_16F));
   EXPECT_FALSE(compute_of(CUBLAS_COMPUTE_64F));
 }
