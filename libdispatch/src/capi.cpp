@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "common/env.hpp"
 #include "cuda/driver.hpp"
 #include "key/gemm_desc.hpp"
+#include "key/gemm_key.hpp"
 #include "launch/cublas_fallback.hpp"
 #include "launch/cuda_entry_loader.hpp"
 #include "launch/launcher.hpp"
@@ -227,6 +229,11 @@ extern "C" KD_API const char* kd_fallback_reason_name(int reason) {
   return kFallbackReasons[static_cast<std::size_t>(reason)].name.data();
 }
 
+extern "C" KD_API int kd_fallback_reason_is_miss(int reason) {
+  if (reason < 0 || static_cast<std::size_t>(reason) >= kFallbackReasonCount) return 0;
+  return kFallbackReasons[static_cast<std::size_t>(reason)].is_miss ? 1 : 0;
+}
+
 namespace {
 void stop_background_at_exit() {
   if (Dispatcher* d = g_dispatcher.load(std::memory_order_acquire)) d->stop_background();
@@ -277,6 +284,23 @@ extern "C" KD_API kd_gemm_desc_problem kd_gemm_desc_check(const kd_gemm_desc* de
   if (desc == nullptr) return KD_DESC_INVALID;
   GemmShape shape;
   return read_gemm_desc(*desc, shape);
+}
+
+// Every line parse_key accepts fits, and a shape line of int64 values is far shorter than that.
+static_assert(KD_KEY_LINE_BYTES > kMaxKeyLineBytes);
+
+extern "C" KD_API int kd_gemm_desc_key_line(const kd_gemm_desc* desc, char* line, size_t line_bytes) {
+  if (desc == nullptr || line == nullptr) return KD_EINVAL;
+  GemmShape shape;
+  if (read_gemm_desc(*desc, shape) != KD_DESC_KEYABLE) return KD_EINVAL;
+  try {
+    const std::string text = shape_line(shape);
+    if (text.size() >= line_bytes) return KD_EINVAL;
+    std::memcpy(line, text.c_str(), text.size() + 1);
+    return KD_SUCCESS;
+  } catch (...) {
+    return KD_EINTERNAL;
+  }
 }
 
 extern "C" KD_API int kd_gemm_lookup(const kd_gemm_desc* desc, CUstream stream,

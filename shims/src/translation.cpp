@@ -1,8 +1,6 @@
-#include "gemm_call.hpp"
+#include "translation.hpp"
 
 #include <array>
-
-#include "key_checks.hpp"
 
 namespace kd::shim {
 namespace {
@@ -19,14 +17,14 @@ std::string_view to_string(Unsupported reason) noexcept {
   return i < kUnsupportedCount ? kUnsupportedNames[i] : std::string_view("?");
 }
 
-std::optional<Unsupported> check_key(const GemmKey& k) noexcept {
-  const std::optional<ShapeProblem> problem = shape_problem(k);
-  if (!problem) return std::nullopt;
-  switch (*problem) {
-    case ShapeProblem::data_type: return Unsupported::data_type;
-    case ShapeProblem::compute_type: return Unsupported::compute_type;
-    case ShapeProblem::shape: return Unsupported::shape;
-    case ShapeProblem::batch_layout: return Unsupported::batch_layout;
+std::optional<Unsupported> unsupported_desc(const kd_gemm_desc& desc) noexcept {
+  switch (kd_gemm_desc_check(&desc)) {
+    case KD_DESC_KEYABLE: return std::nullopt;
+    case KD_DESC_DATA_TYPE: return Unsupported::data_type;
+    case KD_DESC_COMPUTE_TYPE: return Unsupported::compute_type;
+    case KD_DESC_SHAPE: return Unsupported::shape;
+    case KD_DESC_BATCH_LAYOUT: return Unsupported::batch_layout;
+    case KD_DESC_INVALID: break;  // the translations fill every enum: not reached
   }
   return Unsupported::internal_error;
 }
