@@ -24,6 +24,7 @@
 #include "kdispatch/kdispatch.h"
 #include "protocol/messages.hpp"
 #include "queue/job_queue.hpp"
+#include "sched/maintenance.hpp"
 #include "sched/scheduler.hpp"
 #include "server/peer_access.hpp"
 #include "server/server.hpp"
@@ -113,7 +114,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
     spdlog::warn("{}", repair.message(config.cache_dir));
   }
   ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
-  JobQueue queue(config.cache_dir);
+  JobQueue queue(config.cache_dir, QueueLimits{config.max_queued_jobs});
   share_cache_with_group(config);  // the cache files exist now
   CacheBackups backups(queue.cache_env(), config.backup_interval);
   load_client_stats(client_stats, queue);
@@ -121,15 +122,25 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   asio::io_context io(1);
   Backends backends = make_backends(config);
   const bool have_backend = !backends.runners.empty();
+  // One GPU model for every runner: shape lines are keyed for it (Server::set_home_device).
+  std::optional<DevicePart> home_device;
+  for (const auto& runner : backends.runners) {
+    if (!home_device) home_device = runner->device();
+    else if (!(*home_device == runner->device())) {
+      home_device.reset();
+      break;
+    }
+  }
   const std::string backend_message =
       have_backend ? fmt::format("{} search runner(s)", backends.runners.size()) : backends.why_none;
 
   std::unique_ptr<Server> server;
   std::unique_ptr<Scheduler> scheduler;
+  std::unique_ptr<Maintenance> maintenance;
 
   const auto gauges = [&] {
     return Gauges{queue.counts(), server->clients(), server->subscribers(), queue.generation(),
-                  have_backend};
+                  have_backend, queue.tallies(), queue.records_bytes()};
   };
   const auto status = [&](std::size_t top) {
     const QueueCounts counts = queue.counts();
@@ -151,21 +162,14 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
            {"running", scheduler->running_keys()},
            {"transactions_committed", queue.transactions_committed()},
            {"clients_reporting", client_stats.live()},
-           {"client_totals", client_stats.totals().to_json()}};
+           {"client_totals", client_stats.totals().to_json()},
+           {"bounds", bounds_json(config, queue)}};
     if (top > 0) {
-      auto all = queue.jobs();
-      const auto n = std::min(top, all.size());
-      std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
-                        [](const Job& a, const Job& b) {
-                          const bool qa = a.state == JobState::queued, qb = b.state == JobState::queued;
-                          if (qa != qb) return qa;
-                          return a.priority() > b.priority();
-                        });
       json list = json::array();
-      for (std::size_t i = 0; i < n; ++i) {
-        json j = job_json(all[i]);
-        if (all[i].state == JobState::running)
-          j["progress"] = protocol::truncate_utf8(scheduler->progress_of(all[i].key), kMaxJobTextBytes);
+      for (const Job& job : queue.top_jobs(top)) {
+        json j = job_json(job);
+        if (job.state == JobState::running)
+          j["progress"] = protocol::truncate_utf8(scheduler->progress_of(job.key), kMaxJobTextBytes);
         list.push_back(std::move(j));
       }
       s["top_jobs"] = list;
@@ -236,13 +240,20 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
       io, live, queue, metrics, client_stats,
       ServerHooks{shutdown, [&] { scheduler->notify_work(); },
                   [&](const std::string& key) { scheduler->cancel_running(key); }, status, stats,
-                  [&](const std::string& key) { return scheduler->progress_of(key); }});
+                  [&](const std::string& key) { return scheduler->progress_of(key); },
+                  [&](PurgeRequest r, Maintenance::PurgeDone done) { maintenance->purge(std::move(r), std::move(done)); }});
   scheduler = std::make_unique<Scheduler>(
       config, queue, metrics, std::move(backends.runners),
       [&](const std::string& key, std::uint64_t generation) {
         server->notify_published(key, generation);
+        maintenance->poke();
+      });
+  maintenance = std::make_unique<Maintenance>(
+      config, queue, [&](std::uint64_t generation, std::uint64_t records) {
+        server->notify_evicted(generation, records);
       });
 
+  server->set_home_device(home_device);
   server->start();
   if (config.metrics_listen != "off") {
     const auto port = http.start(config.metrics_listen);
@@ -257,6 +268,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   });
   wait_for_hangup();
   scheduler->start();
+  maintenance->start();
   save_periodically();
   poll_generation();
   spdlog::info("kdispatchd {} ready: cache {}, {} jobs queued", KD_VERSION_STRING,
@@ -273,6 +285,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
     }
   }
   scheduler->stop();  // runners return; their jobs are re-queued through the queue
+  maintenance->stop();
   save_client_stats(client_stats, queue, /*force=*/false, {});  // sessions closed: counted as gone
   queue.stop();       // every pending change committed
   backups.finish();   // the compact copy of what was committed

@@ -86,6 +86,31 @@ std::optional<std::string> parse_backup_interval(Config& c, const std::string& t
   return std::nullopt;
 }
 
+template <std::chrono::seconds Config::*Field>
+std::optional<std::string> seconds_into(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<std::uint64_t>(text);
+  if (!v || *v > std::uint64_t{1} << 40) return "expected a number of seconds (0: never)";
+  c.*Field = std::chrono::seconds(*v);
+  return std::nullopt;
+}
+
+// At most three quarters of the LMDB map (lmdb::EnvOptions), which also holds jobs and trees.
+std::optional<std::string> parse_max_cache_bytes(Config& c, const std::string& text) {
+  const std::uint64_t most = lmdb::EnvOptions{}.map_size_bytes / 4 * 3;
+  const auto v = parse_unsigned<std::uint64_t>(text);
+  if (!v) return "expected a number of bytes (0: no limit)";
+  if (*v > most) return fmt::format("at most {} bytes (three quarters of the cache's LMDB map)", most);
+  c.max_cache_bytes = *v;
+  return std::nullopt;
+}
+
+std::optional<std::string> parse_max_queued_jobs(Config& c, const std::string& text) {
+  const auto v = parse_unsigned<std::uint64_t>(text);
+  if (!v || *v == 0) return "expected a positive number of jobs";
+  c.max_queued_jobs = *v;
+  return std::nullopt;
+}
+
 template <std::string Config::*Field>
 std::optional<std::string> text_into(Config& c, const std::string& text) {
   c.*Field = text;
@@ -273,6 +298,18 @@ constexpr ConfigKey kConfigKeys[] = {
      "seconds between compact copies of the cache (data.mdb.backup, also written at a clean shutdown and "
      "restored when data.mdb is found damaged); 0: no copies",
      parse_backup_interval},
+    {"max_cache_bytes", "KD_MAX_CACHE_BYTES", "4294967296",
+     "records above this size are evicted, least recently used first, down to 90% (0: no limit)",
+     parse_max_cache_bytes},
+    {"job_retention_s", "KD_JOB_RETENTION_S", "604800",
+     "finished jobs (done, failed, cancelled) unchanged this long are purged (0: kept)",
+     seconds_into<&Config::job_retention>},
+    {"max_queued_jobs", "KD_MAX_QUEUED_JOBS", "100000",
+     "queued jobs at most; a new one beyond takes the place of a lower-priority one or is dropped",
+     parse_max_queued_jobs},
+    {"maintenance_interval_ms", "KD_MAINTENANCE_INTERVAL_MS", "60000",
+     "how often usage reports are stored, old jobs purged and the cache size checked",
+     millis_into<&Config::maintenance_interval>},
 };
 
 std::string flag_of(std::string_view name) {

@@ -54,6 +54,12 @@ struct Config {
   std::chrono::milliseconds restart_backoff{0};
   std::uint32_t max_attempts = 0;
   std::chrono::seconds backup_interval{0};  // compact copies of the cache; 0: none
+  // Bounds (nothing grows without them): records by least-recent use, finished jobs by age,
+  // queued jobs by number; checked every maintenance_interval (sched/maintenance.hpp).
+  std::uint64_t max_cache_bytes = 0;   // 0: no limit
+  std::chrono::seconds job_retention{0};  // 0: finished jobs are kept
+  std::uint64_t max_queued_jobs = 0;
+  std::chrono::milliseconds maintenance_interval{0};
 
   // Each key's text as loaded and where it came from, in table order (for --print-config).
   struct Origin {

@@ -97,6 +97,26 @@ std::string prometheus_text(const Metrics& m, const Gauges& g, const ClientCount
   family(out, "kdispatch_search_backend_available", "gauge",
          "1 when a search backend runs jobs, 0 when jobs stay queued.");
   out += fmt::format("kdispatch_search_backend_available {}\n", g.search_backend ? 1 : 0);
+  // The bounds (sched/maintenance.hpp); counted since the daemon started.
+  family(out, "kdispatch_cache_bytes", "gauge", "Bytes the cache's records occupy (max_cache_bytes bounds it).");
+  out += fmt::format("kdispatch_cache_bytes {}\n", g.cache_bytes);
+  struct Removed {
+    std::string_view name;
+    std::uint64_t value;
+    std::string_view help;
+  };
+  const Removed removed[] = {
+      {"records_evicted", g.bounds.records_evicted,
+       "Records evicted as least recently used to keep the cache under max_cache_bytes."},
+      {"jobs_purged", g.bounds.jobs_purged, "Finished jobs purged (job_retention_s or kdctl purge)."},
+      {"jobs_dropped", g.bounds.jobs_dropped,
+       "Queued jobs displaced, or new jobs refused, to keep the queue under max_queued_jobs."},
+  };
+  for (const Removed& r : removed) {
+    const std::string name = fmt::format("kdispatch_{}_total", r.name);
+    family(out, name, "counter", r.help);
+    out += fmt::format("{} {}\n", name, r.value);
+  }
 
   // Client applications' calls, as their processes report them (client_stats). Persisted across
   // daemon restarts; `kdctl stats --zero` starts them over (a counter reset to Prometheus).

@@ -62,6 +62,8 @@ struct Gauges {
   std::uint64_t subscribers = 0;
   std::uint64_t generation = 0;
   bool search_backend = false;
+  QueueTallies bounds;           // what the bounds removed since the daemon started
+  std::uint64_t cache_bytes = 0;  // the records' pages (JobQueue::records_bytes)
 };
 
 // What client applications reported (stats/client_stats.hpp): the persisted totals, exposed as

@@ -47,7 +47,8 @@ std::string serialize_job(const Job& j) {
                  {"candidates", j.budgets.candidates},
                  {"wall_seconds", j.budgets.wall_seconds},
                  {"llm_tokens", j.budgets.llm_tokens}}},
-               {"published_generation", j.published_generation}};
+               {"published_generation", j.published_generation},
+               {"search_id", j.search_id}};
   return o.dump();
 }
 
@@ -76,6 +77,7 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text) {
       j.budgets.llm_tokens = b->value("llm_tokens", std::uint64_t{0});
     }
     j.published_generation = o.value("published_generation", std::uint64_t{0});
+    j.search_id = o.value("search_id", std::string{});
     return j;
   } catch (const json::exception&) {
     return std::nullopt;

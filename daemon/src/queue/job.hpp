@@ -38,6 +38,7 @@ struct Job {
   std::string proposer;                 // requested proposer; empty = daemon default
   JobBudgets budgets;
   std::uint64_t published_generation = 0;  // generation of the winner's commit when done
+  std::string search_id;  // the last search's id: its tree in the cache's `trees` database
 
   bool operator==(const Job&) const = default;
   // What the scheduler maximises: estimated microseconds the application spends in this call

@@ -1,19 +1,29 @@
 // The persistent job queue: the daemon's only path to LMDB writes.
 //
-// Jobs live in memory (for scheduling and status) and in the cache's "jobs" database (one JSON
-// record per canonical key line). Every change runs on one writer thread that groups all changes
-// pending at the moment into one LMDB write transaction (group commit); a change's completion runs
-// only after its transaction committed, so a caller that acknowledges in its completion never
-// acknowledges a change that kill -9 can lose. LMDB commits are atomic, so a kill at any moment
-// leaves the previous or the next committed state, never half of a record.
+// Jobs live in the cache's "jobs" database (one JSON record per canonical key line) with an
+// index by state and priority and their counts per state (job_store.hpp); nothing holds every job
+// in memory, so opening the queue and answering status cost the same with ten jobs or a million.
+// Every change runs on one writer thread that groups all changes pending at the moment into one
+// LMDB write transaction (group commit); a change's completion runs only after its transaction
+// committed, so a caller that acknowledges in its completion never acknowledges a change that
+// kill -9 can lose. LMDB commits are atomic, so a kill at any moment leaves the previous or the
+// next committed state, never half of a record, and the counts and index always match the jobs.
+//
+// Bounds: at most `max_queued_jobs` jobs are queued; a new job beyond it takes the place of the
+// lowest-priority queued job when its own priority is higher, else it is refused; both are counted
+// (jobs_dropped). Finished jobs leave by purge() (the daemon's retention period, `kdctl purge`).
 //
 // On construction, jobs found `running` (the daemon died while searching them) go back to
-// `queued` with the interruption noted, in one transaction before the constructor returns.
+// `queued` with the interruption noted, in one transaction before the constructor returns. A
+// cache whose index is missing or does not match is indexed in the background, in steps between
+// the other transactions (indexing()); the running jobs it finds go back to queued then.
 //
 // Thread safety: all public members may be called from any thread. Completions run on the writer
 // thread: keep them short (post to an io_context).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
@@ -27,6 +37,7 @@
 #include <vector>
 
 #include "queue/job.hpp"
+#include "queue/job_store.hpp"
 #include "store/cache_store.hpp"
 
 namespace kd::daemon {
@@ -49,25 +60,62 @@ struct CommitResult {
 };
 using Completion = std::function<void(const CommitResult&)>;
 
-struct QueueCounts {
-  std::uint64_t by_state[kJobStateCount] = {};
+// A prewarm key the queue did not take, and why (one line for users).
+struct Refused {
+  std::string key;
+  std::string message;
+};
+
+struct QueueLimits {
+  std::uint64_t max_queued_jobs = 100000;
+};
+
+// What purge() removes: finished jobs in `states` (empty: done, failed and cancelled; queued and
+// running are never purged) last changed before `before_unix_ms`.
+struct PurgeRequest {
+  std::vector<JobState> states;
+  std::int64_t before_unix_ms = 0;
+  enum class Mode : std::uint8_t { remove, count_only } mode = Mode::remove;
+};
+struct PurgeResult {
+  std::array<std::uint64_t, kJobStateCount> by_state{};
   std::uint64_t total() const noexcept;
+};
+
+// Least-recently-used eviction of records (record_eviction.hpp does the choosing).
+struct EvictionResult {
+  std::uint64_t records = 0;       // removed
+  std::uint64_t bytes_before = 0;  // records_bytes() before and after
+  std::uint64_t bytes_after = 0;
+  std::uint64_t generation = 0;    // after the last batch; 0 when nothing was removed
+};
+
+// Counted since the queue opened (committed changes only).
+struct QueueTallies {
+  std::uint64_t jobs_dropped = 0;     // queued jobs displaced or new ones refused by the bound
+  std::uint64_t jobs_purged = 0;      // finished jobs removed by purge()
+  std::uint64_t records_evicted = 0;  // by evict_lru()
+  std::uint64_t usage_dropped = 0;    // usage notes beyond the pending bound (note_usage)
 };
 
 class JobQueue {
 public:
   // Opens (creating) the cache at `cache_dir` as its only writer. Throws kd::Error when the cache
   // cannot be opened (another schema, unwritable directory).
-  explicit JobQueue(const std::filesystem::path& cache_dir);
+  explicit JobQueue(const std::filesystem::path& cache_dir, QueueLimits limits = {});
   ~JobQueue();
   JobQueue(const JobQueue&) = delete;
   JobQueue& operator=(const JobQueue&) = delete;
 
-  // Adds counts to existing jobs (any state) or creates queued jobs for unseen keys.
+  // Adds counts to existing jobs (any state) or creates queued jobs for unseen keys (within the
+  // bound). Keys longer than kMaxJobKeyBytes are ignored.
   void report_misses(std::vector<MissReport> misses, Completion done);
   // Creates queued jobs, or re-queues failed/cancelled ones; queued/running/done jobs keep their
-  // state (a done key needs an explicit evict to be searched again).
-  void prewarm(std::vector<PrewarmRequest> requests, Completion done);
+  // state (a done key needs an explicit evict to be searched again). A full key whose record is
+  // in the cache and that has no job gets a done job. `refused` lists the keys the bound on
+  // queued jobs (or their length) turned away.
+  using PrewarmDone = std::function<void(const CommitResult&, const std::vector<Refused>& refused)>;
+  void prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done);
   // Marks a queued or running job cancelled. `found` says whether it was queued or running.
   void cancel(std::string key, std::function<void(const CommitResult&, bool found)> done);
 
@@ -77,14 +125,15 @@ public:
   // Synchronous: applies `change` to job `key` (no-op when absent) and commits.
   void update(const std::string& key, const std::function<void(Job&)>& change);
   // Synchronous: publishes a winner record (commit + generation bump) and marks job `key` done in
-  // the same writer cycle. Returns the new generation. Throws kd::Error on LMDB failure.
+  // the same writer cycle; the record counts as used now (note_usage). Returns the new generation.
+  // Throws kd::Error on LMDB failure.
   std::uint64_t publish(const std::string& key, const Record& record);
   // Synchronous: stores a search tree (JSON) under its search id in the `trees` database, so
   // `kdctl show` can explain the job's outcome whether or not it published.
   void store_tree(const std::string& search_id, std::string tree_json);
   // Stores `value` under `key` in the cache's `meta` database, in the same group commit as the job
   // changes pending with it; `done` runs after the commit. `key` must not be one of the cache's
-  // own ("schema", "generation").
+  // own ("schema", "generation", "job_counts").
   void put_meta(std::string key, std::string value, Completion done);
   // Synchronous: the `meta` value under `key`, nullopt when absent. Throws kd::Error on LMDB failure.
   std::optional<std::string> get_meta(const std::string& key);
@@ -94,9 +143,46 @@ public:
   // on the writer thread with the generation before and after.
   void sync_generation(std::function<void(const CommitResult&, std::uint64_t before, std::uint64_t after)> done);
 
+  // Synchronous: removes (or, with count_only, counts) the finished jobs `request` names, in
+  // transactions of at most kPurgeBatch jobs (a kill between them loses nothing: each removes
+  // whole jobs with their index entries and counts). Returns early, with what it removed, once
+  // `*stop` is set (a shutdown).
+  static constexpr std::size_t kPurgeBatch = 512;
+  PurgeResult purge(const PurgeRequest& request, const std::atomic<bool>* stop = nullptr);
+
+  // Records that applications used these full key lines at `unix_ms` (client `usage` reports,
+  // publications). Kept in memory, at most kMaxPendingUsage keys (more are dropped and counted)
+  // until flush_usage() writes them, for keys whose record exists, into the `usage` database.
+  static constexpr std::size_t kMaxPendingUsage = 1 << 17;
+  void note_usage(const std::vector<std::string>& full_key_lines, std::int64_t unix_ms);
+  // Synchronous: commits the pending usage notes.
+  void flush_usage();
+
+  // Bytes the records database occupies (its pages; O(1)).
+  std::uint64_t records_bytes() const;
+  // Synchronous: when records_bytes() is above `max_bytes`, removes the least recently used
+  // records (with their usage entries, done jobs and search trees) until it is at most
+  // `target_bytes`, in transactions of at most kEvictBatch records, each bumping the generation;
+  // `on_batch(generation, records)` runs after each commit (the daemon notifies subscribers).
+  // Returns early once `*stop` is set.
+  static constexpr std::size_t kEvictBatch = 64;
+  EvictionResult evict_lru(std::uint64_t max_bytes, std::uint64_t target_bytes,
+                           const std::function<void(std::uint64_t, std::uint64_t)>& on_batch = {},
+                           const std::atomic<bool>* stop = nullptr);
+
   QueueCounts counts() const;
+  // True while the job index is being built in the background (job_store.hpp): counts, claims
+  // and top_jobs then cover the jobs indexed so far.
+  bool indexing() const noexcept { return indexing_.load(std::memory_order_relaxed); }
+  QueueTallies tallies() const;
+  const QueueLimits& limits() const noexcept { return limits_; }
   std::optional<Job> find(const std::string& key) const;
-  std::vector<Job> jobs() const;
+  // The jobs of `keys` (canonical lines), in order, nullopt where there is none: each read by its
+  // key in one read transaction (the `jobs` request).
+  std::vector<std::optional<Job>> find_each(const std::vector<std::string>& keys) const;
+  // Up to `n` jobs for status: queued ones by priority, then running ones, then the most recently
+  // finished. Reads only the jobs it returns.
+  std::vector<Job> top_jobs(std::size_t n) const;
   std::uint64_t generation() const;
   std::uint64_t transactions_committed() const;
 
@@ -110,20 +196,34 @@ public:
 private:
   struct Pending;
   void submit(Pending item);
+  void run_sync(Pending item);
   void writer_loop();
   void commit_group(std::vector<Pending>& group);
-  void record_change(Job& job);
+  void write_usage(const lmdb::Txn& txn, const std::map<std::string, std::int64_t>& usage);
+  // One step of the background index scan, in its own transaction (writer thread).
+  void index_step();
+  static constexpr std::size_t kIndexStep = 20000;
+  // Creates a queued job for `key` within the bound, or returns why not.
+  // Makes room for a new queued `job` within max_queued_jobs (displacing the lowest-priority
+  // queued job when `job` outranks it), or returns why it is refused. Counts either in `counted`.
+  std::optional<std::string> admit(JobTxn& jt, const Job& job, QueueTallies& counted);
 
+  QueueLimits limits_;
   std::unique_ptr<CacheWriter> writer_;
-  MDB_dbi jobs_dbi_ = 0;
-  MDB_dbi meta_dbi_ = 0;
+  JobDbs dbs_;
 
-  mutable std::mutex table_mu_;
-  std::map<std::string, Job, std::less<>> table_;
-  std::vector<std::string> dirty_;  // keys changed by the ops being applied (writer thread only)
-  std::map<std::string, std::string> meta_dirty_;  // meta values to write (writer thread only)
+  mutable std::mutex state_mu_;  // counts_, tallies_, generation_, transactions_
+  QueueCounts counts_;
+  QueueTallies tallies_;
   std::uint64_t generation_ = 0;
   std::uint64_t transactions_ = 0;
+  std::map<std::string, std::string> meta_dirty_;  // meta values to write (writer thread only)
+  std::optional<std::string> scan_;                // index scan position (writer thread only)
+  bool scan_paused_ = false;                       // a step failed: retried after the next change
+  std::atomic<bool> indexing_{false};
+
+  std::mutex usage_mu_;
+  std::map<std::string, std::int64_t> usage_pending_;  // full key line -> last use (usage_mu_)
 
   std::mutex pending_mu_;
   std::condition_variable pending_cv_;

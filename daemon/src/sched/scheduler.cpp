@@ -158,6 +158,8 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
   if (!outcome.tree_json.empty()) {
     try {
       queue_.store_tree(outcome.search_id, std::move(outcome.tree_json));
+      // The job names its tree, so purging the job removes a tree no record cites.
+      queue_.update(job.key, [&](Job& j) { j.search_id = outcome.search_id; });
     } catch (const std::exception& e) {
       spdlog::warn("search tree {} not stored: {}", outcome.search_id, e.what());
     }

@@ -53,12 +53,15 @@ bool bool_field(const json& j, const char* name) {
   return it->get<bool>();
 }
 
-// The canonical line of a key (full line when it has a device part, else the shape line), or
-// the parser's message. Applications report the same few keys over and over, so canonical forms
-// are memoised per thread (the io thread) up to kCanonicalCacheEntries, then the memo restarts.
+// The canonical line of a key, or the parser's message: the full line when it has a device part
+// or the daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape
+// and an application's miss for it are one job, not two searches), else the shape line.
+// Applications report the same few keys over and over, so canonical forms are memoised per thread
+// (the io thread) up to kCanonicalCacheEntries, then the memo restarts; `home` never changes while
+// the daemon runs.
 constexpr std::size_t kCanonicalCacheEntries = 1 << 16;
 
-std::variant<std::string, std::string> canonical_key(const std::string& line) {
+std::variant<std::string, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
   using Result = std::variant<std::string, std::string>;
   thread_local std::unordered_map<std::string, std::string> memo;
   if (const auto it = memo.find(line); it != memo.end()) return Result(std::in_place_index<0>, it->second);
@@ -66,6 +69,12 @@ std::variant<std::string, std::string> canonical_key(const std::string& line) {
   if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
   const auto& key = std::get<GemmKey>(parsed);
   std::string canonical = key.device ? key.full_line() : key.shape_line();
+  // Keyed for the home GPU only where the keyed line still fits a job key: a shape line near the
+  // limit stays a shape line rather than becoming a key the job store cannot hold.
+  if (!key.device && home) {
+    std::string keyed = key.with_device(*home).full_line();
+    if (keyed.size() <= kMaxKeyLineBytes) canonical = std::move(keyed);
+  }
   if (memo.size() >= kCanonicalCacheEntries) memo.clear();
   memo.emplace(line, canonical);
   return Result(std::in_place_index<0>, std::move(canonical));
@@ -131,7 +140,7 @@ void on_hello(Server& server, Session& session, const json& j) {
   session.reply(reply_frame("hello_ok", {{"version", protocol::kProtocolVersion},
                                          {"daemon", KD_VERSION_STRING},
                                          {"generation", server.queue().generation()},
-                                         {"features", {protocol::kFeatureClientStats}}}));
+                                         {"features", {protocol::kFeatureClientStats, protocol::kFeatureUsage}}}));
 }
 
 void on_miss(Server& server, Session& session, const json& j) {
@@ -142,7 +151,7 @@ void on_miss(Server& server, Session& session, const json& j) {
     const std::uint64_t count = unsigned_field(entry, "count", 1);
     server.metrics().add(Counter::miss_keys_received);
     server.metrics().add(Counter::misses_reported, count);
-    auto canon = canonical_key(key);
+    auto canon = canonical_key(key, server.home_device());
     if (canon.index() == 1) {
       server.metrics().add(Counter::miss_keys_rejected);
       rejected.add(key, std::get<1>(canon));
@@ -267,7 +276,7 @@ void on_prewarm(Server& server, Session& session, const json& j) {
   Rejected rejected;
   for (const auto& k : keys) {
     if (!k.is_string()) throw ProtocolViolation{"protocol: prewarm keys must be strings"};
-    auto canon = canonical_key(k.get<std::string>());
+    auto canon = canonical_key(k.get<std::string>(), server.home_device());
     if (canon.index() == 1) {
       server.metrics().add(Counter::miss_keys_rejected);
       rejected.add(k.get<std::string>(), std::get<1>(canon));
@@ -275,16 +284,20 @@ void on_prewarm(Server& server, Session& session, const json& j) {
     }
     requests.push_back({std::move(std::get<0>(canon)), proposer, budgets});
   }
-  const std::size_t queued = requests.size();
-  auto done = reply_later(server, session, session.reserve_reply(),
-                          [queued, rejected = std::move(rejected.list)] {
-                            return reply_frame("ok", {{"queued", queued}, {"rejected", rejected}});
-                          });
+  const std::size_t asked = requests.size();
   auto work_added = server.hooks().work_added;
-  server.queue().prewarm(std::move(requests), [done = std::move(done), work_added](const CommitResult& r) {
-    done(r);
-    if (r.committed && work_added) work_added();
-  });
+  server.queue().prewarm(
+      std::move(requests),
+      [&io = server.io(), self = session.shared_from_this(), slot = session.reserve_reply(), asked,
+       rejected = std::move(rejected), work_added](const CommitResult& r, const std::vector<Refused>& refused) mutable {
+        for (const Refused& x : refused) rejected.add(x.key, x.message);  // the bound on queued jobs
+        const std::size_t queued = asked - refused.size();
+        asio::post(io, [self, slot, r, queued, list = std::move(rejected.list)] {
+          self->fill_reply(slot, r.committed ? reply_frame("ok", {{"queued", queued}, {"rejected", list}})
+                                             : error_frame("commit failed: " + r.error));
+        });
+        if (r.committed && work_added) work_added();
+      });
 }
 
 // At most this many top jobs in a status reply (a job's entry is at most ~1.1 KB: job_json).
@@ -315,26 +328,33 @@ void on_jobs(Server& server, Session& session, const json& j) {
     throw ProtocolViolation{fmt::format("protocol: jobs asks for {} keys; at most {} per request", keys.size(),
                                         kMaxJobsPerRequest)};
   json list = json::array();
+  std::vector<std::string> lookups;        // the canonical lines of the keys that parse
+  std::vector<std::size_t> lookup_entries;  // their entries in `list`
   for (const auto& k : keys) {
     if (!k.is_string()) throw ProtocolViolation{"protocol: jobs keys must be strings"};
     const std::string& raw = k.get_ref<const std::string&>();
-    auto canon = canonical_key(raw);
+    auto canon = canonical_key(raw, server.home_device());
     if (canon.index() == 1) {
       list.push_back({{"key", echo_key(raw)},
                       {"state", "invalid"},
                       {"reason", protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes)}});
       continue;
     }
-    const auto job = server.queue().find(std::get<0>(canon));
-    if (!job) {
-      list.push_back({{"key", raw}, {"state", "unknown"}});
-      continue;
-    }
-    json entry = job_json(*job);
-    entry["key"] = raw;  // as asked, so that the client finds its own spelling
-    if (job->state == JobState::running && server.hooks().progress)
-      entry["progress"] = protocol::truncate_utf8(server.hooks().progress(job->key), kMaxJobTextBytes);
-    list.push_back(std::move(entry));
+    lookups.push_back(std::move(std::get<0>(canon)));
+    lookup_entries.push_back(list.size());
+    list.push_back({{"key", raw}, {"state", "unknown"}});
+  }
+  // By key in the jobs database, in one read transaction: no scan, whatever the queue holds.
+  const std::vector<std::optional<Job>> found = server.queue().find_each(lookups);
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    if (!found[i]) continue;
+    const Job& job = *found[i];
+    json& entry = list[lookup_entries[i]];
+    const json raw = std::move(entry["key"]);  // as asked, so that the client finds its own spelling
+    entry = job_json(job);
+    entry["key"] = raw;
+    if (job.state == JobState::running && server.hooks().progress)
+      entry["progress"] = protocol::truncate_utf8(server.hooks().progress(job.key), kMaxJobTextBytes);
   }
   session.reply(reply_fitting_list("jobs", {{"jobs", std::move(list)}}, "jobs"));
 }
@@ -352,7 +372,7 @@ void on_cache_changed(Server& server, Session& session, const json& j) {
     for (const auto& k : *it) {
       if (!k.is_string()) throw ProtocolViolation{"protocol: cache_changed keys must be strings"};
       if (keys.size() >= kMaxNoticesPerChange) continue;
-      auto canon = canonical_key(k.get<std::string>());
+      auto canon = canonical_key(k.get<std::string>(), server.home_device());
       if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
     }
   }
@@ -378,7 +398,7 @@ void on_cache_changed(Server& server, Session& session, const json& j) {
 
 void on_cancel(Server& server, Session& session, const json& j) {
   const std::string raw = string_field(j, "key");
-  auto canon = canonical_key(raw);
+  auto canon = canonical_key(raw, server.home_device());
   if (canon.index() == 1) {
     session.reply(reply_frame("ok", {{"cancelled", false}, {"message", std::get<1>(canon)}}));
     return;
@@ -393,6 +413,64 @@ void on_cancel(Server& server, Session& session, const json& j) {
                                          : error_frame("commit failed: " + r.error));
     });
   });
+}
+
+// Which records an application hit since its last report (libkdispatch's usage marks): the
+// last-use times least-recently-used eviction goes by. No reply.
+void on_usage(Server& server, Session&, const json& j) {
+  const json& keys = field(j, "keys");
+  if (!keys.is_array() || keys.size() > protocol::kMaxUsageKeys)
+    throw ProtocolViolation{fmt::format("protocol: usage 'keys' must be an array of at most {} key lines",
+                                        protocol::kMaxUsageKeys)};
+  std::vector<std::string> lines;
+  lines.reserve(keys.size());
+  for (const auto& k : keys) {
+    if (!k.is_string()) throw ProtocolViolation{"protocol: usage keys must be strings"};
+    lines.push_back(k.get<std::string>());
+  }
+  server.queue().note_usage(lines, unix_ms_now());
+}
+
+// Removes finished jobs now (kdctl purge). Runs off the io thread; the reply says what went.
+void on_purge(Server& server, Session& session, const json& j) {
+  PurgeRequest request;
+  if (const auto states = j.find("states"); states != j.end()) {
+    if (!states->is_array()) throw ProtocolViolation{"protocol: field 'states' must be an array of job states"};
+    for (const auto& name : *states) {
+      const auto state = name.is_string() ? job_state_from(name.get<std::string>()) : std::nullopt;
+      if (!state || *state == JobState::queued || *state == JobState::running) {
+        session.reply(error_frame("purge removes finished jobs: states are done, failed and cancelled, not " +
+                                  name.dump()));
+        return;
+      }
+      request.states.push_back(*state);
+    }
+  }
+  const std::uint64_t older_than_s = unsigned_field(j, "older_than_s", 0);
+  constexpr std::uint64_t kMaxAgeS = std::uint64_t{1} << 40;
+  request.before_unix_ms = unix_ms_now() - static_cast<std::int64_t>(std::min(older_than_s, kMaxAgeS) * 1000);
+  if (bool_field(j, "dry_run")) request.mode = PurgeRequest::Mode::count_only;
+  const bool dry_run = request.mode == PurgeRequest::Mode::count_only;
+  if (!server.hooks().purge) {
+    session.reply(error_frame("this daemon cannot purge"));
+    return;
+  }
+  spdlog::info("purge of finished jobs older than {} s requested by client pid {} (uid {}){}", older_than_s,
+               session.peer_pid(), session.peer_uid(), dry_run ? " (dry run)" : "");
+  server.hooks().purge(
+      std::move(request), [&io = server.io(), self = session.shared_from_this(), slot = session.reserve_reply(),
+                           dry_run](const std::optional<PurgeResult>& result, const std::string& error) {
+        std::string frame;
+        if (result) {
+          json removed = json::object();
+          for (const JobState s : {JobState::done, JobState::failed, JobState::cancelled})
+            removed[std::string(to_string(s))] = result->by_state[static_cast<std::size_t>(s)];
+          frame = reply_frame("ok", {{"removed", removed}, {"total", result->total()}, {"dry_run", dry_run}});
+        } else {
+          frame = error_frame("purge failed: " + error);
+        }
+        asio::post(io, [self, slot, frame = std::move(frame)] { self->fill_reply(slot, frame); });
+      });
 }
 
 void on_shutdown(Server& server, Session& session, const json&) {
@@ -413,6 +491,7 @@ constexpr RequestType kRequests[] = {
     {"stats", on_stats},       {"zero_stats", on_zero_stats},
     {"cancel", on_cancel},     {"shutdown", on_shutdown},
     {"jobs", on_jobs},         {"cache_changed", on_cache_changed},
+    {"usage", on_usage},       {"purge", on_purge},
 };
 
 }  // namespace

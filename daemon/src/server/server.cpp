@@ -161,4 +161,14 @@ void Server::notify_published(std::string key, std::uint64_t generation) {
   });
 }
 
+void Server::notify_evicted(std::uint64_t generation, std::uint64_t records) {
+  asio::post(io_, [this, generation, records] {
+    const std::string frame =
+        reply_frame("published", {{"key", ""}, {"generation", generation}, {"evicted", records}});
+    const auto sessions = sessions_;
+    for (const auto& s : sessions)
+      if (s->subscribed()) s->push_notice(frame);
+  });
+}
+
 }  // namespace kd::daemon

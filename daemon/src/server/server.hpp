@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -17,6 +18,7 @@
 
 #include "config/config.hpp"
 #include "http/metrics.hpp"
+#include "key/gemm_key.hpp"
 #include "queue/job_queue.hpp"
 #include "stats/client_stats.hpp"
 
@@ -32,6 +34,9 @@ struct ServerHooks {
   std::function<nlohmann::json(std::size_t top_jobs)> status;  // the status object
   std::function<nlohmann::json()> stats;                       // the stats object
   std::function<std::string(const std::string& key)> progress;  // a running job's progress line
+  // Runs a purge off the io thread; `done` runs on another thread (post to the io thread).
+  std::function<void(PurgeRequest, std::function<void(const std::optional<PurgeResult>&, const std::string& error)> done)>
+      purge;
 };
 
 class Server {
@@ -47,6 +52,14 @@ public:
   void stop();
   // Thread-safe: posts a `published` notice to every subscriber.
   void notify_published(std::string key, std::uint64_t generation);
+  // Thread-safe: tells every subscriber that `records` records were evicted at `generation`
+  // (a `published` notice with an empty key and `evicted`).
+  void notify_evicted(std::uint64_t generation, std::uint64_t records);
+
+  // The GPU model every search runner has, when they share one: shape lines sent without a device
+  // part are then keyed for it (requests.cpp). Set before start().
+  void set_home_device(std::optional<DevicePart> device) { home_device_ = std::move(device); }
+  const std::optional<DevicePart>& home_device() const noexcept { return home_device_; }
 
   std::size_t clients() const noexcept { return sessions_.size(); }
   std::size_t subscribers() const;
@@ -71,6 +84,7 @@ private:
   Metrics& metrics_;
   ClientStatsBook& client_stats_;
   ServerHooks hooks_;
+  std::optional<DevicePart> home_device_;
   boost::asio::local::stream_protocol::acceptor acceptor_;
   std::set<std::shared_ptr<Session>> sessions_;
   bool bound_ = false;

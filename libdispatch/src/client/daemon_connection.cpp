@@ -75,6 +75,7 @@ void DaemonConnection::disconnect(Clock::time_point now, const std::string& why)
   fd_ = -1;
   out_.clear();
   stats_session_ = 0;
+  usage_accepted_ = false;
   spdlog::info("kdispatch: daemon connection lost ({}); polling the cache until it returns", why);
   next_attempt_ = now + backoff_;
 }
@@ -106,6 +107,22 @@ void DaemonConnection::note_features(const protocol::Acknowledged& hello_ok) {
   const auto& f = hello_ok.features;
   if (std::find(f.begin(), f.end(), protocol::kFeatureClientStats) != f.end())
     stats_session_ = ++stats_sessions_;
+  usage_accepted_ = std::find(f.begin(), f.end(), protocol::kFeatureUsage) != f.end();
+}
+
+void DaemonConnection::send_usage(const protocol::Usage& report) {
+  if (!accepts_usage()) return;
+  send(report);
+  flush(Clock::now());
+}
+
+void DaemonConnection::queue_final(const protocol::Message& m) noexcept {
+  if (fd_ < 0) return;
+  try {
+    out_ += protocol::encode_message(m);
+  } catch (...) {
+    // out of memory at exit: not sent
+  }
 }
 
 void DaemonConnection::send_final_stats(const protocol::ClientStats& report) noexcept {

@@ -65,6 +65,13 @@ public:
   // daemon discards a truncated frame). Requires that the background thread has stopped.
   void send_final_stats(const protocol::ClientStats& report) noexcept;
 
+  // True once the daemon's hello_ok on the current connection announced `usage`.
+  bool accepts_usage() const noexcept { return connected() && usage_accepted_; }
+  // Sends a usage report now (or as soon as the socket takes it). Requires accepts_usage().
+  void send_usage(const protocol::Usage& report);
+  // Exit path: appends `m` to what send_final_stats sends next; sends nothing itself.
+  void queue_final(const protocol::Message& m) noexcept;
+
   std::uint64_t reports_sent() const noexcept { return reports_sent_; }
   std::uint64_t reports_dropped() const noexcept { return reports_dropped_; }
 
@@ -87,6 +94,7 @@ private:
   std::uint64_t reports_dropped_ = 0;
   std::uint64_t stats_session_ = 0;
   std::uint64_t stats_sessions_ = 0;  // connections whose daemon accepted client_stats
+  bool usage_accepted_ = false;       // the current connection's daemon accepts usage
 };
 
 }  // namespace kd

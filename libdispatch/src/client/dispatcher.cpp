@@ -11,6 +11,7 @@
 
 #include "client/daemon_connection.hpp"
 #include "client/stats_reporter.hpp"
+#include "client/usage_reporter.hpp"
 
 namespace kd {
 namespace {
@@ -51,6 +52,20 @@ std::uint64_t record_id(const Record& r) {
 
 }  // namespace
 
+Dispatcher::Lookup Dispatcher::miss(const CallKey& key, const Entry* e) noexcept {
+  FallbackReason reason;
+  if (e == nullptr) {
+    reason = FallbackReason::not_loaded;  // first seen: the background thread resolves it
+    auto& counters = dispatcher_counters();
+    if (misses_.push(MissReport{key}) == MissQueue::Push::queued)
+      counters.reports_queued.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    reason = e->miss_reason;
+    e->miss_count.fetch_add(1, std::memory_order_relaxed);
+  }
+  return {nullptr, reason};
+}
+
 DispatcherCounters& dispatcher_counters() noexcept {
   static DispatcherCounters counters;
   return counters;
@@ -60,6 +75,7 @@ struct Dispatcher::Connection {
   explicit Connection(DaemonConnectionOptions o) : daemon(std::move(o)) {}
   DaemonConnection daemon;
   StatsReporter stats;
+  UsageReporter usage;
   bool final_stats_sent = false;
 };
 
@@ -86,6 +102,7 @@ void Dispatcher::stop_background() noexcept {
     // final counter report (the exit path must not block the host).
     if (!thread_.joinable() && connection_ && !connection_->final_stats_sent) {
       connection_->final_stats_sent = true;
+      connection_->usage.finish(connection_->daemon, registry_, keys_by_line_);
       connection_->stats.finish(connection_->daemon);
     }
   } catch (...) {
@@ -155,6 +172,7 @@ void Dispatcher::step(Clock::time_point now) {
         recheck = true;
       }
       connection_->stats.tick(d, now);
+      connection_->usage.tick(d, registry_, keys_by_line_, now);
     }
     auto& c = dispatcher_counters();
     c.daemon_connected.store(d.connected() ? 1 : 0, std::memory_order_relaxed);

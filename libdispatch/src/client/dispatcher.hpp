@@ -11,6 +11,8 @@
 //     evicted ones fall back;
 //   - reports the process's call counters to the daemon every few seconds when they changed
 //     (stats_reporter.hpp), and once more, without blocking, when it stops;
+//   - reports which records the process hit (the entries' usage marks) every few seconds, for
+//     the daemon's least-recently-used eviction (usage_reporter.hpp), and once more when it stops;
 //   - frees retired entries once no reader can hold them.
 // Retired CUDA resources (modules, workspaces) are kept until the dispatcher stops: a kernel queued
 // on a stream, or captured in a CUDA graph, may still use them after cuLaunchKernel returned, and
@@ -75,24 +77,20 @@ public:
   Lookup lookup(const CallKey& key) noexcept {
     const std::uint64_t hash = hash_call_key(key);
     const Entry* e = registry_.lookup(key, hash);
-    if (e != nullptr && e->state == EntryState::loaded) return {e, FallbackReason::no_entry};
-    FallbackReason reason;
-    if (e == nullptr) {
-      reason = FallbackReason::not_loaded;  // first seen: the background thread resolves it
-      auto& counters = dispatcher_counters();
-      if (misses_.push(MissReport{key}) == MissQueue::Push::queued)
-        counters.reports_queued.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      reason = e->miss_reason;
-      e->miss_count.fetch_add(1, std::memory_order_relaxed);
+    if (e != nullptr && e->state == EntryState::loaded) [[likely]] {
+      if (e->used.load(std::memory_order_relaxed) == 0) e->used.store(1, std::memory_order_relaxed);
+      return {e, FallbackReason::no_entry};
     }
-    return {nullptr, reason};
+    return miss(key, e);
   }
 
   std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_acquire); }
   std::uint64_t queue_drops() const noexcept { return misses_.dropped(); }
 
 private:
+  // lookup() when `e` (the key's entry, or nullptr) is not loaded: out of line, so the hit path
+  // stays small enough to inline at every call site.
+  Lookup miss(const CallKey& key, const Entry* e) noexcept;
   void run();
   void step(std::chrono::steady_clock::time_point now);
   void handle_miss(const CallKey& key);

@@ -73,11 +73,13 @@ struct KeyError {
 };
 
 // The longest key line parse_key accepts, in bytes. Records and jobs are stored in LMDB under
-// their canonical line, and LMDB's largest key is 511 bytes: a longer key could never be stored,
-// and a job that cannot be committed would fail the group commit it shares with other clients'
-// changes. A canonical line is never longer than the line it was parsed from (the shorthand
-// expands to at most ~220 bytes), so every accepted line can be stored. Real keys are ~200 bytes.
-inline constexpr std::size_t kMaxKeyLineBytes = 511;
+// their canonical line, and LMDB's largest key is 511 bytes; the daemon's job index stores a job
+// under its line behind a state byte and an 8-byte order (daemon/src/queue/job_store.hpp), so a
+// line of more than 511 - 9 = 502 bytes could not be queued, and a job that cannot be committed
+// would fail the group commit it shares with other clients' changes. A canonical line is never
+// longer than the line it was parsed from (the shorthand expands to at most ~220 bytes), so every
+// accepted line can be stored. Real keys are ~200 bytes.
+inline constexpr std::size_t kMaxKeyLineBytes = 502;
 
 // Parses a canonical line, with or without the device part, or the shorthand
 //   linear dtype=bf16 tokens=16 in=4096 out=4096 [bias=0|1] [batch=1]
@@ -90,7 +92,7 @@ inline constexpr std::size_t kMaxKeyLineBytes = 511;
 // precision= only f32|tf32 with compute f32 and f16 with compute f16, a device part as a whole.
 // Integers are plain decimal (no sign, no leading zero), at most INT64_MAX (sms: INT_MAX).
 // A line longer than kMaxKeyLineBytes is rejected before it is read, at column
-// kMaxKeyLineBytes + 1 ("the line is N bytes, longer than the 511-byte limit of a key line").
+// kMaxKeyLineBytes + 1 ("the line is N bytes, longer than the 502-byte limit of a key line").
 // Tokens may be separated by any run of blanks. Accepted but not canonical, so printed differently:
 // extra blanks, and a precision= equal to the compute type's default. The shorthand takes only
 // batch=1 (nn.Linear folds leading dims into tokens) and no precision or device part.

@@ -32,6 +32,7 @@ json to_object(const Message& m) {
             if (c.final) o["final"] = true;
             return o;
           },
+          [](const Usage& u) { return json{{"type", "usage"}, {"keys", u.keys}}; },
           [](const Published& p) {
             return json{{"type", "published"}, {"key", p.key}, {"generation", p.generation}};
           },
@@ -134,6 +135,13 @@ constexpr TypeEntry kTypes[] = {
      [](const json& j) -> Message { return Miss{string_field(j, "key"), unsigned_field(j, "count")}; }},
     {"subscribe", [](const json&) -> Message { return Subscribe{}; }},
     {"client_stats", decode_client_stats},
+    {"usage",
+     [](const json& j) -> Message {
+       Usage u{optional_strings(j, "keys")};
+       if (u.keys.size() > kMaxUsageKeys)
+         throw FieldError{"protocol: usage names more than " + std::to_string(kMaxUsageKeys) + " keys"};
+       return u;
+     }},
     {"published",
      [](const json& j) -> Message {
        return Published{string_field(j, "key"), unsigned_field(j, "generation")};

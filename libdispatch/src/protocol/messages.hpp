@@ -6,6 +6,7 @@
 //                      {"v":1,"type":"client_stats","pid":1234,"program":"python3",
 //                       "instance":"9f3a...","hits":10,"misses":2,"fallbacks":{"no_entry":2},
 //                       "loads":1,"swaps":0}
+//                      {"v":1,"type":"usage","keys":["<full key line>", ...]}
 //   daemon -> client   {"v":1,"type":"hello_ok","features":["client_stats"],...}
 //                      {"v":1,"type":"published","key":"<full key line>","generation":42}
 //                      {"v":1,"type":"error","message":"..."}
@@ -31,6 +32,7 @@ inline constexpr int kProtocolVersion = 1;
 // only to a daemon that announced it: an older daemon answers an unknown type with an error and
 // closes the connection.
 inline constexpr std::string_view kFeatureClientStats = "client_stats";
+inline constexpr std::string_view kFeatureUsage = "usage";
 
 struct Hello {
   std::int64_t pid = 0;
@@ -61,6 +63,13 @@ struct ClientStats {
   bool final = false;
   bool operator==(const ClientStats&) const = default;
 };
+// The full key lines of the records a process hit since its last report (libkdispatch's usage
+// marks), at most kMaxUsageKeys per message: the daemon's least-recently-used eviction goes by them.
+inline constexpr std::size_t kMaxUsageKeys = 2048;
+struct Usage {
+  std::vector<std::string> keys;
+  bool operator==(const Usage&) const = default;
+};
 struct Published {
   std::string key;
   std::uint64_t generation = 0;
@@ -79,7 +88,7 @@ struct Acknowledged {
 };
 
 using Message =
-    std::variant<Hello, Miss, Subscribe, ClientStats, Published, ErrorMessage, Acknowledged>;
+    std::variant<Hello, Miss, Subscribe, ClientStats, Usage, Published, ErrorMessage, Acknowledged>;
 
 struct ProtocolError {
   std::string message;  // "protocol: bad JSON: ...", "protocol: version 2, expected 1", ...

@@ -42,6 +42,11 @@ struct Entry {
   std::uint64_t hash = 0;  // hash_call_key(key)
   EntryState state = EntryState::pending;
   FallbackReason miss_reason = FallbackReason::not_loaded;  // for pending and negative
+  // Usage mark, next to `state` so that the hit path reads no other cache line: a hit loads it
+  // (relaxed) and stores 1 only when it is 0, so hits on a marked entry write nothing and no hit
+  // runs a locked instruction. The background thread collects and clears the marks
+  // (client/usage_reporter.hpp) for the daemon's least-recently-used eviction.
+  mutable std::atomic<std::uint8_t> used{0};
   std::uint64_t generation = 0;  // cache generation this entry was resolved at
   std::uint64_t record_id = 0;   // identity of the record it was loaded from (swap detection)
 

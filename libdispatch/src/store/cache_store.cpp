@@ -471,6 +471,14 @@ bool CacheWriter::evict(std::string_view full_key_line) {
   });
 }
 
+std::optional<std::uint64_t> CacheWriter::write_records(
+    const std::function<bool(const lmdb::Txn&)>& body) {
+  return impl_->write([&](const lmdb::Txn& txn) -> std::optional<std::uint64_t> {
+    if (!body(txn)) return std::nullopt;
+    return impl_->bump_generation(txn);
+  });
+}
+
 std::uint64_t CacheWriter::generation() const {
   const lmdb::Txn txn(impl_->env, lmdb::Access::read_only);
   return read_generation(txn, impl_->dbis.at(kMetaDb), impl_->dir);

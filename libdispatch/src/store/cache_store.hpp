@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -117,6 +118,12 @@ public:
   std::uint64_t publish(const Record& r);
   // Removes a record and bumps the generation; false when absent.
   bool evict(std::string_view full_key_line);
+  // Runs `body` in one write transaction and commits. When `body` returns true (it changed
+  // records: the daemon's batched eviction), the generation is bumped in the same transaction and
+  // the new generation returned; otherwise nullopt. `body` opens the databases it uses
+  // (lmdb::open_db). Throws what `body` throws, or kd::Error as publish does (the transaction is
+  // then aborted: nothing of it is written).
+  std::optional<std::uint64_t> write_records(const std::function<bool(const lmdb::Txn&)>& body);
   std::uint64_t generation() const;
 
   // Raw access to a named database ("trees", "jobs", ...) for the search and the daemon. put_raw

@@ -4,13 +4,18 @@
 // driver call cuStreamGetCtx and the launch itself: bench_registry_launch measures those on a GPU.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <memory>
+#include <string>
+#include <thread>
 
 #include "client/dispatcher.hpp"
 #include "key/gemm_desc.hpp"
 #include "registry/epoch.hpp"
 #include "registry/miss_queue.hpp"
 #include "registry/registry.hpp"
+#include "store/cache_store.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kd {
 namespace {
@@ -145,6 +150,63 @@ void BM_DispatcherMiss(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_DispatcherMiss);
+
+// A loader that needs no GPU: every key has a line, and every record "loads" into an entry with no
+// launches. Enough for the dispatcher to publish loaded entries, so the hit path is the real one.
+class HostOnlyLoader final : public EntryLoader {
+public:
+  static std::string line_of(std::int64_t m) { return "bench-key m=" + std::to_string(m); }
+  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override { return line_of(key.m); }
+  std::variant<LoadedEntry, FallbackReason> load(const CallKey& key, const Record&) override {
+    LoadedEntry le;
+    le.entry = std::make_unique<Entry>();
+    le.entry->key = key;
+    return le;
+  }
+};
+
+// Dispatcher::lookup on loaded entries: what an application's hit costs on the host before the
+// launch (guard + hash + probe + the state check and its usage mark).
+void BM_DispatcherHit(benchmark::State& state) {
+  static Dispatcher& d = *[] {
+    static test::TempDir dir;
+    {
+      CacheWriter w(dir.path());
+      for (int m = 1; m <= 1000; ++m) {
+        Record r;
+        r.key_line = HostOnlyLoader::line_of(m);
+        w.publish(r);
+      }
+    }  // one LMDB environment per directory per process: closed before the dispatcher reads
+    DispatcherOptions o;
+    o.cache_dir = dir.path();
+    auto* disp = new Dispatcher(o, std::make_unique<HostOnlyLoader>());
+    ThreadSlot* slot = EpochDomain::instance().this_thread();
+    for (int pass = 0; pass < 2000; ++pass) {  // first lookups queue misses; wait for the loads
+      int loaded = 0;
+      for (std::int64_t m = 1; m <= 1000; ++m) {
+        ReadGuard guard(*slot);
+        if (disp->lookup(key_for(m)).entry != nullptr) ++loaded;
+      }
+      if (loaded == 1000) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return disp;
+  }();
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  std::int64_t m = 1;
+  std::int64_t hits = 0;
+  for (auto _ : state) {
+    const CallKey k = key_for(m);
+    ReadGuard guard(*slot);
+    const Dispatcher::Lookup l = d.lookup(k);
+    benchmark::DoNotOptimize(l);
+    hits += l.entry != nullptr;
+    m = m == 1000 ? 1 : m + 1;
+  }
+  if (hits != state.iterations()) state.SkipWithError("entries did not load: lookups missed");
+}
+BENCHMARK(BM_DispatcherHit)->ThreadRange(1, 8);
 
 }  // namespace
 }  // namespace kd

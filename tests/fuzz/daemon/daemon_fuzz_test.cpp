@@ -138,7 +138,7 @@ public:
   };
   Benign benign(const std::string& instance, std::uint64_t& stats_counter) {
     const bool ack = chance(0.3);
-    switch (below(14)) {
+    switch (below(16)) {
       case 0: case 1: case 2: {
         json m{{"v", 1}, {"type", "miss"}, {"key", any_key()}, {"count", below(1000)}};
         if (chance(0.2)) m["hits"] = below(1u << 30);
@@ -186,6 +186,24 @@ public:
                        {"instance", instance}, {"hits", stats_counter}, {"misses", stats_counter},
                        {"fallbacks", fallbacks}}),
                 0};
+      }
+      case 13: {  // the records an application hit (no reply)
+        json keys = json::array();
+        for (std::size_t i = 0, n = size_up_to(chance(0.01) ? 2048 : 40); i < n; ++i) keys.push_back(any_key());
+        return {fitting_frame({{"v", 1}, {"type", "usage"}, {"keys", keys}}, "keys"), 0};
+      }
+      case 14: {  // finished jobs by state and age, or only counted
+        static const char* const kFinished[] = {"done", "failed", "cancelled"};
+        json m{{"v", 1}, {"type", "purge"}};
+        if (chance(0.7)) {
+          json states = json::array();
+          for (const char* s : kFinished)
+            if (chance(0.5)) states.push_back(s);
+          if (!states.empty()) m["states"] = states;
+        }
+        if (chance(0.7)) m["older_than_s"] = chance(0.9) ? below(3600) : (1ull << 50);
+        if (chance(0.5)) m["dry_run"] = chance(0.5);
+        return {frame(m), 1};
       }
       default: {
         // zero_stats stores every instance the daemon remembers: costly, so rarer.
@@ -268,6 +286,8 @@ public:
         {{"type", "cancel"}, {"key", "k"}},
         {{"type", "jobs"}, {"keys", json::array({"k"})}},
         {{"type", "cache_changed"}, {"keys", json::array({"k"})}},
+        {{"type", "usage"}, {"keys", json::array({"k"})}},
+        {{"type", "purge"}, {"states", json::array({"done"})}, {"older_than_s", 1}, {"dry_run", true}},
     };
     static const std::vector<json> kWrong = {json(nullptr), json(-1),   json(1.5),         json("s"),
                                              json(true),    json::array({1}), json::object(), json(-7.0)};

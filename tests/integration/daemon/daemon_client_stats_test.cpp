@@ -49,7 +49,7 @@ TEST(DaemonClientStats, AggregatesLiveAndExitedProcesses) {
   {
     Client probe(d.socket());
     const json hello = probe.request({{"type", "hello"}, {"pid", 1}, {"client", "test"}});
-    ASSERT_EQ(hello.at("features"), json::array({"client_stats"}));
+    ASSERT_EQ(hello.at("features"), json::array({"client_stats", "usage"}));
   }
   auto a = std::make_unique<Client>(d.socket());
   Client b(d.socket());

@@ -55,7 +55,7 @@ TEST_F(DaemonLimits, AcknowledgedMissOfAHalfMegabyteKeyIsRejectedByName) {
   EXPECT_LE(echoed.size(), kMaxKeyLineBytes);
   EXPECT_EQ(echoed.substr(0, 20), huge.substr(0, 20));
   EXPECT_EQ(r.at("rejected")[0].at("message"),
-            "column 512: the line is 530000 bytes, longer than the 511-byte limit of a key line");
+            "column 503: the line is 530000 bytes, longer than the 502-byte limit of a key line");
   // The same connection goes on.
   EXPECT_EQ(c.request({{"type", "status"}}).at("type"), "status");
   expect_serving();
@@ -82,7 +82,8 @@ TEST_F(DaemonLimits, BatchOfLongKeysAndAHugePrewarmKeyGetSmallReplies) {
   EXPECT_EQ(s.at("jobs").at("queued"), 2);  // test_key(7) and test_key(8), nothing else
 }
 
-// A key just under the limit is stored (LMDB takes keys up to 511 bytes); one byte over is rejected.
+// A key at the limit is queued (its job index key is LMDB's largest, 511 bytes); one byte over is
+// rejected.
 TEST_F(DaemonLimits, KeyAtTheLimitIsQueuedOneByteOverIsRejected) {
   Client c(daemon_->socket());
   const json r = c.request({{"type", "miss"},

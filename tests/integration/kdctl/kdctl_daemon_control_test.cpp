@@ -88,8 +88,9 @@ bool wait_for_text(const std::filesystem::path& file, const std::string& text) {
 
 class KdctlDaemonControl : public ::testing::Test {
 protected:
-  void start_daemon() {
-    daemon_ = std::make_unique<DaemonProcess>(tmp_.path(), std::vector<std::string>{}, "workers = \"none\"\n");
+  void start_daemon(const std::string& more_config = "") {
+    daemon_ = std::make_unique<DaemonProcess>(tmp_.path(), std::vector<std::string>{},
+                                              "workers = \"none\"\n" + more_config);
   }
   KdctlRun kdctl(const std::vector<std::string>& args) { return run_kdctl(tmp_.path(), args); }
   std::string socket() const { return daemon_ ? daemon_->socket().string() : (tmp_.path() / "none.sock").string(); }
@@ -161,6 +162,41 @@ TEST_F(KdctlDaemonControl, PrewarmOfTenThousandShapesQueuesThemAll) {
   EXPECT_EQ(status.at("jobs").at("queued"), 10000);
   const auto states = states_of(daemon_->socket(), shapes);
   EXPECT_EQ(std::count(states.begin(), states.end(), "queued"), 10000);
+}
+
+// A prewarm beyond max_queued_jobs (i28d's bound): the daemon refuses shapes of lower priority
+// than every queued job, and a shape of higher priority takes the place of the lowest queued one.
+// kdctl counts what the daemon's replies queued, then looks up the shapes' jobs (the jobs request,
+// by key): shapes without one are said to be not queued, and it exits 1.
+TEST_F(KdctlDaemonControl, PrewarmBeyondTheQueueBoundSaysWhichShapesHaveNoJob) {
+  start_daemon("max_queued_jobs = 5\n");
+  std::vector<std::string> large, small, larger;
+  for (int i = 0; i < 5; ++i) large.push_back(shape(4096 + 64 * i, 16));
+  for (int i = 0; i < 7; ++i) small.push_back(shape(64 + 64 * i, 16));
+  for (int i = 0; i < 2; ++i) larger.push_back(shape(8192 + 64 * i, 16));
+  const auto prewarm = [&](const std::string& name, const std::vector<std::string>& shapes) {
+    return kdctl({"prewarm", write(name, lines_of(shapes)).string(), "--socket", socket(), "--no-wait", "--batch", "4"});
+  };
+  const KdctlRun full = prewarm("large.txt", large);
+  ASSERT_EQ(full.rc, 0) << full.out << full.err;
+
+  const KdctlRun refused = prewarm("small.txt", small);
+  EXPECT_EQ(refused.rc, 1) << refused.out << refused.err;
+  EXPECT_NE(refused.out.find("queued 0 of 7 shapes on " + socket()), std::string::npos) << refused.out;
+  EXPECT_NE(refused.err.find("max_queued_jobs = 5 jobs, none of lower priority"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("7 shape(s) have no job"), std::string::npos) << refused.err;
+  EXPECT_EQ(states_of(daemon_->socket(), small), std::vector<std::string>(7, "unknown"));
+
+  // The two larger shapes are acknowledged as queued and displace the two smallest of `large`.
+  std::vector<std::string> both = large;
+  both.insert(both.end(), larger.begin(), larger.end());
+  const KdctlRun displaced = prewarm("both.txt", both);
+  EXPECT_EQ(displaced.rc, 1) << displaced.out << displaced.err;
+  EXPECT_NE(displaced.out.find("queued 7 shapes on " + socket()), std::string::npos) << displaced.out;
+  EXPECT_NE(displaced.err.find("2 shape(s) have no job"), std::string::npos) << displaced.err;
+  EXPECT_EQ(states_of(daemon_->socket(), both),
+            (std::vector<std::string>{"unknown", "unknown", "queued", "queued", "queued", "queued", "queued"}));
+  EXPECT_EQ(Client::status(daemon_->socket()).at("bounds").at("jobs_dropped"), 9);
 }
 
 // kdctl import into the live daemon's cache: the daemon is told, status and stats agree on the new
@@ -265,7 +301,10 @@ TEST_F(KdctlDaemonControl, KillNineDuringPrewarmLosesNoAcknowledgedShape) {
     if (run.rc != 0 && queued > 0) ++interrupted;
     if (run.rc != 0) {
       ASSERT_EQ(run.rc, 1) << run.err;
-      EXPECT_NE(run.err.find("not reachable"), std::string::npos) << run.err;
+      // Killed while batches were sent, or after the last one, while kdctl asked for the jobs.
+      EXPECT_TRUE(run.err.find("not reachable") != std::string::npos ||
+                  run.err.find("lost the daemon after queuing") != std::string::npos)
+          << run.err;
     }
     acknowledged.insert(acknowledged.end(), shapes.begin(), shapes.begin() + static_cast<std::ptrdiff_t>(queued));
   }

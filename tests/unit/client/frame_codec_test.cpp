@@ -66,7 +66,8 @@ TEST(Frame, EncodingAnOversizedPayloadThrows) {
 
 TEST(Messages, EveryTypeRoundTrips) {
   const Message all[] = {Hello{42, "libkdispatch"}, Miss{"gemm a=f32 m=1", 3}, Subscribe{},
-                         Published{"gemm a=bf16", 17}, ErrorMessage{"nope"}};
+                         Published{"gemm a=bf16", 17}, ErrorMessage{"nope"},
+                         Usage{{"gemm a=f32 m=1", "gemm a=f32 m=2"}}};
   for (const Message& m : all) {
     FrameDecoder d;
     d.feed(encode_message(m));
@@ -81,6 +82,13 @@ void expect_error(std::string_view payload, std::string_view mentions) {
   ASSERT_TRUE(std::holds_alternative<ProtocolError>(r)) << payload;
   EXPECT_NE(std::get<ProtocolError>(r).message.find(mentions), std::string::npos)
       << std::get<ProtocolError>(r).message;
+}
+
+TEST(Messages, UsageNamesABoundedNumberOfKeys) {
+  Usage big;
+  big.keys.assign(kMaxUsageKeys + 1, "gemm a=f32 m=1");
+  expect_error(to_json(big), "more than");
+  expect_error(R"({"v":1,"type":"usage","keys":[1]})", "keys");
 }
 
 ClientStats sample_stats() {

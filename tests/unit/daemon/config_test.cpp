@@ -72,6 +72,30 @@ TEST(Config, InvalidValuesNameKeyAndSource) {
   EXPECT_NE(message(Env{{{"KD_CONFIG", "/dev/null"}, {"KD_WORKERS", "0,x"}}}).find("workers"), std::string::npos);
 }
 
+TEST(Config, BoundsHaveDefaultsAndLimits) {
+  const Env defaults{{{"KD_CONFIG", "/dev/null"}}};
+  const Config c = load_config(CommandLine{}, defaults);
+  EXPECT_EQ(c.max_cache_bytes, std::uint64_t{4} << 30);
+  EXPECT_EQ(c.job_retention, std::chrono::hours(24 * 7));
+  EXPECT_EQ(c.max_queued_jobs, 100000u);
+  EXPECT_EQ(c.maintenance_interval, std::chrono::minutes(1));
+  const auto message = [&](const std::string& var, const std::string& value) {
+    Env env = defaults;
+    env.vars[var] = value;
+    try {
+      load_config(CommandLine{}, env);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("KD_MAX_CACHE_BYTES", "99999999999999").find("three quarters"), std::string::npos);
+  EXPECT_NE(message("KD_MAX_QUEUED_JOBS", "0").find("max_queued_jobs"), std::string::npos);
+  EXPECT_NE(message("KD_JOB_RETENTION_S", "7d").find("seconds"), std::string::npos);
+  EXPECT_EQ(message("KD_JOB_RETENTION_S", "0"), "no error");  // 0 keeps finished jobs
+  EXPECT_EQ(message("KD_MAX_CACHE_BYTES", "0"), "no error");  // 0: no limit
+}
+
 TEST(Config, DefaultAllowedUidsAreSelfAndRoot) {
   const Config c = load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}}});
   EXPECT_EQ(c.allowed_uids, (std::vector<uid_t>{::geteuid(), 0}));

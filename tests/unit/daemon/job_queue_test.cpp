@@ -120,12 +120,13 @@ TEST(JobQueue, CancelAndPrewarmRequeue) {
   test::TempDir dir;
   JobQueue q(dir.path());
   std::promise<bool> found;
-  q.prewarm({{key(1), "builtin", {}}}, [](const CommitResult&) {});
+  q.prewarm({{key(1), "builtin", {}}}, [](const CommitResult&, const std::vector<Refused>&) {});
   q.cancel(key(1), [&](const CommitResult&, bool f) { found.set_value(f); });
   EXPECT_TRUE(found.get_future().get());
   EXPECT_EQ(q.find(key(1))->state, JobState::cancelled);
   std::promise<CommitResult> again;
-  q.prewarm({{key(1), "llm", {5, 0, 0, 0}}}, [&](const CommitResult& r) { again.set_value(r); });
+  q.prewarm({{key(1), "llm", {5, 0, 0, 0}}},
+            [&](const CommitResult& r, const std::vector<Refused>&) { again.set_value(r); });
   ASSERT_TRUE(again.get_future().get().committed);
   EXPECT_EQ(q.find(key(1))->state, JobState::queued);
   EXPECT_EQ(q.find(key(1))->proposer, "llm");

@@ -250,7 +250,7 @@ TEST(KeyErrors, BlankRunsBetweenTokensAreAccepted) {
             "batch=1 epilogue=none beta0=1");
 }
 
-// kMaxKeyLineBytes bounds every line (LMDB's key limit): one byte over is rejected at the first
+// kMaxKeyLineBytes bounds every line (LMDB's key limit, less the job index's 9 bytes): one byte over is rejected at the first
 // byte over, before anything is read, however the line continues; a line at the limit parses.
 TEST(KeyErrors, LinesOverTheKeyLimitAreRejectedByLength) {
   const std::string base =
@@ -269,8 +269,8 @@ TEST(KeyErrors, LinesOverTheKeyLimitAreRejectedByLength) {
     ASSERT_TRUE(std::holds_alternative<KeyError>(result));
     const KeyError& e = std::get<KeyError>(result);
     EXPECT_EQ(e.column, kMaxKeyLineBytes + 1);
-    EXPECT_EQ(e.message, "column 512: the line is " + std::to_string(over.size()) +
-                             " bytes, longer than the 511-byte limit of a key line");
+    EXPECT_EQ(e.message, "column 503: the line is " + std::to_string(over.size()) +
+                             " bytes, longer than the 502-byte limit of a key line");
   }
   // The shorthand's expansion stays far below the limit even with the largest numbers.
   const std::string big = "9223372036854775807";

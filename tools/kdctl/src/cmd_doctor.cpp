@@ -25,6 +25,7 @@
 #include "salvage.hpp"
 #include "store/cache_check.hpp"
 #include "store/cache_recovery.hpp"
+#include "store/record_usage.hpp"
 #include "tree/search_tree.hpp"
 
 namespace kd::kdctl {
@@ -96,9 +97,10 @@ Census take_census(const fs::path& dir) {
   return c;
 }
 
-// A sound file whose entries fail to decode: the damaged records and trees are removed in place
-// (through CacheWriter, so a running kdispatchd and its clients see the generation move). Jobs are
-// the daemon's: it skips those it cannot read, so they are only reported.
+// A sound file whose entries fail to decode: the damaged records (with their last-use entries) and
+// trees are removed in place (through CacheWriter, so a running kdispatchd and its clients see the
+// generation move). Jobs are the daemon's: it keeps and counts those it cannot read, so they are
+// only reported.
 int clean_in_place(const DoctorArgs& a, const fs::path& dir, const Census& c) {
   std::printf("%s", format_counts(c.records, c.jobs, c.trees).c_str());
   if (c.jobs.damaged > 0) {
@@ -115,7 +117,10 @@ int clean_in_place(const DoctorArgs& a, const fs::path& dir, const Census& c) {
     return kOk;
   }
   CacheWriter writer(dir);
-  for (const auto& key : c.damaged_records) writer.evict(key);
+  for (const auto& key : c.damaged_records) {
+    writer.evict(key);
+    writer.del_raw(kUsageDb, key);  // its last-use time (the daemon's LRU eviction)
+  }
   for (const auto& key : c.damaged_trees) writer.del_raw("trees", key);
   std::printf("removed %zu damaged record(s) and %zu damaged tree(s) from %s\n", c.damaged_records.size(),
               c.damaged_trees.size(), data_file_of(dir).c_str());
@@ -137,9 +142,12 @@ int merge_from(const DoctorArgs& a, const fs::path& dir) {
   if (a.dry_run) {
     std::printf("dry run: nothing written to %s\n", dir.c_str());
   } else {
-    std::printf("%llu entr%s written into %s, %llu already there; jobs reach a running kdispatchd at its next start\n",
-                static_cast<unsigned long long>(report.written), report.written == 1 ? "y" : "ies", dir.c_str(),
-                static_cast<unsigned long long>(report.already_there));
+    std::printf("%llu entr%s written into %s, %llu already there\n", static_cast<unsigned long long>(report.written),
+                report.written == 1 ? "y" : "ies", dir.c_str(), static_cast<unsigned long long>(report.already_there));
+    std::printf("%s\n", report.jobs_indexed
+                            ? "added jobs are in the job index: a running kdispatchd can run them now and counts them "
+                              "from its next start"
+                            : "the cache's job index is incomplete: kdispatchd indexes the added jobs at its next start");
   }
   return kOk;
 }
@@ -207,11 +215,12 @@ void setup_doctor(CLI::App& sub, std::function<int()>& action) {
   sub.footer(
       "Needs no GPU. Without --from: checks data.mdb page by page and decodes every record (checksum), job and\n"
       "search tree. When the file is sound, removes the records and trees that do not decode (kdispatchd may\n"
-      "run). When the file is damaged, writes every readable record, job and tree into a new cache, moves the\n"
-      "damaged file to data.mdb.damaged-<UTC time> and puts the new one in its place (kdispatchd must be\n"
-      "stopped). Prints \"records: N good, M damaged, T total\" and the same for jobs and trees.\n"
+      "run). When the file is damaged, writes every readable record, job and tree into a new cache (the jobs\n"
+      "with a new job index, the records with their last-use times), moves the damaged file to\n"
+      "data.mdb.damaged-<UTC time> and puts the new one in its place (kdispatchd must be stopped). Prints\n"
+      "\"records: N good, M damaged, T total\" and the same for jobs and trees.\n"
       "With --from FILE: adds FILE's good records, jobs and trees that the cache lacks (kdispatchd may run;\n"
-      "it loads added jobs at its next start).\n"
+      "added jobs go into its job index at once, and its job counts include them from its next start).\n"
       "Exit codes: 0 healthy, cleaned or salvaged, 1 cannot read the cache or kdispatchd holds it, 2 usage.\n");
   sub.callback([a, &action] { action = [a] { return run_doctor(*a); }; });
 }

@@ -20,7 +20,9 @@
 #include "commands.hpp"
 #include "daemon_link.hpp"
 #include "kdctl.hpp"
+#include "scaled.hpp"
 #include "store/cache_store.hpp"
+#include "store/record_usage.hpp"
 #include "table.hpp"
 
 namespace kd::kdctl {
@@ -36,35 +38,6 @@ struct EvictArgs {
   bool damaged = false;
   bool dry_run = false;
 };
-
-struct Suffix {
-  char letter;
-  std::uint64_t factor;
-};
-constexpr std::array<Suffix, 5> kDurationSuffixes{{{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}}};
-constexpr std::array<Suffix, 4> kSizeSuffixes{{{'K', 1ull << 10}, {'M', 1ull << 20}, {'G', 1ull << 30},
-                                               {'T', 1ull << 40}}};
-
-// "<digits><suffix>" (the suffix optional when `bare` is allowed, meaning factor 1).
-template <std::size_t N>
-std::optional<std::uint64_t> parse_scaled(std::string_view text, const std::array<Suffix, N>& suffixes,
-                                          bool bare_allowed) {
-  std::uint64_t factor = 1;
-  if (!text.empty() && (text.back() < '0' || text.back() > '9')) {
-    const auto it = std::find_if(suffixes.begin(), suffixes.end(),
-                                 [&](const Suffix& s) { return s.letter == text.back(); });
-    if (it == suffixes.end()) return std::nullopt;
-    factor = it->factor;
-    text.remove_suffix(1);
-  } else if (!bare_allowed) {
-    return std::nullopt;
-  }
-  std::uint64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-  if (value > UINT64_MAX / factor) return std::nullopt;
-  return value * factor;
-}
 
 struct Candidate {
   std::string key_line;
@@ -175,6 +148,7 @@ int run_evict(const EvictArgs& a) {
     if (c.why.empty()) continue;
     if (!a.dry_run) {
       writer.evict(c.key_line);
+      writer.del_raw(kUsageDb, c.key_line);  // its last-use time (the daemon's LRU eviction)
       evicted.push_back(c.key_line);
     }
     ++gone;

@@ -51,6 +51,16 @@ struct ShapeState {
   std::string detail;
 };
 
+// A shape whose key has no job after the daemon acknowledged it: refused by the bound on queued
+// jobs, displaced by a job of higher priority, or (finished) purged. Settled: nothing will search it.
+constexpr std::string_view kNotQueued = "not queued";
+constexpr std::string_view kNotQueuedDetail =
+    "no job: the daemon's queue is full (max_queued_jobs) or dropped it for one of higher priority";
+
+bool settled(const std::string& state) {
+  return state == "done" || state == "failed" || state == "cancelled" || state == kNotQueued;
+}
+
 // The request of one batch: shapes [begin, end) with the flags' proposer and budgets.
 json prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shapes, std::size_t begin,
                      std::size_t end) {
@@ -67,7 +77,7 @@ json prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shape
 }
 
 // One past the last shape of the batch that starts at `begin`: at most `max_shapes` shapes and
-// kBatchPayloadBytes of key text (JSON adds 3 bytes per key; keys are at most 511 bytes).
+// kBatchPayloadBytes of key text (JSON adds 3 bytes per key; keys are at most 502 bytes).
 std::size_t batch_end(const std::vector<std::string>& shapes, std::size_t begin, std::size_t max_shapes) {
   std::size_t bytes = 0, end = begin;
   while (end < shapes.size() && end - begin < max_shapes) {
@@ -113,6 +123,8 @@ void print_table(const std::vector<std::string>& shapes, const std::map<std::str
 
 // Queues every shape in batches; prints progress on stderr when there is more than one batch.
 // Returns kOk, or the exit code after saying what failed (how many shapes were queued by then).
+// A shape the daemon acknowledges without queuing it (the bound on queued jobs) is not counted as
+// queued; each batch's reply names at most 16 of them.
 int queue_shapes(const PrewarmArgs& a, const std::filesystem::path& socket, const std::vector<std::string>& shapes) {
   std::optional<daemon::Client> client;
   try {
@@ -123,7 +135,7 @@ int queue_shapes(const PrewarmArgs& a, const std::filesystem::path& socket, cons
   }
   const std::size_t max_shapes = a.batch > 0 ? a.batch : kDefaultBatchShapes;
   const bool several_batches = batch_end(shapes, 0, max_shapes) < shapes.size();
-  std::size_t queued = 0;
+  std::size_t queued = 0, not_queued = 0;
   for (std::size_t begin = 0; begin < shapes.size();) {
     const std::size_t end = batch_end(shapes, begin, max_shapes);
     json reply;
@@ -144,13 +156,31 @@ int queue_shapes(const PrewarmArgs& a, const std::filesystem::path& socket, cons
     for (const json& r : reply.value("rejected", json::array()))
       std::fprintf(stderr, "kdctl prewarm: the daemon rejected %s: %s\n", r.value("key", "").c_str(),
                    r.value("message", "").c_str());
-    queued += end - begin;
+    const std::size_t sent = end - begin;
+    const std::size_t taken = std::min<std::size_t>(reply.value("queued", sent), sent);
+    queued += taken;
+    not_queued += sent - taken;
     begin = end;
-    if (several_batches) std::fprintf(stderr, "kdctl prewarm: queued %zu/%zu\n", queued, shapes.size());
+    if (several_batches) std::fprintf(stderr, "kdctl prewarm: queued %zu/%zu\n", queued + not_queued, shapes.size());
   }
-  std::printf("queued %zu shapes on %s\n", shapes.size(), socket.c_str());
+  if (not_queued == 0)
+    std::printf("queued %zu shapes on %s\n", shapes.size(), socket.c_str());
+  else
+    std::printf("queued %zu of %zu shapes on %s\n", queued, shapes.size(), socket.c_str());
   std::fflush(stdout);
   return kOk;
+}
+
+// Says how many of `states` have no job (kNotQueued); kOk when none, else kFailure.
+int report_not_queued(const std::map<std::string, ShapeState>& states) {
+  const auto n = static_cast<std::size_t>(
+      std::count_if(states.begin(), states.end(), [](const auto& s) { return s.second.state == kNotQueued; }));
+  if (n == 0) return kOk;
+  std::fprintf(stderr, "kdctl prewarm: %zu shape(s) have no job, so nothing searches them: the daemon's queue is "
+                       "full (max_queued_jobs) and it refused them or gave their place to shapes of higher "
+                       "priority; raise max_queued_jobs or prewarm them later\n",
+               n);
+  return kFailure;
 }
 
 // The jobs of `shapes` (`jobs` requests of kJobsPerRequest keys), by key.
@@ -166,7 +196,10 @@ std::map<std::string, ShapeState> job_states(daemon::Client& client, const std::
       throw Error(ErrorDomain::data, 0, "kdispatchd: " + reply.value("message", reply.dump()));
     for (const json& j : reply.value("jobs", json::array())) {
       const std::string state = j.value("state", "");
-      states[j.value("key", "")] = {state, state == "running" ? j.value("progress", "") : j.value("reason", "")};
+      if (state == "unknown")
+        states[j.value("key", "")] = {std::string(kNotQueued), std::string(kNotQueuedDetail)};
+      else
+        states[j.value("key", "")] = {state, state == "running" ? j.value("progress", "") : j.value("reason", "")};
     }
   }
   return states;
@@ -192,7 +225,17 @@ int run_prewarm(const PrewarmArgs& a) {
 
   const std::filesystem::path socket = socket_of(a);
   if (const int rc = queue_shapes(a, socket, shapes); rc != kOk) return rc;
-  if (a.no_wait) return kOk;
+  if (a.no_wait) {
+    // One look at the jobs: a shape acknowledged as queued may have lost its place to a later shape
+    // of higher priority (max_queued_jobs).
+    try {
+      daemon::Client client(socket);
+      return report_not_queued(job_states(client, shapes));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "kdctl prewarm: lost the daemon after queuing: %s\n", e.what());
+      return kFailure;
+    }
+  }
 
   // Follow: poll the shapes' jobs and print each change of a shape's state.
   std::map<std::string, ShapeState> states;
@@ -216,7 +259,7 @@ int run_prewarm(const PrewarmArgs& a) {
       std::fprintf(stderr, "kdctl prewarm: lost the daemon: %s\n", e.what());
       return kFailure;
     }
-    std::size_t settled = 0;
+    std::size_t done = 0;
     for (const std::string& key : shapes) {
       const auto it = now.find(key);
       if (it == now.end()) continue;
@@ -231,9 +274,9 @@ int run_prewarm(const PrewarmArgs& a) {
         std::fflush(stdout);
         before = s;
       }
-      if (s.state == "done" || s.state == "failed" || s.state == "cancelled") ++settled;
+      if (settled(s.state)) ++done;
     }
-    if (settled == shapes.size()) break;
+    if (done == shapes.size()) break;
     if (a.timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::seconds(a.timeout_s)) {
       std::fprintf(stderr, "kdctl prewarm: timeout after %d s; the daemon keeps working on the rest\n", a.timeout_s);
       print_table(shapes, states, cache_dir);
@@ -242,7 +285,7 @@ int run_prewarm(const PrewarmArgs& a) {
     std::this_thread::sleep_for(std::chrono::seconds(1));
   }
   print_table(shapes, states, cache_dir);
-  return kOk;
+  return report_not_queued(states);
 }
 
 int run_status(const DaemonArgs& a, bool as_json) {
@@ -271,6 +314,12 @@ int run_status(const DaemonArgs& a, bool as_json) {
                 "has the reasons)\n",
                 t->value("hits", 0ULL), t->value("misses", 0ULL), t->value("fallbacks_total", 0ULL),
                 status.value("clients_reporting", 0ULL));
+  if (const auto b = status.find("bounds"); b != status.end() && b->is_object())
+    std::printf("bounds: records %llu of %llu bytes (%llu evicted), queued jobs at most %llu (%llu dropped), "
+                "finished jobs kept %llu s (%llu purged)\n",
+                b->value("cache_bytes", 0ULL), b->value("max_cache_bytes", 0ULL), b->value("records_evicted", 0ULL),
+                b->value("max_queued_jobs", 0ULL), b->value("jobs_dropped", 0ULL), b->value("job_retention_s", 0ULL),
+                b->value("jobs_purged", 0ULL));
   for (const json& j : status.value("top_jobs", json::array()))
     std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
                 j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
@@ -293,8 +342,10 @@ void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
   sub.add_flag("--no-wait", a->no_wait, "Queue and return without following");
   sub.footer("Shapes are queued in batches, each committed by the daemon before the next is sent: a daemon that\n"
              "stops mid-way keeps every batch it acknowledged (\"queued N/M\" on stderr).\n"
-             "Exit codes: 0 every shape settled (or queued, with --no-wait), 1 no daemon, the daemon refused, "
-             "or --timeout passed, 2 unreadable shape lines (named file:line) or no shapes, 4 the daemon has no "
+             "A shape left without a job (the daemon's queue is full, max_queued_jobs: it refused the shape or gave its\n"
+             "place to one of higher priority) is listed as \"not queued\".\n"
+             "Exit codes: 0 every shape settled (or queued, with --no-wait), 1 no daemon, the daemon refused a "
+             "request, some shapes have no job, or --timeout passed, 2 unreadable shape lines (named file:line) or no shapes, 4 the daemon has no "
              "GPU to search with (the shapes stay queued).");
   sub.callback([a, &action] { action = [a] { return run_prewarm(*a); }; });
 }

@@ -23,6 +23,7 @@ constexpr Command kCommands[] = {
     {"import", "Validate an archive from kdctl export and publish its records", setup_import},
     {"evict", "Remove records by age, size cap, GPU or key pattern", setup_evict},
     {"doctor", "Check the cache without a GPU; salvage a damaged one into a new cache", setup_doctor},
+    {"purge", "Remove finished jobs (done, failed, cancelled) from the job queue, by state and age", setup_purge},
 };
 }  // namespace
 

@@ -36,5 +36,6 @@ void setup_evict(CLI::App& sub, std::function<int()>& action);
 void setup_doctor(CLI::App& sub, std::function<int()>& action);
 void setup_stop(CLI::App& sub, std::function<int()>& action);
 void setup_cancel(CLI::App& sub, std::function<int()>& action);
+void setup_purge(CLI::App& sub, std::function<int()>& action);
 
 }  // namespace kd::kdctl

@@ -10,8 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cache_snapshot.hpp"
+#include "common/error.hpp"
 #include "queue/job.hpp"
+#include "queue/job_store.hpp"
+#include "store/lmdb.hpp"
 #include "store/record.hpp"
+#include "store/record_usage.hpp"
 #include "tree/search_tree.hpp"
 
 namespace kd::kdctl {
@@ -97,6 +101,51 @@ std::optional<Kind> kind_of_db(std::string_view db) {
   return std::nullopt;
 }
 
+std::uint64_t entries(const lmdb::Txn& txn, MDB_dbi dbi) {
+  MDB_stat st{};
+  KD_MDB_CHECK(mdb_stat(txn.get(), dbi, &st), "mdb_stat");
+  return st.ms_entries;
+}
+
+// Writes salvaged jobs (each verified by the parser) into `into` in one transaction, through the
+// daemon's job store, so that the job index and the counts in meta change with them (job_store.hpp).
+// A job salvaged as `running` goes back to `queued` when `resume_running` (a merge: a daemon may be
+// running the target and would never finish it); a rebuilt cache keeps it, and kdispatchd resumes
+// it at its start. A target without jobs gets an (empty) index first. Returns false when the
+// target's index is incomplete (jobs without counts, or counts that disagree with the databases):
+// the jobs are then stored alone, and kdispatchd indexes them at its next start, as it does every
+// job of such a cache.
+bool put_jobs(CacheWriter& into, const std::vector<std::pair<std::string, std::string>>& batch, bool resume_running) {
+  lmdb::Txn txn(into.env(), lmdb::Access::read_write);
+  const daemon::JobDbs dbs = daemon::open_job_dbs(txn);
+  auto base = daemon::stored_counts(txn, dbs);
+  if (!base && entries(txn, dbs.jobs) == 0) base = daemon::rebuild_index(txn, dbs);
+  if (!base) {
+    for (const auto& [key, value] : batch) lmdb::put(txn, dbs.jobs, key, value);
+    txn.commit();
+    return false;
+  }
+  daemon::JobTxn jt(txn, dbs, *base, daemon::index_scan_position(txn, dbs));
+  for (const auto& [key, value] : batch) {
+    auto job = daemon::parse_job(key, value);
+    if (!job || job->key.size() > daemon::kMaxJobKeyBytes) {
+      // Too long to index (a cache from before the limit): kept; the daemon counts it unreadable.
+      lmdb::put(txn, dbs.jobs, key, value);
+      continue;
+    }
+    const bool resumed = resume_running && job->state == daemon::JobState::running;
+    if (resumed) {
+      job->state = daemon::JobState::queued;
+      job->reason = "interrupted; salvaged by kdctl doctor and resumed";
+    }
+    jt.put(*job, jt.get(key));
+    if (!resumed) lmdb::put(txn, dbs.jobs, key, value);  // the salvaged bytes, as found
+  }
+  jt.write_counts();
+  txn.commit();
+  return true;
+}
+
 std::optional<std::uint64_t> parse_decimal(std::string_view text) {
   std::uint64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -110,6 +159,7 @@ public:
 
   void take(const SalvagedEntry& e) {
     if (e.db == kMetaDb) return take_meta(e);
+    if (e.db == kUsageDb) return take_usage(e);
     std::optional<Kind> kind = e.db.empty() ? classify_orphan(e.key, e.value) : kind_of_db(e.db);
     if (!kind) {
       if (e.db.empty()) ++report_.unclassified;
@@ -125,6 +175,7 @@ public:
 
   SalvageReport finish() {
     for (int k = 0; k < 3; ++k) flush(static_cast<Kind>(k));
+    flush_usage();
     if (!meta_.empty()) flush_meta();
     const auto count = [&](Kind kind) {
       SalvageCounts c;
@@ -163,9 +214,41 @@ private:
       if (const auto g = parse_decimal(*e.value)) report_.generation = std::max(report_.generation, *g);
       return;
     }
+    // The job counts and index scan position describe the file's job index, which is not copied:
+    // the target's change with the jobs written into it (put_jobs).
+    if (e.key == daemon::kJobCountsMetaKey || e.key == daemon::kJobIndexScanMetaKey) return;
     // The rest (client counters) only into a rebuilt cache, from the newest snapshot that has it.
     if (e.key == "schema" || target_ != SalvageTarget::fresh_cache || meta_.count(std::string(e.key)) != 0) return;
     meta_.emplace(std::string(e.key), std::string(*e.value));
+  }
+
+  // A record's last use (the daemon's LRU eviction): the latest any snapshot holds. Written at the
+  // end for the records that were salvaged or that the target holds good.
+  void take_usage(const SalvagedEntry& e) {
+    if (!e.value) return;
+    const auto ms = decode_usage(*e.value);
+    if (!ms) return;
+    auto [it, fresh] = usage_.try_emplace(std::string(e.key), *ms);
+    if (!fresh) it->second = std::max(it->second, *ms);
+  }
+
+  void flush_usage() {
+    if (into_ == nullptr || usage_.empty()) return;
+    const auto& records = picks_[static_cast<int>(Kind::record)];
+    std::vector<std::pair<std::string, std::string>> entries;
+    for (const auto& [key, ms] : usage_) {
+      const auto pick = records.find(key);
+      if (pick == records.end() || !pick->second.verdict.good) continue;
+      if (target_ == SalvageTarget::merge) {
+        const auto existing = into_->get_raw(kUsageDb, key);
+        const auto before = existing ? decode_usage(*existing) : std::nullopt;
+        if (before && *before >= ms) continue;
+      }
+      entries.emplace_back(key, encode_usage(ms));
+    }
+    if (entries.empty()) return;
+    into_->put_raw_many(kUsageDb, entries);
+    report_.usage_written += entries.size();
   }
 
   void queue(Kind kind, std::string_view key, std::string_view value) {
@@ -185,7 +268,11 @@ private:
   void flush(Kind kind) {
     auto& batch = batches_[static_cast<int>(kind)];
     if (batch.empty() || into_ == nullptr) return;
-    into_->put_raw_many(db_of(kind), batch);
+    if (kind == Kind::job) {
+      if (!put_jobs(*into_, batch, target_ == SalvageTarget::merge)) report_.jobs_indexed = false;
+    } else {
+      into_->put_raw_many(db_of(kind), batch);
+    }
     report_.written += batch.size();
     batch.clear();
   }
@@ -202,6 +289,7 @@ private:
   std::map<std::string, Pick> picks_[3];
   std::vector<std::pair<std::string, std::string>> batches_[3];
   std::map<std::string, std::string> meta_;
+  std::map<std::string, std::int64_t> usage_;  // full key line -> last use, unix ms
 };
 
 }  // namespace

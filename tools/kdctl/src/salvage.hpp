@@ -1,6 +1,9 @@
 // kdctl doctor's salvage: every record, job and search tree that can still be read from a data
 // file (store/salvage_scan.hpp), each verified (records by their checksum and key, jobs by the
-// daemon's parser, trees by the search's), written into a cache.
+// daemon's parser, trees by the search's), written into a cache. Jobs go in through the daemon's
+// job store, so the target's job index and counts change with them; the file's own index and
+// counts are not copied (they describe the file). The records' last-use times (`usage`) follow the
+// records salvaged.
 //
 // When a key is found more than once (a tree entry and a stale copy on an orphaned page), a good
 // copy beats a damaged one, the newest snapshot's tree beats the older one's, and a tree entry beats
@@ -32,6 +35,8 @@ struct SalvageReport {
   std::uint64_t written = 0;           // entries written to the target
   std::uint64_t already_there = 0;     // merge: good entries the target held already
   std::uint64_t unclassified = 0;      // orphaned entries that are no record, job or tree
+  std::uint64_t usage_written = 0;     // records' last-use entries (the `usage` database) written
+  bool jobs_indexed = true;            // false: the target's job index is incomplete (see salvage)
   SalvageSummary scan;
 };
 

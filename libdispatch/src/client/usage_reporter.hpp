@@ -1,0 +1,48 @@
+// Which records this process used, reported to the daemon for its least-recently-used eviction
+// (`usage` messages; daemon/PROTOCOL.md, "Usage").
+//
+// The hit path only marks an entry (Entry::used: a relaxed load, and a store only when clear).
+// This reporter, on the background thread, collects the marked loaded entries, clears their marks
+// and sends their key lines at most every kReportInterval, to a daemon whose hello_ok announced
+// `usage`; while none does, marks stay set and are reported once one does. Clearing costs each
+// used entry one write of its line per interval, and the next hit one store.
+//
+// Background thread only, except finish(), which runs after that thread has stopped.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "client/daemon_connection.hpp"
+#include "registry/call_key.hpp"
+#include "registry/registry.hpp"
+
+namespace kd {
+
+class UsageReporter {
+public:
+  using Clock = std::chrono::steady_clock;
+  using KeysByLine = std::unordered_map<std::string, std::vector<CallKey>>;
+  static constexpr std::chrono::milliseconds kReportInterval{5000};
+  // A message stays well under the protocol's 1 MiB frame.
+  static constexpr std::size_t kMaxMessageBytes = 512 * 1024;
+
+  // Reports the marked entries when the interval has passed and `daemon` accepts usage.
+  void tick(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys, Clock::time_point now);
+  // The last report, queued in front of the final counter report (sent with it, one non-blocking
+  // attempt). Never throws, never blocks.
+  void finish(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys) noexcept;
+
+  // The key lines of marked loaded entries, clearing the marks (one line per key, whichever
+  // contexts hit it). Exposed for tests.
+  static std::vector<std::string> collect(const Registry& registry, const KeysByLine& keys);
+  // `lines` split into messages within kMaxMessageBytes and protocol::kMaxUsageKeys.
+  static std::vector<protocol::Usage> messages(std::vector<std::string> lines);
+
+private:
+  Clock::time_point next_report_{};
+};
+
+}  // namespace kd
