@@ -13,7 +13,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "common/env.hpp"
 #include "cuda/driver.hpp"
 #include "key/gemm_desc.hpp"

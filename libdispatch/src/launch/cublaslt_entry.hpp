@@ -23,7 +23,7 @@
 #include <optional>
 #include <variant>
 
-#include "client/entry_loader.hpp"
+#include "runtime/entry_loader.hpp"
 #include "cublaslt/library.hpp"
 #include "cublaslt/matmul.hpp"
 #include "key/gemm_key.hpp"

@@ -9,7 +9,7 @@
 #include <string>
 #include <thread>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "key/gemm_desc.hpp"
 #include "registry/epoch.hpp"
 #include "registry/miss_queue.hpp"

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "cublaslt/algo.hpp"
 #include "cublaslt/library.hpp"
 #include "launch/cuda_entry_loader.hpp"
