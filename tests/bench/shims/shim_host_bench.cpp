@@ -4,6 +4,7 @@
 // bench_registry_host measures libkdispatch's side (the description read into the call key and
 // the probe); bench_registry_launch the whole hit on a GPU.
 #include <benchmark/benchmark.h>
+#include <dlfcn.h>
 
 #include "cublas_translate.hpp"
 
@@ -11,6 +12,13 @@ namespace kd::shim {
 namespace {
 
 void BM_TranslateGemmEx(benchmark::State& state) {
+  // The program defines the interposed entry points itself (the shim's objects), so the linker
+  // does not keep the stand-in cuBLAS as a dependency: load it the way an application would have,
+  // before the shim looks for the real functions.
+  if (dlopen(KD_FAKE_CUBLAS_PATH, RTLD_NOW | RTLD_GLOBAL) == nullptr) {
+    state.SkipWithError("the stand-in cuBLAS did not load");
+    return;
+  }
   cublasHandle_t handle = nullptr;
   if (cublasCreate_v2(&handle) != CUBLAS_STATUS_SUCCESS) {
     state.SkipWithError("the stand-in cuBLAS did not create a handle");
