@@ -35,7 +35,15 @@ find_package(tomlplusplus QUIET)
 kd_require(tomlplusplus_FOUND libtomlplusplus-dev "toml++")
 find_package(CLI11 QUIET)
 kd_require(CLI11_FOUND libcli11-dev "CLI11")
+# kdctl bench's PNG chart: libpng, which compresses with zlib.
+find_package(ZLIB QUIET)
+kd_require(ZLIB_FOUND zlib1g-dev "zlib")
+find_package(PNG QUIET)
+kd_require(PNG_FOUND libpng-dev "libpng")
 find_package(Threads REQUIRED)
+# The build runs tools/dev/gen_wgmma.py (search/CMakeLists.txt).
+find_package(Python3 QUIET COMPONENTS Interpreter)
+kd_require(Python3_Interpreter_FOUND python3 "Python 3")
 
 if(KD_BUILD_TESTS)
   find_package(GTest QUIET)

@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config patchelf
   liblmdb-dev libboost-dev libboost-system-dev libboost-filesystem-dev libcurl4-openssl-dev
   libspdlog-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev python3
+  libgtest-dev libgmock-dev libbenchmark-dev libxxhash-dev zlib1g-dev libpng-dev python3
   systemd passwd  # the deployment tests: systemd-analyze verify, systemd-sysusers, useradd
 )
 

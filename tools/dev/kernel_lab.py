@@ -18,9 +18,12 @@ import torch
 
 src, cfg_path = sys.argv[1], sys.argv[2]
 out_dir = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else tempfile.mkdtemp()
-inc = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../../libdispatch/include")
+here = os.path.dirname(os.path.abspath(__file__))
+inc = os.path.join(here, "../../libdispatch/include")
 cfg = json.load(open(cfg_path))
 os.makedirs(out_dir, exist_ok=True)
+# The warpgroup families include the generated wgmma wrappers (the build writes them into its tree).
+subprocess.run([sys.executable, os.path.join(here, "gen_wgmma.py"), os.path.join(out_dir, "wg_wgmma.cuh")], check=True)
 torch.cuda.init()
 dev = torch.device("cuda")
 cu = ctypes.CDLL("libcuda.so.1")
@@ -38,7 +41,7 @@ def ck(rc, what):
 def compile_variant(job):
     name, defs, arch = job
     cubin = os.path.join(out_dir, name + ".cubin")
-    cmd = ["nvcc", f"-arch={arch}", "-cubin", "-std=c++17", "-I", inc, "-o", cubin, src] + [f"-D{k}={v}" for k, v in defs.items()]
+    cmd = ["nvcc", f"-arch={arch}", "-cubin", "-std=c++17", "-I", inc, "-I", out_dir, "-o", cubin, src] + [f"-D{k}={v}" for k, v in defs.items()]
     r = subprocess.run(cmd, capture_output=True, text=True)
     return name, cubin if r.returncode == 0 else None, r.stderr[-2000:]
 

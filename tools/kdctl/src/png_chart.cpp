@@ -1,46 +1,18 @@
 #include "png_chart.hpp"
 
+#include <png.h>
+
 #include <algorithm>
-#include <cstdlib>
 #include <array>
-#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
 
 #include "common/error.hpp"
-#include "deflate.hpp"
 
 namespace kd::kdctl {
 namespace {
-
-std::uint32_t crc32(const std::string& data) {
-  static const auto table = [] {
-    std::array<std::uint32_t, 256> t{};
-    for (std::uint32_t n = 0; n < 256; ++n) {
-      std::uint32_t c = n;
-      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-      t[n] = c;
-    }
-    return t;
-  }();
-  std::uint32_t c = 0xFFFFFFFFu;
-  for (const unsigned char b : data) c = table[(c ^ b) & 0xFF] ^ (c >> 8);
-  return c ^ 0xFFFFFFFFu;
-}
-
-void put32(std::string& s, std::uint32_t v) {
-  for (int i = 3; i >= 0; --i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
-
-void chunk(std::string& png, const char* type, const std::string& body) {
-  put32(png, static_cast<std::uint32_t>(body.size()));
-  std::string typed(type, 4);
-  typed += body;
-  png += typed;
-  put32(png, crc32(typed));
-}
 
 // A 5x7 bitmap font for the characters kdctl's labels use.
 // Each glyph is seven rows of five columns, most significant of the five bits on the left.
@@ -95,6 +67,7 @@ const Glyph* glyph(char c) {
 }
 
 using Rgb = std::array<unsigned char, 3>;
+static_assert(sizeof(Rgb) == 3, "a canvas row is 3 * width bytes, as libpng reads it");
 constexpr Rgb kWhite{255, 255, 255}, kBlack{0, 0, 0}, kGrey{150, 150, 150}, kLight{215, 215, 215},
     kBlue{31, 119, 180}, kOrange{255, 127, 14}, kText{40, 40, 40};
 constexpr int kScale = 2;                 // font pixels per bitmap pixel
@@ -122,33 +95,8 @@ public:
     }
     return x;
   }
-  // The image data before compression: each row behind its PNG filter byte. Every row takes the
-  // filter (none, sub or up) whose output has the smallest sum of magnitudes, the usual heuristic;
-  // on a chart that leaves rows of zeros, which the compressor codes as long matches.
-  std::string filtered_rows() const {
-    const std::size_t stride = 3 * static_cast<std::size_t>(w_);
-    std::string raw;
-    raw.reserve(static_cast<std::size_t>(h_) * (1 + stride));
-    std::vector<unsigned char> row(stride), above(stride, 0);
-    std::array<std::vector<unsigned char>, 3> out;
-    for (auto& o : out) o.resize(stride);
-    for (int y = 0; y < h_; ++y) {
-      for (int x = 0; x < w_; ++x)
-        std::copy_n(px_[static_cast<std::size_t>(y) * w_ + x].begin(), 3, row.begin() + 3 * x);
-      std::array<std::uint64_t, 3> cost{};
-      for (std::size_t i = 0; i < stride; ++i) {
-        out[0][i] = row[i];
-        out[1][i] = static_cast<unsigned char>(row[i] - (i >= 3 ? row[i - 3] : 0));
-        out[2][i] = static_cast<unsigned char>(row[i] - above[i]);
-        for (std::size_t f = 0; f < 3; ++f) cost[f] += static_cast<std::uint64_t>(std::abs(static_cast<signed char>(out[f][i])));
-      }
-      const std::size_t f = static_cast<std::size_t>(std::min_element(cost.begin(), cost.end()) - cost.begin());
-      raw.push_back(static_cast<char>(f));  // 0 none, 1 sub, 2 up
-      raw.append(reinterpret_cast<const char*>(out[f].data()), stride);
-      row.swap(above);
-    }
-    return raw;
-  }
+  // The pixels, row by row, three bytes (R, G, B) each.
+  const unsigned char* rgb() const { return px_.front().data(); }
 
 private:
   int w_, h_;
@@ -233,14 +181,21 @@ void write_bar_chart(const std::filesystem::path& file, const std::vector<ChartB
   cv.fill(speed_x, speed_x + kSpeedW, rows_bottom, rows_bottom + 1, kBlack);
   cv.fill(roof_x, roof_x + kRoofW, rows_bottom, rows_bottom + 1, kBlack);
 
-  std::string ihdr;
-  put32(ihdr, static_cast<std::uint32_t>(cv.width()));
-  put32(ihdr, static_cast<std::uint32_t>(cv.height()));
-  ihdr += std::string("\x08\x02\x00\x00\x00", 5);  // 8-bit RGB
-  std::string png = "\x89PNG\r\n\x1a\n";
-  chunk(png, "IHDR", ihdr);
-  chunk(png, "IDAT", zlib_compress(cv.filtered_rows()));
-  chunk(png, "IEND", "");
+  // 8-bit RGB through libpng (its filters and zlib's deflate): first the size, then the bytes.
+  png_image image{};
+  image.version = PNG_IMAGE_VERSION;
+  image.width = static_cast<png_uint_32>(cv.width());
+  image.height = static_cast<png_uint_32>(cv.height());
+  image.format = PNG_FORMAT_RGB;
+  png_alloc_size_t size = 0;
+  std::string png;
+  if (png_image_write_get_memory_size(image, size, 0, cv.rgb(), 0, nullptr)) {
+    png.resize(size);
+    if (!png_image_write_to_memory(&image, png.data(), &size, 0, cv.rgb(), 0, nullptr)) size = 0;
+    png.resize(size);
+  }
+  if (png.empty())
+    throw Error(ErrorDomain::system, 0, "cannot encode the chart as PNG: " + std::string(image.message));
   std::ofstream out(file, std::ios::binary);
   out.write(png.data(), static_cast<std::streamsize>(png.size()));
   if (!out) throw Error(ErrorDomain::system, 0, "cannot write " + file.string());

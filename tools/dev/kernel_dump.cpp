@@ -1,0 +1,252 @@
+// kd_kernel_dump: renders and compiles every configuration of the builtin families that matters
+// (each seed of each key in tools/shapes/llama3-8b.txt, as the family gives it and as the builtin
+// proposer seeds it with KD_PDL = 1; every idea move applied to those seeds; every variant of the
+// kernel-lab configs tools/dev/lab_*.json whose entry belongs to the family) and writes, per
+// distinct configuration, the cubin, the PTX, NVRTC's log with ptxas -v and the rendered source,
+// plus index.tsv: one row per (origin, key, parameters) with its configuration id and launch plan.
+// A developer tool, no GPU needed: tools/dev/kernel_equivalence.py compares two such dumps.
+//
+// usage: kd_kernel_dump --out DIR [--source-dir DIR] [--families wg_tiled,wg_tma] [--jobs N]
+//                       [--only SUBSTRING] [--ids FILE] [--list]
+// --only keeps the configurations whose id or parameters contain SUBSTRING, --ids those whose id is
+// listed in FILE (whitespace-separated), --list only counts them.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "builtin/family.hpp"
+#include "builtin/ideas.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "key/gemm_key.hpp"
+#include "plan/launch_plan.hpp"
+
+namespace fs = std::filesystem;
+using kd::GemmKey;
+using kd::builtin::Family;
+using kd::builtin::Params;
+using kd::builtin::Target;
+
+namespace {
+
+struct Options {
+  fs::path out;
+  fs::path source_dir = ".";
+  std::vector<std::string> families = {"wg_tiled", "wg_tma"};
+  unsigned jobs = std::max(1u, std::thread::hardware_concurrency());
+  std::string only;
+  std::set<std::string> ids;  // with --ids FILE: only these configuration ids
+  bool list = false;
+};
+
+// One row of index.tsv: where the configuration came from and what it renders to.
+struct Row {
+  std::string origin, family, key, params, id, plan;
+};
+
+// A configuration's identity across revisions: the family and its #define block (types from the
+// key, then the parameters), which is what the kernel text is compiled with. FNV-1a, 64 bits.
+std::string config_id(const Family& f, const std::string& rendered) {
+  const std::size_t first = rendered.find("#define");
+  const std::size_t body = rendered.size() - f.source.size();  // render() appends the source last
+  const std::string defines = std::string(f.name) + "\n" + rendered.substr(first, body - first);
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : defines) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{}-{:016x}", f.name, h);
+}
+
+std::vector<GemmKey> shape_keys(const fs::path& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read " + file.string());
+  std::vector<GemmKey> keys;
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("gemm", 0) == 0) keys.push_back(std::get<GemmKey>(kd::parse_key(line)));
+  return keys;
+}
+
+class Collector {
+public:
+  Collector(const Options& o) : opts_(o) {}
+
+  void add(const std::string& origin, const Family& f, const GemmKey& key, const Params& p) {
+    std::string src = kd::builtin::render(f, key, target_, p);
+    const std::string id = config_id(f, src);
+    if (!opts_.only.empty() && id.find(opts_.only) == std::string::npos &&
+        kd::builtin::describe(p).find(opts_.only) == std::string::npos)
+      return;
+    if (!opts_.ids.empty() && !opts_.ids.contains(id)) return;
+    rows_.push_back({origin, std::string(f.name), key.shape_line(), kd::builtin::describe(p), id,
+                     kd::plan_to_json(kd::builtin::rendered_plan(f, key, target_, p))});
+    if (sources_.emplace(id, src).second) order_.push_back(id);
+  }
+
+  void seeds_and_ideas(const Family& f, const std::vector<GemmKey>& keys) {
+    for (const GemmKey& key : keys) {
+      if (f.rejects(key)) continue;
+      for (const Params& raw : f.seeds(key, target_)) {
+        const Params seed = f.complete(key, target_, raw);
+        if (!f.valid(key, target_, seed)) continue;
+        add("seed", f, key, seed);
+        Params pdl = seed;
+        if (f.pdl_first && !pdl.contains("KD_PDL")) pdl["KD_PDL"] = 1;  // as BuiltinProposer::seeds
+        add("seed+pdl", f, key, pdl);
+        for (const kd::builtin::IdeaMove& m : kd::builtin::idea_catalogue())
+          if (const auto moved = kd::builtin::apply_idea(m, f, key, target_, pdl))
+            add(std::string("idea:") + std::string(m.id), f, key, *moved);
+      }
+    }
+  }
+
+  // Every lab config (tools/dev/lab_*.json) case whose entry is the family's, with the key the unit
+  // tests build for it and the variant's parameters as written.
+  void lab_configs(const Family& f, const fs::path& dir) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(dir))
+      if (e.path().filename().string().rfind("lab_", 0) == 0 && e.path().extension() == ".json") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files) {
+      std::ifstream in(file);
+      const nlohmann::json cfg = nlohmann::json::parse(in);
+      for (const auto& c : cfg.at("cases")) {
+        if (c.value("entry", "") != f.entry) continue;
+        const std::string dt = c.at("dtype"), ta = c.value("ta", "T");
+        const long long m = c.at("m"), n = c.at("n"), k = c.at("k");
+        const auto defs = c.value("defines", nlohmann::json::object());
+        const bool beta0 = defs.value("KD_BETA_ZERO", 1) == 1, bias = defs.value("KD_BIAS", 0) == 1;
+        const GemmKey key = std::get<GemmKey>(kd::parse_key(fmt::format(
+            "gemm a={0} b={0} c={0} compute=f32 ta={1} tb=N m={2} n={3} k={4} lda={5} ldb={4} ldc={2} batch=1 "
+            "epilogue={6} beta0={7}",
+            dt, ta, m, n, k, ta == "T" ? k : m, bias ? "bias" : "none", beta0 ? 1 : 0)));
+        for (const auto& v : c.at("variants")) {
+          Params p;
+          for (const auto& [name, value] : v.items())
+            if (name.rfind("KD_", 0) == 0 && value.is_number_integer()) p[name] = value.get<long long>();
+          add("lab:" + file.filename().string(), f, key, p);
+        }
+      }
+    }
+  }
+
+  void write_index() const {
+    std::ofstream idx(opts_.out / "index.tsv");
+    idx << "origin\tfamily\tkey\tparams\tid\tplan\n";
+    for (const Row& r : rows_) idx << r.origin << '\t' << r.family << '\t' << r.key << '\t' << r.params << '\t' << r.id << '\t' << r.plan << '\n';
+  }
+
+  // Compiles every distinct configuration on `jobs` threads; returns how many failed to compile.
+  int compile_all() const {
+    std::atomic<std::size_t> next{0};
+    std::atomic<int> failed{0}, done{0};
+    std::mutex io;
+    std::vector<std::thread> pool;
+    for (unsigned w = 0; w < std::min<std::size_t>(opts_.jobs, order_.size()); ++w)
+      pool.emplace_back([&] {
+        for (std::size_t i; (i = next++) < order_.size();) {
+          const std::string& id = order_[i];
+          kd::search::CompileRequest req;
+          req.source = sources_.at(id);
+          req.extra_options = {"--ptxas-options=-v"};
+          kd::search::CompileOutput out;
+          try {
+            out = kd::search::compile_cuda(req);
+          } catch (const std::exception& e) {
+            out.log = e.what();
+          }
+          write(id + ".cu", req.source);
+          write(id + ".log", out.log);
+          if (out.status == kd::search::CompileStatus::ok) {
+            write(id + ".cubin", out.cubin);
+            write(id + ".ptx", out.ptx);
+          } else {
+            ++failed;
+          }
+          const std::lock_guard<std::mutex> lock(io);
+          std::cerr << fmt::format("[{}/{}] {} {}\n", ++done, order_.size(), id,
+                                   out.status == kd::search::CompileStatus::ok ? "ok" : "COMPILE ERROR");
+        }
+      });
+    for (std::thread& t : pool) t.join();
+    return failed;
+  }
+
+  std::size_t distinct() const { return order_.size(); }
+  std::size_t rows() const { return rows_.size(); }
+
+private:
+  void write(const std::string& name, const std::string& data) const {
+    std::ofstream f(opts_.out / name, std::ios::binary);
+    f.write(data.data(), static_cast<std::streamsize>(data.size()));
+  }
+
+  const Options& opts_;
+  Target target_;  // sm_90, 132 SMs, 227 KiB: the default Target the unit tests use
+  std::vector<Row> rows_;
+  std::map<std::string, std::string> sources_;
+  std::vector<std::string> order_;
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
+      return argv[++i];
+    };
+    if (a == "--out") o.out = value();
+    else if (a == "--source-dir") o.source_dir = value();
+    else if (a == "--jobs") o.jobs = static_cast<unsigned>(std::stoul(value()));
+    else if (a == "--only") o.only = value();
+    else if (a == "--list") o.list = true;
+    else if (a == "--ids") {
+      std::ifstream in(value());
+      for (std::string id; in >> id;) o.ids.insert(id);
+    }
+    else if (a == "--families") {
+      o.families.clear();
+      std::stringstream in(value());
+      for (std::string f; std::getline(in, f, ',');) o.families.push_back(f);
+    } else throw std::runtime_error("unknown option " + a + " (see the comment at the top of tools/dev/kernel_dump.cpp)");
+  }
+  if (o.out.empty() && !o.list) throw std::runtime_error("--out DIR is required");
+  return o;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options opts = parse(argc, argv);
+    Collector all(opts);
+    const std::vector<GemmKey> keys = shape_keys(opts.source_dir / "tools/shapes/llama3-8b.txt");
+    for (const std::string& name : opts.families) {
+      const Family* f = kd::builtin::find_family(name);
+      if (f == nullptr) throw std::runtime_error("no builtin family " + name);
+      all.seeds_and_ideas(*f, keys);
+      all.lab_configs(*f, opts.source_dir / "tools/dev");
+    }
+    std::cerr << fmt::format("{} configurations, {} distinct\n", all.rows(), all.distinct());
+    if (opts.list) return 0;
+    fs::create_directories(opts.out);
+    all.write_index();
+    const int failed = all.compile_all();
+    if (failed) std::cerr << failed << " configurations did not compile\n";
+    return failed ? 1 : 0;
+  } catch (const std::exception& e) {
+    std::cerr << "kd_kernel_dump: " << e.what() << "\n";
+    return 2;
+  }
+}
