@@ -6,18 +6,20 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include <spdlog/spdlog.h>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "common/env.hpp"
 #include "cuda/driver.hpp"
+#include "key/gemm_desc.hpp"
+#include "key/gemm_key.hpp"
 #include "launch/cublas_fallback.hpp"
 #include "launch/cuda_entry_loader.hpp"
-#include "launch/gemm_call.hpp"
 #include "launch/launcher.hpp"
 #include "protocol/messages.hpp"
 #include "registry/epoch.hpp"
@@ -123,17 +125,18 @@ Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reas
     f.rc = KD_EINVAL;
     return f;
   }
-  const auto key = call_key_from_desc(desc, f.ctx);
-  if (std::holds_alternative<std::monostate>(key)) {
-    f.rc = KD_EINVAL;
-    return f;
-  }
-  if (auto* r = std::get_if<FallbackReason>(&key)) {
-    f.rc = fall_back(slot, *r, reason);
-    return f;
+  CallKey key;
+  key.context = reinterpret_cast<std::uintptr_t>(f.ctx);
+  switch (read_gemm_desc(desc, key)) {
+    case KD_DESC_KEYABLE: break;
+    case KD_DESC_INVALID:
+    case KD_DESC_SHAPE: f.rc = KD_EINVAL; return f;
+    case KD_DESC_DATA_TYPE:
+    case KD_DESC_COMPUTE_TYPE:
+    case KD_DESC_BATCH_LAYOUT: f.rc = fall_back(slot, FallbackReason::unsupported, reason); return f;
   }
   ReadGuard::enter(*slot);
-  const Dispatcher::Lookup l = disp->lookup(std::get<CallKey>(key));
+  const Dispatcher::Lookup l = disp->lookup(key);
   if (l.entry != nullptr) {
     f.rc = KD_SUCCESS;
     f.entry = l.entry;
@@ -226,6 +229,11 @@ extern "C" KD_API const char* kd_fallback_reason_name(int reason) {
   return kFallbackReasons[static_cast<std::size_t>(reason)].name.data();
 }
 
+extern "C" KD_API int kd_fallback_reason_is_miss(int reason) {
+  if (reason < 0 || static_cast<std::size_t>(reason) >= kFallbackReasonCount) return 0;
+  return kFallbackReasons[static_cast<std::size_t>(reason)].is_miss ? 1 : 0;
+}
+
 namespace {
 void stop_background_at_exit() {
   if (Dispatcher* d = g_dispatcher.load(std::memory_order_acquire)) d->stop_background();
@@ -266,6 +274,29 @@ extern "C" KD_API int kd_shutdown(void) {
     if (--g_refs > 0) return KD_SUCCESS;
     std::unique_ptr<Dispatcher> d(g_dispatcher.exchange(nullptr, std::memory_order_acq_rel));
     d.reset();
+    return KD_SUCCESS;
+  } catch (...) {
+    return KD_EINTERNAL;
+  }
+}
+
+extern "C" KD_API kd_gemm_desc_problem kd_gemm_desc_check(const kd_gemm_desc* desc) {
+  if (desc == nullptr) return KD_DESC_INVALID;
+  GemmShape shape;
+  return read_gemm_desc(*desc, shape);
+}
+
+// Every line parse_key accepts fits, and a shape line of int64 values is far shorter than that.
+static_assert(KD_KEY_LINE_BYTES > kMaxKeyLineBytes);
+
+extern "C" KD_API int kd_gemm_desc_key_line(const kd_gemm_desc* desc, char* line, size_t line_bytes) {
+  if (desc == nullptr || line == nullptr) return KD_EINVAL;
+  GemmShape shape;
+  if (read_gemm_desc(*desc, shape) != KD_DESC_KEYABLE) return KD_EINVAL;
+  try {
+    const std::string text = shape_line(shape);
+    if (text.size() >= line_bytes) return KD_EINVAL;
+    std::memcpy(line, text.c_str(), text.size() + 1);
     return KD_SUCCESS;
   } catch (...) {
     return KD_EINTERNAL;

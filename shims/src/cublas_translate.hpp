@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-#include "gemm_call.hpp"
+#include "translation.hpp"
 
 namespace kd::shim {
 

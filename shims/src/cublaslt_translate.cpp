@@ -6,7 +6,6 @@
 #include <optional>
 
 #include "cuda_enums.hpp"
-#include "key_checks.hpp"
 #include "real_cublas.hpp"
 
 namespace kd::shim {
@@ -141,8 +140,8 @@ bool plain_column_major(const Layout& l) noexcept {
 }
 
 // The scale type cuBLASLt requires for each keyed compute type (alpha/beta are of this type).
-cudaDataType scale_type_for(ComputeType compute) noexcept {
-  return compute == ComputeType::f16 ? CUDA_R_16F : CUDA_R_32F;
+cudaDataType scale_type_for(kd_compute compute) noexcept {
+  return compute == KD_COMPUTE_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
 float read_scalar(const void* p, cudaDataType scale) noexcept {
@@ -156,9 +155,9 @@ float read_scalar(const void* p, cudaDataType scale) noexcept {
   return v;
 }
 
-std::optional<Epilogue> epilogue_of(std::uint32_t e) noexcept {
-  if (e == CUBLASLT_EPILOGUE_DEFAULT) return Epilogue::none;
-  if (e == CUBLASLT_EPILOGUE_BIAS) return Epilogue::bias;
+std::optional<kd_epilogue> epilogue_of(std::uint32_t e) noexcept {
+  if (e == CUBLASLT_EPILOGUE_DEFAULT) return KD_EPILOGUE_NONE;
+  if (e == CUBLASLT_EPILOGUE_BIAS) return KD_EPILOGUE_BIAS;
   return std::nullopt;
 }
 
@@ -177,7 +176,7 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
   if (!compute || desc->scale != static_cast<std::int32_t>(scale_type_for(compute->compute))) return Unsupported::compute_type;
   const auto epilogue = epilogue_of(desc->epilogue);
   if (!epilogue) return Unsupported::epilogue;
-  const auto ta = transpose_of(desc->transa), tb = transpose_of(desc->transb);
+  const auto ta = op_of(desc->transa), tb = op_of(desc->transb);
   if (!ta || !tb || desc->transc != CUBLAS_OP_N) return Unsupported::transpose;
   if (const auto why = check_default_only(x.desc)) return *why;
 
@@ -197,20 +196,20 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
 
   // Layouts hold the stored matrices: op(A) is m x k, so a transposed A is stored k x m.
   const auto dim = [](std::uint64_t v) { return static_cast<std::int64_t>(v); };
-  const std::int64_t m = *ta == Transpose::N ? dim(la->rows) : dim(la->cols);
-  const std::int64_t k = *ta == Transpose::N ? dim(la->cols) : dim(la->rows);
-  const std::int64_t kb = *tb == Transpose::N ? dim(lb->rows) : dim(lb->cols);
-  const std::int64_t n = *tb == Transpose::N ? dim(lb->cols) : dim(lb->rows);
+  const std::int64_t m = *ta == KD_OP_N ? dim(la->rows) : dim(la->cols);
+  const std::int64_t k = *ta == KD_OP_N ? dim(la->cols) : dim(la->rows);
+  const std::int64_t kb = *tb == KD_OP_N ? dim(lb->rows) : dim(lb->cols);
+  const std::int64_t n = *tb == KD_OP_N ? dim(lb->cols) : dim(lb->rows);
   if (kb != k || dim(lc->rows) != m || dim(lc->cols) != n) return Unsupported::layout;
   if (la->batch != lb->batch || la->batch != lc->batch) return Unsupported::batch_layout;
 
   GemmCall call;
-  GemmKey& key = call.key;
-  key.a = *a;
-  key.b = *b;
-  key.c = *c;
+  kd_gemm_desc& key = call.desc;
+  key.a_type = *a;
+  key.b_type = *b;
+  key.c_type = *c;
   key.compute = compute->compute;
-  key.precision = precision_of(*compute, HandleMath::default_math, *a);
+  key.math = math_of(*compute, HandleMath::default_math);
   key.ta = *ta;
   key.tb = *tb;
   key.m = m;
@@ -226,8 +225,8 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
     key.stride_c = lc->stride;
   }
   key.epilogue = *epilogue;
-  if (const auto why = check_key(key)) return *why;
-  if (key.epilogue == Epilogue::bias) {
+  if (const auto why = unsupported_desc(key)) return *why;
+  if (key.epilogue == KD_EPILOGUE_BIAS) {
     if (desc->bias == nullptr) return Unsupported::null_argument;
     // -1: the bias has D's type, which the kernel contract assumes.
     if (desc->bias_type != -1 && desc->bias_type != static_cast<std::int32_t>(lc->type)) {
@@ -239,7 +238,7 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
   const cudaDataType scale = scale_type_for(key.compute);
   call.alpha = read_scalar(x.alpha, scale);
   call.beta = read_scalar(x.beta, scale);
-  key.beta_zero = call.beta == 0.0f;
+  key.beta_zero = call.beta == 0.0f ? 1 : 0;
   call.a = x.a;
   call.b = x.b;
   call.c = x.d;

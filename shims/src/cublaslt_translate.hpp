@@ -4,7 +4,7 @@
 
 #include <cublasLt.h>
 
-#include "gemm_call.hpp"
+#include "translation.hpp"
 
 namespace kd::shim {
 

@@ -15,17 +15,16 @@ std::optional<To> find(const std::array<std::pair<From, To>, N>& table, From v) 
   return std::nullopt;
 }
 
-constexpr std::array<std::pair<cudaDataType, DType>, 3> kDTypes{{
-    {CUDA_R_16F, DType::f16}, {CUDA_R_16BF, DType::bf16}, {CUDA_R_32F, DType::f32}}};
+constexpr std::array<std::pair<cudaDataType, kd_dtype>, 3> kDTypes{{
+    {CUDA_R_16F, KD_DTYPE_F16}, {CUDA_R_16BF, KD_DTYPE_BF16}, {CUDA_R_32F, KD_DTYPE_F32}}};
 
-constexpr std::array<std::pair<int, Transpose>, 2> kTransposes{{
-    {CUBLAS_OP_N, Transpose::N}, {CUBLAS_OP_T, Transpose::T}}};
+constexpr std::array<std::pair<int, kd_op>, 2> kOps{{{CUBLAS_OP_N, KD_OP_N}, {CUBLAS_OP_T, KD_OP_T}}};
 
 constexpr std::array<std::pair<cublasComputeType_t, ComputeInfo>, 4> kComputeTypes{{
-    {CUBLAS_COMPUTE_32F, {ComputeType::f32, Tf32Use::by_math_mode}},
-    {CUBLAS_COMPUTE_32F_PEDANTIC, {ComputeType::f32, Tf32Use::never}},
-    {CUBLAS_COMPUTE_32F_FAST_TF32, {ComputeType::f32, Tf32Use::always}},
-    {CUBLAS_COMPUTE_16F, {ComputeType::f16, Tf32Use::never}}}};
+    {CUBLAS_COMPUTE_32F, {KD_COMPUTE_F32, Tf32Use::by_math_mode}},
+    {CUBLAS_COMPUTE_32F_PEDANTIC, {KD_COMPUTE_F32, Tf32Use::never}},
+    {CUBLAS_COMPUTE_32F_FAST_TF32, {KD_COMPUTE_F32, Tf32Use::always}},
+    {CUBLAS_COMPUTE_16F, {KD_COMPUTE_F16, Tf32Use::never}}}};
 
 constexpr std::array<std::pair<int, HandleMath>, 3> kMathModes{{
     {CUBLAS_DEFAULT_MATH, HandleMath::default_math},
@@ -34,8 +33,8 @@ constexpr std::array<std::pair<int, HandleMath>, 3> kMathModes{{
 
 }  // namespace
 
-std::optional<DType> dtype_of(cudaDataType t) noexcept { return find(kDTypes, t); }
-std::optional<Transpose> transpose_of(int op) noexcept { return find(kTransposes, op); }
+std::optional<kd_dtype> dtype_of(cudaDataType t) noexcept { return find(kDTypes, t); }
+std::optional<kd_op> op_of(int op) noexcept { return find(kOps, op); }
 std::optional<ComputeInfo> compute_of(cublasComputeType_t t) noexcept {
   return find(kComputeTypes, t);
 }
@@ -45,12 +44,11 @@ std::optional<HandleMath> handle_math_of(cublasMath_t mode) noexcept {
   return find(kMathModes, base);
 }
 
-PrecisionClass precision_of(const ComputeInfo& compute, HandleMath math, DType a) noexcept {
-  if (compute.compute == ComputeType::f16) return PrecisionClass::f16;
-  if (a != DType::f32 || math == HandleMath::pedantic) return PrecisionClass::f32;
+kd_math math_of(const ComputeInfo& compute, HandleMath math) noexcept {
+  if (math == HandleMath::pedantic) return KD_MATH_DEFAULT;
   const bool tf32 = compute.tf32 == Tf32Use::always ||
                     (compute.tf32 == Tf32Use::by_math_mode && math == HandleMath::tf32);
-  return tf32 ? PrecisionClass::tf32 : PrecisionClass::f32;
+  return tf32 ? KD_MATH_TF32_ALLOWED : KD_MATH_DEFAULT;
 }
 
 float half_bits_to_float(std::uint16_t bits) noexcept {

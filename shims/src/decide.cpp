@@ -17,14 +17,13 @@ Decision decide(const Translation& translation) noexcept {
       return Decision::launched;
     }
     if (std::holds_alternative<LaunchBroken>(result)) {
-      count_fallback(FallbackReason::launch_failed);
+      count_fallback(KD_FALLBACK_LAUNCH_FAILED);
       return Decision::failed;
     }
-    const FallbackReason reason = std::get<FallbackReason>(result);
+    const kd_fallback_reason reason = std::get<FellBack>(result).reason;
     count_fallback(reason);
     // Launch-stage fallbacks have a cached kernel already: only misses belong in the prewarm list.
-    const bool is_miss = kFallbackReasons[static_cast<std::size_t>(reason)].is_miss;
-    if (is_miss && !shim_config().record_path.empty()) record_miss(call.key.shape_line());
+    if (kd_fallback_reason_is_miss(reason) != 0 && !shim_config().record_path.empty()) record_miss(call.desc);
     return Decision::forward;
   } catch (...) {
     count_unsupported(Unsupported::internal_error);

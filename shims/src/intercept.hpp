@@ -10,7 +10,7 @@
 
 #include <cublas_api.h>
 
-#include "gemm_call.hpp"
+#include "translation.hpp"
 #include "real_library.hpp"
 #include "reentrancy_guard.hpp"
 #include "shim_config.hpp"

@@ -65,12 +65,14 @@ private:
 
 }  // namespace
 
-void record_miss(std::string_view shape_line) noexcept {
+void record_miss(const kd_gemm_desc& desc) noexcept {
   if (shim_config().record_path.empty()) return;
+  char line[KD_KEY_LINE_BYTES];
+  if (kd_gemm_desc_key_line(&desc, line, sizeof line) != KD_SUCCESS) return;  // not a keyed call
   try {
     // Never destroyed: misses may be recorded from other threads while the process exits.
     static MissRecorder* const recorder = new MissRecorder;
-    recorder->record(shape_line);
+    recorder->record(line);
   } catch (...) {
     // Out of memory while recording: the call itself is still forwarded.
   }

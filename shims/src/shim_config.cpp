@@ -1,11 +1,18 @@
 #include "shim_config.hpp"
 
 #include <cstdlib>
-
-#include "common/env.hpp"
+#include <string_view>
 
 namespace kd::shim {
 namespace {
+
+// A switch is on for "1", "true", "yes" or "on", as libkdispatch reads its own (KD_GRAPH_WORKSPACE).
+bool env_flag(const char* name) noexcept {
+  const char* v = std::getenv(name);
+  if (v == nullptr) return false;
+  const std::string_view s(v);
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
 
 ShimConfig load_config() {
   ShimConfig c;

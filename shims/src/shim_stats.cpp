@@ -15,7 +15,7 @@ struct Counters {
   Counter hits, misses, fallbacks, nested, pass_through, real_missing;
   std::array<Counter, kEntryPointCount> calls;
   std::array<Counter, kEntryPointCount> nested_calls;
-  std::array<Counter, kFallbackReasonCount> by_reason;
+  std::array<Counter, KD_FALLBACK_REASON_COUNT> by_reason;
   std::array<Counter, kUnsupportedCount> by_unsupported;
 };
 // Zero-initialized static storage: usable before any constructor and after every destructor.
@@ -81,10 +81,10 @@ void count_pass_through() noexcept { bump(g_counters.pass_through); }
 void count_real_missing() noexcept { bump(g_counters.real_missing); }
 void count_hit() noexcept { bump(g_counters.hits); }
 
-void count_fallback(FallbackReason reason) noexcept {
+void count_fallback(kd_fallback_reason reason) noexcept {
   const auto i = static_cast<std::size_t>(reason);
-  if (i >= kFallbackReasonCount) return;
-  bump(kFallbackReasons[i].is_miss ? g_counters.misses : g_counters.fallbacks);
+  if (i >= KD_FALLBACK_REASON_COUNT) return;
+  bump(kd_fallback_reason_is_miss(reason) != 0 ? g_counters.misses : g_counters.fallbacks);
   bump(g_counters.by_reason[i]);
 }
 
@@ -150,7 +150,8 @@ std::string format_stats(const StatsSnapshot& s) {
   append_nonzero(out, s.nested_calls, entry_name);
   out += '\n';
   out += prefix + " reasons";
-  append_nonzero(out, s.by_reason, [](std::size_t i) { return kFallbackReasons[i].name; });
+  append_nonzero(out, s.by_reason,
+                 [](std::size_t i) { return kd_fallback_reason_name(static_cast<int>(i)); });
   append_nonzero(out, s.by_unsupported, [](std::size_t i) {
     return std::string("unsupported.") + std::string(to_string(static_cast<Unsupported>(i)));
   });

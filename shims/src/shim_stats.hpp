@@ -2,8 +2,8 @@
 // interposed GEMM entry point). Lock-free; never throw.
 //
 // Every top-level intercepted call ends as exactly one of: a hit, a miss (keyable, the lookup
-// found nothing usable: FallbackReason with is_miss) or a fallback (a launch-stage FallbackReason,
-// or an Unsupported call that was not looked up). Nested calls (the reentrancy guard), KD_DISABLE
+// found nothing usable: a kd_fallback_reason that kd_fallback_reason_is_miss calls a miss) or a
+// fallback (a launch-stage reason, or an Unsupported call that was not looked up). Nested calls (the reentrancy guard), KD_DISABLE
 // pass-throughs and calls whose real function could not be found are counted apart.
 #pragma once
 
@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "gemm_call.hpp"
-#include "registry/fallback_reason.hpp"
+#include "kdispatch/kdispatch.h"
+#include "translation.hpp"
 
 namespace kd::shim {
 
@@ -37,7 +37,7 @@ struct StatsSnapshot {
   std::uint64_t nested = 0, pass_through = 0, real_missing = 0;
   std::array<std::uint64_t, kEntryPointCount> calls{};         // top-level, per entry point
   std::array<std::uint64_t, kEntryPointCount> nested_calls{};  // forwarded by the guard
-  std::array<std::uint64_t, kFallbackReasonCount> by_reason{};
+  std::array<std::uint64_t, KD_FALLBACK_REASON_COUNT> by_reason{};
   std::array<std::uint64_t, kUnsupportedCount> by_unsupported{};
 };
 
@@ -46,7 +46,7 @@ void count_nested(EntryPoint e) noexcept;
 void count_pass_through() noexcept;
 void count_real_missing() noexcept;
 void count_hit() noexcept;
-void count_fallback(FallbackReason reason) noexcept;  // a miss when the reason is_miss
+void count_fallback(kd_fallback_reason reason) noexcept;  // a miss when kd_fallback_reason_is_miss
 void count_unsupported(Unsupported reason) noexcept;
 
 StatsSnapshot stats_snapshot() noexcept;

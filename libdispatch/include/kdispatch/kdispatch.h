@@ -13,7 +13,9 @@
  *   record, unknown GPU, misaligned pointers, ...) makes kd_gemm run cuBLAS and count the reason
  *   (kd_stats); it never changes results beyond the call's precision class.
  * - Threads: every function is thread-safe except kd_init and kd_shutdown, which must not run
- *   concurrently with any other kd_* call on the same process (kd_version, kd_strerror excepted).
+ *   concurrently with any other kd_* call on the same process. The functions that read no process
+ *   state are excepted: kd_version, kd_strerror, kd_fallback_reason_name,
+ *   kd_fallback_reason_is_miss, kd_gemm_desc_check and kd_gemm_desc_key_line.
  * - The hit path (kd_gemm_lookup + kd_gemm_launch, and kd_gemm on a hit) takes no lock, allocates
  *   nothing and makes no system call besides the CUDA driver calls cuStreamGetCtx and
  *   cuLaunchKernel or cuLaunchKernelEx (and cuStreamIsCapturing for a record with a workspace). A thread's first call
@@ -26,9 +28,9 @@
  *   normally (the kernel is captured); one not loaded falls back.
  * - Contexts: tuned kernels run only on streams of a device's primary context (what the CUDA
  *   runtime uses). Other contexts fall back (KD_FALLBACK_FOREIGN_CONTEXT).
- * - Fork: a child process inherits no kdispatch state. In the child, calls other than kd_version
- *   and kd_strerror return KD_ENOTINIT until the child calls kd_init itself (CUDA's own fork rules
- *   apply: a child of a process that initialised CUDA cannot use CUDA).
+ * - Fork: a child process inherits no kdispatch state. In the child, calls other than those that
+ *   read no process state (above) return KD_ENOTINIT until the child calls kd_init itself (CUDA's
+ *   own fork rules apply: a child of a process that initialised CUDA cannot use CUDA).
  *
  * @section caveats Caveats
  *
@@ -139,6 +141,12 @@ typedef enum kd_fallback_reason {
 /* The reason's name ("no_entry", ...), or "unknown". Thread-safe; usable without kd_init. */
 KD_API const char* kd_fallback_reason_name(int reason);
 
+/* 1 when kd_stats counts `reason` as a miss too: the lookup found nothing usable, so the call's
+ * shape belongs in a prewarm list. 0 for the launch-stage reasons (misaligned, launch_failed,
+ * workspace_busy, workspace_too_small: a tuned kernel exists) and for unknown numbers.
+ * Thread-safe; usable without kd_init. */
+KD_API int kd_fallback_reason_is_miss(int reason);
+
 /** @defgroup init Initialisation */
 
 /* kd_options.flags */
@@ -178,8 +186,9 @@ typedef enum kd_op { KD_OP_N = 0, KD_OP_T = 1 } kd_op;
 typedef enum kd_dtype { KD_DTYPE_F16 = 0, KD_DTYPE_BF16 = 1, KD_DTYPE_F32 = 2 } kd_dtype;
 typedef enum kd_compute { KD_COMPUTE_F16 = 0, KD_COMPUTE_F32 = 1 } kd_compute;
 /* The cuBLAS handle's math mode: TF32_ALLOWED for CUBLAS_TF32_TENSOR_OP_MATH or the compute
- * type CUBLAS_COMPUTE_32F_FAST_TF32; DEFAULT otherwise. With compute f32 it selects the precision
- * class (strict fp32 vs TF32 allowed). */
+ * type CUBLAS_COMPUTE_32F_FAST_TF32; DEFAULT otherwise. With compute f32 and f32 inputs it selects
+ * the precision class (strict fp32 vs TF32 allowed); f16 and bf16 values are exact in TF32, so
+ * 16-bit inputs keep the strict class whatever the math mode. */
 typedef enum kd_math { KD_MATH_DEFAULT = 0, KD_MATH_TF32_ALLOWED = 1 } kd_math;
 typedef enum kd_epilogue { KD_EPILOGUE_NONE = 0, KD_EPILOGUE_BIAS = 1 } kd_epilogue;
 
@@ -197,6 +206,37 @@ typedef struct kd_gemm_desc {
   kd_epilogue epilogue;
   int beta_zero; /* nonzero when beta == 0 (C is not read) */
 } kd_gemm_desc;
+
+/* Whether kdispatch keys the call `desc` describes, and if not, why. Numbers are never reused. */
+typedef enum kd_gemm_desc_problem {
+  KD_DESC_KEYABLE = 0,      /* a call kdispatch keys */
+  KD_DESC_INVALID = 1,      /* not a description: an enum out of range, or batch strides set with
+                               batch == 1 (kd_gemm_lookup: KD_EINVAL) */
+  KD_DESC_DATA_TYPE = 2,    /* a_type != b_type, or c_type neither a_type nor f32 with f16/bf16
+                               inputs (kd_gemm_lookup: KD_FALLBACK_UNSUPPORTED) */
+  KD_DESC_COMPUTE_TYPE = 3, /* compute f16 without f16 a, b and c (KD_FALLBACK_UNSUPPORTED) */
+  KD_DESC_SHAPE = 4,        /* m, n, k or batch < 1, or a leading dimension below the rows of the
+                               stored matrix (kd_gemm_lookup: KD_EINVAL) */
+  KD_DESC_BATCH_LAYOUT = 5  /* batch > 1 with a negative stride, batch entries whose C overlap, or
+                               a bias epilogue (KD_FALLBACK_UNSUPPORTED) */
+} kd_gemm_desc_problem;
+
+/* Checks `desc` by the rules kd_gemm_lookup applies, without looking anything up or counting.
+ * Returns KD_DESC_KEYABLE or the first problem in the order of kd_gemm_desc_problem; NULL is
+ * KD_DESC_INVALID. Thread-safe; no lock, allocation or system call; usable without kd_init. */
+KD_API kd_gemm_desc_problem kd_gemm_desc_check(const kd_gemm_desc* desc);
+
+/* Bytes that always hold a shape line from kd_gemm_desc_key_line, its terminating NUL included. */
+#define KD_KEY_LINE_BYTES 512
+
+/* Writes the shape line of the call `desc` describes (the key line without its device part, the
+ * format kdctl prewarm reads and KD_RECORD writes, e.g. "gemm a=bf16 b=bf16 c=bf16 compute=f32
+ * ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1") into
+ * `line`, NUL-terminated. Returns KD_SUCCESS; KD_EINVAL when desc or line is NULL, when
+ * kd_gemm_desc_check does not find the call keyable, or when line_bytes is too small
+ * (KD_KEY_LINE_BYTES never is); KD_EINTERNAL when out of host memory. Allocates: not for the hit
+ * path. Thread-safe; usable without kd_init. */
+KD_API int kd_gemm_desc_key_line(const kd_gemm_desc* desc, char* line, size_t line_bytes);
 
 /* Computes C = alpha * op(A) op(B) + beta * C on `stream` with cuBLAS semantics (cublasGemmEx with
  * the compute type from `compute` and `math`; alpha and beta are host pointers, as in cuBLAS's
@@ -223,6 +263,8 @@ typedef struct kd_entry kd_entry;
  * (pins nest, but an unreleased pin stops the background thread from freeing replaced entries).
  * On KD_FALLBACK *entry is NULL, *reason (when not NULL) says why and the miss is counted; an
  * unknown call is reported to the daemon. No lock, allocation or system call on either outcome.
+ * A call kdispatch does not key (kd_gemm_desc_check) is KD_FALLBACK_UNSUPPORTED, or KD_EINVAL for
+ * an invalid description or shape.
  * Returns KD_SUCCESS, KD_FALLBACK, KD_EINVAL or KD_ENOTINIT. */
 KD_API int kd_gemm_lookup(const kd_gemm_desc* desc, struct CUstream_st* stream,
                           const kd_entry** entry, kd_fallback_reason* reason);

@@ -4,10 +4,10 @@
 
 namespace kd {
 
-LtMatmul::LtMatmul(const CublasLtLibrary& lt, const GemmKey& key)
+LtMatmul::LtMatmul(const CublasLtLibrary& lt, const GemmShape& key)
     : lt_(&lt), key_(key), desc_(nullptr, DescDeleter{&lt}), a_(nullptr, LayoutDeleter{&lt}),
       b_(nullptr, LayoutDeleter{&lt}), c_(nullptr, LayoutDeleter{&lt}) {
-  const std::string what = key.shape_line();
+  const std::string what = shape_line(key);
   half_scale_ = key.precision == PrecisionClass::f16;
   cublasLtMatmulDesc_t desc = nullptr;
   KD_LT_CHECK(lt.cublasLtMatmulDescCreate(&desc, cublas_compute_type(key.precision),

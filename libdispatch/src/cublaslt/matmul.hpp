@@ -48,7 +48,7 @@ class LtMatmul {
 public:
   // Creates the descriptor and the three layouts for `key` through `lt`. Throws kd::Error (cuda)
   // naming the call cuBLASLt refused.
-  LtMatmul(const CublasLtLibrary& lt, const GemmKey& key);
+  LtMatmul(const CublasLtLibrary& lt, const GemmShape& key);
 
   cublasLtMatmulDesc_t desc() const noexcept { return desc_.get(); }
   cublasLtMatrixLayout_t a() const noexcept { return a_.get(); }
@@ -76,7 +76,7 @@ private:
                 const char* what);
 
   const CublasLtLibrary* lt_;
-  GemmKey key_;
+  GemmShape key_;
   Desc desc_;
   Layout a_, b_, c_;
   bool half_scale_ = false;

@@ -10,7 +10,7 @@
 
 #include "common/error.hpp"
 #include "key/key_names.hpp"
-#include "key/key_rules.hpp"
+#include "key/line_rules.hpp"
 
 namespace kd {
 
@@ -25,15 +25,6 @@ std::string_view to_string(PrecisionClass v) {
 std::size_t dtype_bytes(DType v) {
   static constexpr std::array<std::size_t, 3> kBytes{2, 2, 4};  // f16, bf16, f32
   return kBytes.at(static_cast<std::size_t>(v));
-}
-
-PrecisionClass default_precision(ComputeType compute) {
-  return compute == ComputeType::f16 ? PrecisionClass::f16 : PrecisionClass::f32;
-}
-
-PrecisionClass precision_class_for(ComputeType compute, MathMode math) {
-  if (compute == ComputeType::f32 && math == MathMode::tf32_allowed) return PrecisionClass::tf32;
-  return default_precision(compute);
 }
 
 namespace {
@@ -62,17 +53,17 @@ private:
 // A printed device part must tokenize back to the same part; a part that would not (a name with a
 // quote, an empty arch) is a caller bug, not a cache miss.
 void check_printable(const DevicePart& d) {
-  if (const auto why = key_rules::arch_problem(d.arch)) {
+  if (const auto why = line_rules::arch_problem(d.arch)) {
     throw Error(ErrorDomain::usage, 0,
                 "key device part: arch '" + d.arch + "': " + std::string(*why));
   }
-  if (const auto why = key_rules::gpu_name_problem(d.gpu)) {
+  if (const auto why = line_rules::gpu_name_problem(d.gpu)) {
     throw Error(ErrorDomain::usage, 0,
                 "key device part: gpu '" + d.gpu + "': " + std::string(*why));
   }
 }
 
-void write_shape(const GemmKey& k, std::string& out) {
+void write_shape(const GemmShape& k, std::string& out) {
   LineWriter w(out);
   w.word("gemm");
   w.token("a", to_string(k.a));
@@ -123,21 +114,27 @@ std::int64_t bytes_of(DType t) { return static_cast<std::int64_t>(dtype_bytes(t)
 
 }  // namespace
 
-std::string GemmKey::shape_line() const {
+std::string shape_line(const GemmShape& shape) {
   std::string out;
   out.reserve(kLineReserve);
-  write_shape(*this, out);
+  write_shape(shape, out);
   return out;
 }
 
-std::string GemmKey::full_line() const {
-  if (!device) throw Error(ErrorDomain::usage, 0, "full_line() of a key without a device part");
-  check_printable(*device);
+std::string full_line(const GemmShape& shape, const DevicePart& device) {
+  check_printable(device);
   std::string out;
   out.reserve(kLineReserve);
-  write_shape(*this, out);
-  write_device(*device, out);
+  write_shape(shape, out);
+  write_device(device, out);
   return out;
+}
+
+std::string GemmKey::shape_line() const { return kd::shape_line(*this); }
+
+std::string GemmKey::full_line() const {
+  if (!device) throw Error(ErrorDomain::usage, 0, "full_line() of a key without a device part");
+  return kd::full_line(*this, *device);
 }
 
 std::uint64_t GemmKey::hash() const {
@@ -151,10 +148,7 @@ GemmKey GemmKey::with_device(const DevicePart& d) const {
   return out;
 }
 
-std::int64_t min_lda(const GemmKey& key) { return key.ta == Transpose::N ? key.m : key.k; }
-std::int64_t min_ldb(const GemmKey& key) { return key.tb == Transpose::N ? key.k : key.n; }
-
-std::int64_t min_bytes(const GemmKey& key) {
+std::int64_t min_bytes(const GemmShape& key) {
   const std::int64_t a = sat_mul(sat_mul(key.m, key.k), bytes_of(key.a));
   const std::int64_t b = sat_mul(sat_mul(key.k, key.n), bytes_of(key.b));
   const std::int64_t c_passes = key.beta_zero ? 1 : 2;  // written; also read when beta != 0
@@ -164,7 +158,7 @@ std::int64_t min_bytes(const GemmKey& key) {
   return sat_mul(sat_add(sat_add(a, b), sat_add(c, bias)), key.batch);
 }
 
-double flops(const GemmKey& key) {
+double flops(const GemmShape& key) {
   return 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
          static_cast<double>(key.k) * static_cast<double>(key.batch);
 }

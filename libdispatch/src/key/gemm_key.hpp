@@ -21,15 +21,10 @@
 #include <string_view>
 #include <variant>
 
-namespace kd {
+#include "key/gemm_rules.hpp"
+#include "key/gemm_shape.hpp"
 
-enum class DType : std::uint8_t { f16, bf16, f32 };
-enum class ComputeType : std::uint8_t { f16, f32 };
-enum class Transpose : std::uint8_t { N, T };
-enum class Epilogue : std::uint8_t { none, bias };
-// The arithmetic a kernel may use, from compute type and the handle's math mode:
-// f32 = strict fp32 accumulate and products; tf32 = TF32 products allowed; f16 = compute 16F.
-enum class PrecisionClass : std::uint8_t { f32, tf32, f16 };
+namespace kd {
 
 std::string_view to_string(DType v);
 std::string_view to_string(ComputeType v);
@@ -37,12 +32,6 @@ std::string_view to_string(Transpose v);
 std::string_view to_string(Epilogue v);
 std::string_view to_string(PrecisionClass v);
 std::size_t dtype_bytes(DType v);
-
-// The precision class a call gets: compute f16 -> f16; compute f32 -> tf32 when the handle's math
-// mode allows TF32 (CUBLAS_TF32_TENSOR_OP_MATH or the cuBLAS compute type 32F_FAST_TF32), else f32.
-enum class MathMode : std::uint8_t { default_math, tf32_allowed };
-PrecisionClass precision_class_for(ComputeType compute, MathMode math);
-PrecisionClass default_precision(ComputeType compute);
 
 // The GPU a record is for. Equal device parts mean the same GPU model.
 struct DevicePart {
@@ -52,19 +41,8 @@ struct DevicePart {
   bool operator==(const DevicePart&) const = default;
 };
 
-struct GemmKey {
-  DType a = DType::f32, b = DType::f32, c = DType::f32;
-  ComputeType compute = ComputeType::f32;
-  Transpose ta = Transpose::N, tb = Transpose::N;
-  std::int64_t m = 0, n = 0, k = 0;
-  std::int64_t lda = 0, ldb = 0, ldc = 0;
-  std::int64_t batch = 1;
-  // Elements between batch entries; printed only when batch > 1. Keep them 0 when batch == 1 (as
-  // parse_key does), or == against a parsed key fails although the lines are equal.
-  std::int64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  Epilogue epilogue = Epilogue::none;
-  bool beta_zero = false;  // `beta0=1`
-  PrecisionClass precision = PrecisionClass::f32;  // parse_key sets default_precision(compute)
+// A shape (key/gemm_shape.hpp) with, in a full key, the GPU it is for.
+struct GemmKey : GemmShape {
   std::optional<DevicePart> device;  // absent in a shape-list line
 
   bool operator==(const GemmKey&) const = default;
@@ -80,6 +58,11 @@ struct GemmKey {
   std::uint64_t hash() const;
   GemmKey with_device(const DevicePart& d) const;
 };
+
+// The shape-list line of a shape, and the full key line of a shape on a device: what
+// GemmKey::shape_line() and full_line() print. full_line throws as GemmKey::full_line() does.
+std::string shape_line(const GemmShape& shape);
+std::string full_line(const GemmShape& shape, const DevicePart& device);
 
 // A parse error names the bad token and its 1-based column in the line (bytes from the start of
 // the line as given, leading blanks included). A token missing at the end is reported at the
@@ -116,14 +99,10 @@ inline constexpr std::size_t kMaxKeyLineBytes = 502;
 // Never throws (beyond std::bad_alloc).
 std::variant<GemmKey, KeyError> parse_key(std::string_view line);
 
-// Minimum leading dimensions for the key's transposes (cuBLAS rules): rows of the stored matrix.
-std::int64_t min_lda(const GemmKey& key);
-std::int64_t min_ldb(const GemmKey& key);
-
 // Bytes the GEMM must move at least (A, B read once; C written once, read too when !beta_zero;
 // bias of m elements of C's type read; all per batch entry) and the flops (2*m*n*k*batch): the
 // two numbers of the roofline. min_bytes saturates at INT64_MAX instead of overflowing.
-std::int64_t min_bytes(const GemmKey& key);
-double flops(const GemmKey& key);
+std::int64_t min_bytes(const GemmShape& key);
+double flops(const GemmShape& key);
 
 }  // namespace kd

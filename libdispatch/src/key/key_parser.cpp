@@ -10,8 +10,9 @@
 #include <string>
 
 #include "key/gemm_key.hpp"
+#include "key/gemm_rules.hpp"
 #include "key/key_names.hpp"
-#include "key/key_rules.hpp"
+#include "key/line_rules.hpp"
 #include "key/key_tokenizer.hpp"
 
 namespace kd {
@@ -146,7 +147,7 @@ std::int64_t integer_value(const Token& t, std::int64_t minimum,
   const std::string_view v = t.value;
   if (!v.empty() && v.front() == '-') fail(t, "negative values are not allowed");
   for (const char ch : v) {
-    if (!key_rules::is_digit(ch)) fail(t, "expected a decimal integer");
+    if (!line_rules::is_digit(ch)) fail(t, "expected a decimal integer");
   }
   if (v.empty()) fail(t, "expected a decimal integer");
   if (v.size() > 1 && v.front() == '0') fail(t, "leading zeros are not allowed");
@@ -183,12 +184,12 @@ void parse_types(OrderedTokens& p, GemmKey& k) {
   if (k.b != k.a) fail(b, "b must equal a (a=" + std::string(to_string(k.a)) + ")");
   const Token c = p.take("c");
   k.c = enum_value(c, key_names::kDType);
-  if (!key_rules::c_type_allowed(k.a, k.c)) {
+  if (!c_type_allowed(k.a, k.c)) {
     fail(c, "c must be the input type, or f32 with f16/bf16 inputs");
   }
   const Token compute = p.take("compute");
   k.compute = enum_value(compute, key_names::kComputeType);
-  if (!key_rules::compute_allowed(k.a, k.c, k.compute)) {
+  if (!compute_allowed(k.a, k.c, k.compute)) {
     fail(compute, "compute=f16 needs a=b=c=f16");
   }
   k.precision = default_precision(k.compute);
@@ -223,7 +224,7 @@ void parse_precision(OrderedTokens& p, GemmKey& k) {
   const std::optional<Token> t = p.take_optional("precision");
   if (!t) return;
   const PrecisionClass precision = enum_value(*t, key_names::kPrecision);
-  if (!key_rules::precision_allowed(k.compute, precision)) {
+  if (!precision_allowed(k.compute, precision)) {
     fail(*t, "not a precision class of compute=" + std::string(to_string(k.compute)) +
                  " (f32 allows f32 or tf32, f16 allows f16)");
   }
@@ -234,7 +235,7 @@ void parse_device(OrderedTokens& p, GemmKey& k) {
   const std::optional<Token> arch = p.take_optional("arch");
   if (!arch) return;
   DevicePart d;
-  if (const auto why = key_rules::arch_problem(arch->value)) fail(*arch, *why);
+  if (const auto why = line_rules::arch_problem(arch->value)) fail(*arch, *why);
   d.arch = std::string(arch->value);
   const Token gpu = p.take("gpu");
   const std::string_view quoted = gpu.value;
@@ -242,7 +243,7 @@ void parse_device(OrderedTokens& p, GemmKey& k) {
     fail(gpu, "expected a double-quoted GPU name");
   }
   const std::string_view name = quoted.substr(1, quoted.size() - 2);
-  if (const auto why = key_rules::gpu_name_problem(name)) fail(gpu, *why);
+  if (const auto why = line_rules::gpu_name_problem(name)) fail(gpu, *why);
   d.gpu = std::string(name);
   d.sms = static_cast<int>(integer_value(p.take("sms"), 1, std::numeric_limits<int>::max()));
   k.device = std::move(d);

@@ -53,7 +53,7 @@ bool nothing_ran(cublasStatus_t st) {
 
 }  // namespace
 
-std::optional<FallbackReason> cublaslt_record_refusal(const GemmKey& key, const Record& record,
+std::optional<FallbackReason> cublaslt_record_refusal(const GemmShape& key, const Record& record,
                                                       const CublasLtLibrary* lt) {
   if (record.cublaslt_algo.size() != kCublasLtAlgoBytes) return FallbackReason::corrupted;
   if (key.epilogue == Epilogue::bias) return FallbackReason::unsupported;
@@ -63,7 +63,7 @@ std::optional<FallbackReason> cublaslt_record_refusal(const GemmKey& key, const 
   return std::nullopt;
 }
 
-LoadedEntry load_cublaslt_entry(const GemmKey& key, const Record& record, const CublasLtLibrary& lt,
+LoadedEntry load_cublaslt_entry(const GemmShape& key, const Record& record, const CublasLtLibrary& lt,
                                 CUcontext ctx, std::shared_ptr<LtHandle> handle) {
   auto matmul = std::make_unique<LtMatmul>(lt, key);
   const cublasLtMatmulAlgo_t algo = to_matmul_algo(record.cublaslt_algo);

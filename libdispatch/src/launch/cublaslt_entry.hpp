@@ -23,7 +23,7 @@
 #include <optional>
 #include <variant>
 
-#include "client/entry_loader.hpp"
+#include "runtime/entry_loader.hpp"
 #include "cublaslt/library.hpp"
 #include "cublaslt/matmul.hpp"
 #include "key/gemm_key.hpp"
@@ -49,14 +49,14 @@ struct CublasLtCall {
 //   load_failed     no cuBLASLt could be loaded (lt == nullptr);
 //   foreign_record  the record's cuBLASLt version (Record::cublas_version) is not lt->version: a
 //                   serialized algorithm is only valid for the library that produced it.
-std::optional<FallbackReason> cublaslt_record_refusal(const GemmKey& key, const Record& record,
+std::optional<FallbackReason> cublaslt_record_refusal(const GemmShape& key, const Record& record,
                                                       const CublasLtLibrary* lt);
 
 // Builds the entry for a record that cublaslt_record_refusal accepted, in `ctx`, which the caller
 // has made current. `handle` is the context's cuBLASLt handle (shared by its entries). Throws
 // kd::Error when cuBLASLt rejects the descriptors or the algorithm, or the workspace allocation
 // fails; nothing is leaked then.
-LoadedEntry load_cublaslt_entry(const GemmKey& key, const Record& record, const CublasLtLibrary& lt,
+LoadedEntry load_cublaslt_entry(const GemmShape& key, const Record& record, const CublasLtLibrary& lt,
                                 CUcontext ctx, std::shared_ptr<LtHandle> handle);
 
 // One cublasLtMatmul of `call` on `stream` with args' pointers and scalars; `workspace` of

@@ -8,7 +8,6 @@
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
 #include "launch/cublaslt_entry.hpp"
-#include "launch/gemm_call.hpp"
 
 namespace kd {
 namespace {
@@ -112,14 +111,13 @@ const CudaEntryLoader::ContextInfo& CudaEntryLoader::context_info(CUcontext ctx)
 std::variant<std::string, FallbackReason> CudaEntryLoader::key_line(const CallKey& key) {
   const ContextInfo& info = context_info(reinterpret_cast<CUcontext>(key.context));
   if (!info.device) return info.reason;
-  return to_gemm_key(key).with_device(*info.device).full_line();
+  return full_line(key, *info.device);
 }
 
 std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load_cublaslt(const CallKey& key,
                                                                          const Record& record) {
-  const GemmKey gemm = to_gemm_key(key);
   const CublasLtLibrary* lt = cublaslt_source_();
-  if (const auto refused = cublaslt_record_refusal(gemm, record, lt)) {
+  if (const auto refused = cublaslt_record_refusal(key, record, lt)) {
     if (*refused == FallbackReason::foreign_record)
       spdlog::warn("kdispatch: the record for {} holds a cuBLASLt {} algorithm; this process has cuBLASLt {}",
                    record.key_line, record.cublas_version, lt->version);
@@ -133,7 +131,7 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load_cublaslt(const C
     ContextScope scope(ctx);
     std::shared_ptr<LtHandle>& handle = lt_handles_[ctx];
     if (!handle) handle = std::make_shared<LtHandle>(*lt);
-    LoadedEntry out = load_cublaslt_entry(gemm, record, *lt, ctx, handle);
+    LoadedEntry out = load_cublaslt_entry(key, record, *lt, ctx, handle);
     out.entry->graph_workspace = graph_workspace_ && out.entry->workspace_bytes > 0 && current_device_has_memory_pools();
     return out;
   } catch (const std::exception& e) {

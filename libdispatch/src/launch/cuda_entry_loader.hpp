@@ -14,7 +14,7 @@
 #include <memory>
 #include <optional>
 
-#include "client/entry_loader.hpp"
+#include "runtime/entry_loader.hpp"
 #include "key/gemm_key.hpp"
 
 namespace kd {

@@ -1,7 +1,7 @@
 // A registry entry: what a calling thread needs to launch a tuned kernel (or a stored cuBLASLt
 // algorithm) for one CallKey, or why it cannot. Immutable once published, except for the atomics
 // marked below. An entry never owns its CUDA module, cuBLASLt descriptors or workspace: the
-// background thread does (client/dispatcher.hpp), because a queued kernel or a captured CUDA graph
+// background thread does (runtime/dispatcher.hpp), because a queued kernel or a captured CUDA graph
 // may use them after the entry is replaced.
 #pragma once
 
@@ -45,7 +45,7 @@ struct Entry {
   // Usage mark, next to `state` so that the hit path reads no other cache line: a hit loads it
   // (relaxed) and stores 1 only when it is 0, so hits on a marked entry write nothing and no hit
   // runs a locked instruction. The background thread collects and clears the marks
-  // (client/usage_reporter.hpp) for the daemon's least-recently-used eviction.
+  // (runtime/usage_reporter.hpp) for the daemon's least-recently-used eviction.
   mutable std::atomic<std::uint8_t> used{0};
   std::uint64_t generation = 0;  // cache generation this entry was resolved at
   std::uint64_t record_id = 0;   // identity of the record it was loaded from (swap detection)

@@ -1,6 +1,7 @@
-// Host cost of the registry's hot path, no GPU: a hit (guard + hash + probe), and a miss on an
-// unknown key (guard + hash + probe + report into the miss queue). The C API adds the driver call
-// cuStreamGetCtx and the launch itself: bench_registry_launch measures those on a GPU.
+// Host cost of the registry's hot path, no GPU: a hit (guard + hash + probe), the same from the C
+// API's kd_gemm_desc (checked and turned into the call key first, as kd_gemm_lookup does), and a
+// miss on an unknown key (guard + hash + probe + report into the miss queue). The C API adds the
+// driver call cuStreamGetCtx and the launch itself: bench_registry_launch measures those on a GPU.
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -8,7 +9,8 @@
 #include <string>
 #include <thread>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
+#include "key/gemm_desc.hpp"
 #include "registry/epoch.hpp"
 #include "registry/miss_queue.hpp"
 #include "registry/registry.hpp"
@@ -26,6 +28,9 @@ CallKey key_for(std::int64_t m) {
   k.k = 4096;
   k.lda = k.ldb = 4096;
   k.ldc = m;
+  k.a = k.b = k.c = DType::f32;  // the call desc_for describes
+  k.compute = ComputeType::f32;
+  k.precision = PrecisionClass::f32;
   return k;
 }
 
@@ -56,6 +61,46 @@ void BM_RegistryHit(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_RegistryHit)->ThreadRange(1, 8);
+
+kd_gemm_desc desc_for(std::int64_t m) {
+  kd_gemm_desc d{};
+  d.ta = KD_OP_N;
+  d.tb = KD_OP_N;
+  d.m = m;
+  d.n = 16;
+  d.k = 4096;
+  d.lda = 4096;
+  d.ldb = 4096;
+  d.ldc = m;
+  d.batch = 1;
+  d.a_type = d.b_type = d.c_type = KD_DTYPE_F32;
+  d.compute = KD_COMPUTE_F32;
+  return d;
+}
+
+// What kd_gemm_lookup does on the host before and around the probe: the description checked and
+// turned into the call key of the stream's context, then the probe.
+void BM_DescHit(benchmark::State& state) {
+  Registry& r = filled_registry();
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  const auto ctx = reinterpret_cast<CUcontext>(std::uintptr_t{0x5000});
+  std::int64_t m = 1;
+  for (auto _ : state) {
+    const kd_gemm_desc d = desc_for(m);
+    benchmark::DoNotOptimize(d);
+    CallKey k;
+    k.context = reinterpret_cast<std::uintptr_t>(ctx);
+    if (read_gemm_desc(d, k) != KD_DESC_KEYABLE) {
+      state.SkipWithError("description not keyed");
+      break;
+    }
+    ReadGuard guard(*slot);
+    const Entry* e = r.lookup(k, hash_call_key(k));
+    benchmark::DoNotOptimize(e);
+    m = m == 1000 ? 1 : m + 1;
+  }
+}
+BENCHMARK(BM_DescHit)->ThreadRange(1, 8);
 
 // A miss on a key never seen: lookup, then a report pushed into the queue (dropped once full, which
 // is the steady state when nobody drains it: the cheap path; drained queues cost one CAS more).

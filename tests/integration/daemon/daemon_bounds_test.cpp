@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "ctl_client/ctl_client.hpp"
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "daemon_process.hpp"
 #include "store/cache_store.hpp"
 #include "store/record_usage.hpp"

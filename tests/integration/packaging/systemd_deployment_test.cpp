@@ -42,6 +42,7 @@ namespace fs = std::filesystem;
 const fs::path kBuildDir = KD_BUILD_DIR;
 const fs::path kCmake = KD_CMAKE_COMMAND;
 const fs::path kCacheHookShim = KD_CACHEHOOK_SHIM_PATH;
+const fs::path kLibKdispatch = KD_LIBKDISPATCH_SONAME_PATH;  // libkdispatch.so.0, the shim's dependency
 const fs::path kShimDriver = KD_SHIM_DRIVER_PATH;
 const fs::path kScenariosLib = KD_SCENARIOS_LIB_PATH;
 const fs::path kFakeCublasDir = KD_FAKE_CUBLAS_DIR;
@@ -245,11 +246,11 @@ FileState state_of(const fs::path& p) {
   return {static_cast<mode_t>(st.st_mode & 07777), st.st_gid};
 }
 
-// Copies what the client needs (driver, "application" library, stand-in cuBLAS, shim) to a
-// directory every user can read, since the build tree may not be.
+// Copies what the client needs (driver, "application" library, stand-in cuBLAS, shim and the
+// libkdispatch.so it links) to a directory every user can read, since the build tree may not be.
 fs::path stage_client_programs(const fs::path& dir) {
   fs::create_directories(dir);
-  for (const fs::path& p : {kShimDriver, kScenariosLib, kCacheHookShim})
+  for (const fs::path& p : {kShimDriver, kScenariosLib, kCacheHookShim, kLibKdispatch})
     fs::copy_file(p, dir / p.filename());
   for (const auto& entry : fs::directory_iterator(kFakeCublasDir))
     if (entry.path().filename().string().find(".so.") != std::string::npos)

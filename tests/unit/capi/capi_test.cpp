@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "kdispatch/kdispatch.h"
@@ -77,6 +78,65 @@ TEST(CApi, NullArgumentsAreRejected) {
                     KD_MATH_DEFAULT, nullptr),
             KD_EINVAL);
   EXPECT_EQ(kd_shutdown(), KD_SUCCESS);
+}
+
+kd_gemm_desc f32_desc() {
+  kd_gemm_desc d{};
+  d.ta = KD_OP_N;
+  d.tb = KD_OP_N;
+  d.m = d.n = d.k = 64;
+  d.lda = d.ldb = d.ldc = 64;
+  d.batch = 1;
+  d.a_type = d.b_type = d.c_type = KD_DTYPE_F32;
+  d.compute = KD_COMPUTE_F32;
+  return d;
+}
+
+// Without kd_init: the check reads no process state.
+TEST(CApi, DescCheckSaysWhyACallIsNotKeyed) {
+  kd_gemm_desc d = f32_desc();
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_KEYABLE);
+  EXPECT_EQ(kd_gemm_desc_check(nullptr), KD_DESC_INVALID);
+  d.c_type = KD_DTYPE_F16;
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_DATA_TYPE);
+  d = f32_desc();
+  d.compute = KD_COMPUTE_F16;
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_COMPUTE_TYPE);
+  d = f32_desc();
+  d.lda = 63;
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_SHAPE);
+  d = f32_desc();
+  d.batch = 2;
+  d.stride_a = d.stride_b = 64 * 64;
+  d.stride_c = 64 * 63;  // the outputs overlap
+  EXPECT_EQ(kd_gemm_desc_check(&d), KD_DESC_BATCH_LAYOUT);
+}
+
+TEST(CApi, KeyLineIsTheShapeLineOfAKeyableCall) {
+  kd_gemm_desc d = f32_desc();
+  d.math = KD_MATH_TF32_ALLOWED;
+  char line[KD_KEY_LINE_BYTES];
+  ASSERT_EQ(kd_gemm_desc_key_line(&d, line, sizeof line), KD_SUCCESS);
+  const std::string expected =
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=64 k=64 lda=64 ldb=64 ldc=64 batch=1 "
+      "epilogue=none beta0=0 precision=tf32";
+  EXPECT_EQ(line, expected);
+  EXPECT_EQ(kd_gemm_desc_key_line(&d, line, expected.size()), KD_EINVAL) << "no room for the NUL";
+  EXPECT_EQ(kd_gemm_desc_key_line(&d, line, expected.size() + 1), KD_SUCCESS);
+  EXPECT_EQ(kd_gemm_desc_key_line(nullptr, line, sizeof line), KD_EINVAL);
+  EXPECT_EQ(kd_gemm_desc_key_line(&d, nullptr, sizeof line), KD_EINVAL);
+  d.b_type = KD_DTYPE_BF16;
+  EXPECT_EQ(kd_gemm_desc_key_line(&d, line, sizeof line), KD_EINVAL) << "not a keyed call";
+}
+
+TEST(CApi, MissReasonsAreTheLookupStageOnes) {
+  using Reasons = std::initializer_list<int>;
+  for (const int r : Reasons{KD_FALLBACK_NO_ENTRY, KD_FALLBACK_NOT_LOADED, KD_FALLBACK_UNSUPPORTED,
+                             KD_FALLBACK_NO_GPU, KD_FALLBACK_NOT_INITIALIZED})
+    EXPECT_EQ(kd_fallback_reason_is_miss(r), 1) << kd_fallback_reason_name(r);
+  for (const int r : Reasons{KD_FALLBACK_MISALIGNED, KD_FALLBACK_LAUNCH_FAILED, KD_FALLBACK_WORKSPACE_BUSY,
+                             KD_FALLBACK_WORKSPACE_TOO_SMALL, KD_FALLBACK_REASON_COUNT, -1})
+    EXPECT_EQ(kd_fallback_reason_is_miss(r), 0) << r;
 }
 
 TEST(CApi, StatsAreReadableAndFallbacksSumWithHits) {

@@ -41,11 +41,14 @@ TEST(KeyNames, EveryEnumValueHasItsSpelling) {
   EXPECT_EQ(dtype_bytes(DType::f32), 4u);
 }
 
-TEST(KeyPrecision, ClassFollowsComputeTypeAndMathMode) {
-  EXPECT_EQ(precision_class_for(ComputeType::f32, MathMode::default_math), PrecisionClass::f32);
-  EXPECT_EQ(precision_class_for(ComputeType::f32, MathMode::tf32_allowed), PrecisionClass::tf32);
-  EXPECT_EQ(precision_class_for(ComputeType::f16, MathMode::default_math), PrecisionClass::f16);
-  EXPECT_EQ(precision_class_for(ComputeType::f16, MathMode::tf32_allowed), PrecisionClass::f16);
+TEST(KeyPrecision, ClassFollowsComputeTypeMathModeAndInputType) {
+  EXPECT_EQ(precision_class_for(ComputeType::f32, MathMode::default_math, DType::f32), PrecisionClass::f32);
+  EXPECT_EQ(precision_class_for(ComputeType::f32, MathMode::tf32_allowed, DType::f32), PrecisionClass::tf32);
+  // f16 and bf16 values are exact in TF32: 16-bit inputs keep the strict class.
+  EXPECT_EQ(precision_class_for(ComputeType::f32, MathMode::tf32_allowed, DType::bf16), PrecisionClass::f32);
+  EXPECT_EQ(precision_class_for(ComputeType::f32, MathMode::tf32_allowed, DType::f16), PrecisionClass::f32);
+  EXPECT_EQ(precision_class_for(ComputeType::f16, MathMode::default_math, DType::f16), PrecisionClass::f16);
+  EXPECT_EQ(precision_class_for(ComputeType::f16, MathMode::tf32_allowed, DType::f16), PrecisionClass::f16);
   EXPECT_EQ(default_precision(ComputeType::f32), PrecisionClass::f32);
   EXPECT_EQ(default_precision(ComputeType::f16), PrecisionClass::f16);
 }

@@ -1,5 +1,6 @@
-// Unit tests of the shim's tables and checks: enum translation, the precision rule, half
-// conversion, key checks agreeing with the key parser, and the stats report.
+// Unit tests of the shim's tables: enum translation into the C API's values, the TF32 rule, half
+// conversion, unsupported reasons from kd_gemm_desc_check, and the stats report. (Which calls are
+// keyed is libkdispatch's rule: tests/unit/key/gemm_rules_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <bit>
@@ -7,36 +8,33 @@
 #include <variant>
 
 #include "cuda_enums.hpp"
-#include "key/gemm_key.hpp"
-#include "key_checks.hpp"
 #include "shim_stats.hpp"
+#include "translation.hpp"
 
 namespace kd::shim {
 namespace {
 
 TEST(CudaEnums, DataTypesAndTransposes) {
-  EXPECT_EQ(dtype_of(CUDA_R_16F), DType::f16);
-  EXPECT_EQ(dtype_of(CUDA_R_16BF), DType::bf16);
-  EXPECT_EQ(dtype_of(CUDA_R_32F), DType::f32);
+  EXPECT_EQ(dtype_of(CUDA_R_16F), KD_DTYPE_F16);
+  EXPECT_EQ(dtype_of(CUDA_R_16BF), KD_DTYPE_BF16);
+  EXPECT_EQ(dtype_of(CUDA_R_32F), KD_DTYPE_F32);
   EXPECT_FALSE(dtype_of(CUDA_R_64F));
   EXPECT_FALSE(dtype_of(CUDA_R_8F_E4M3));
-  EXPECT_EQ(transpose_of(CUBLAS_OP_N), Transpose::N);
-  EXPECT_EQ(transpose_of(CUBLAS_OP_T), Transpose::T);
-  EXPECT_FALSE(transpose_of(CUBLAS_OP_C));
+  EXPECT_EQ(op_of(CUBLAS_OP_N), KD_OP_N);
+  EXPECT_EQ(op_of(CUBLAS_OP_T), KD_OP_T);
+  EXPECT_FALSE(op_of(CUBLAS_OP_C));
 }
 
-TEST(CudaEnums, PrecisionClassFromComputeTypeAndMathMode) {
+TEST(CudaEnums, Tf32FromComputeTypeAndMathMode) {
   const auto c32 = *compute_of(CUBLAS_COMPUTE_32F);
   const auto pedantic = *compute_of(CUBLAS_COMPUTE_32F_PEDANTIC);
   const auto fast_tf32 = *compute_of(CUBLAS_COMPUTE_32F_FAST_TF32);
-  const auto c16 = *compute_of(CUBLAS_COMPUTE_16F);
-  EXPECT_EQ(precision_of(c32, HandleMath::default_math, DType::f32), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(c32, HandleMath::tf32, DType::f32), PrecisionClass::tf32);
-  EXPECT_EQ(precision_of(c32, HandleMath::tf32, DType::bf16), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(pedantic, HandleMath::tf32, DType::f32), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(fast_tf32, HandleMath::default_math, DType::f32), PrecisionClass::tf32);
-  EXPECT_EQ(precision_of(fast_tf32, HandleMath::pedantic, DType::f32), PrecisionClass::f32);
-  EXPECT_EQ(precision_of(c16, HandleMath::tf32, DType::f16), PrecisionClass::f16);
+  EXPECT_EQ(math_of(c32, HandleMath::default_math), KD_MATH_DEFAULT);
+  EXPECT_EQ(math_of(c32, HandleMath::tf32), KD_MATH_TF32_ALLOWED);
+  EXPECT_EQ(math_of(pedantic, HandleMath::tf32), KD_MATH_DEFAULT);
+  EXPECT_EQ(math_of(fast_tf32, HandleMath::default_math), KD_MATH_TF32_ALLOWED);
+  EXPECT_EQ(math_of(fast_tf32, HandleMath::pedantic), KD_MATH_DEFAULT);
+  EXPECT_EQ(compute_of(CUBLAS_COMPUTE_16F)->compute, KD_COMPUTE_F16);
   EXPECT_FALSE(compute_of(CUBLAS_COMPUTE_32F_FAST_16F));
   EXPECT_FALSE(compute_of(CUBLAS_COMPUTE_64F));
 }
@@ -63,69 +61,42 @@ TEST(CudaEnums, HalfBitsConvertExactly) {
   EXPECT_TRUE(std::isnan(half_bits_to_float(0x7e00)));
 }
 
-GemmKey valid_key() {
-  GemmKey k;
-  k.a = k.b = k.c = DType::bf16;
-  k.ta = Transpose::T;
-  k.m = 4096;
-  k.n = 16;
-  k.k = 4096;
-  k.lda = k.ldb = k.ldc = 4096;
-  k.beta_zero = true;
-  return k;
+kd_gemm_desc valid_desc() {
+  kd_gemm_desc d{};
+  d.ta = KD_OP_T;
+  d.tb = KD_OP_N;
+  d.m = 4096;
+  d.n = 16;
+  d.k = 4096;
+  d.lda = d.ldb = d.ldc = 4096;
+  d.batch = 1;
+  d.a_type = d.b_type = d.c_type = KD_DTYPE_BF16;
+  d.compute = KD_COMPUTE_F32;
+  d.beta_zero = 1;
+  return d;
 }
 
-// A key the shim accepts must parse back to itself: it is looked up and recorded as a line.
-TEST(KeyChecks, AcceptedKeysRoundTripThroughTheParser) {
-  std::vector<GemmKey> keys;
-  keys.push_back(valid_key());
-  GemmKey batched = valid_key();
-  batched.batch = 4;
-  batched.stride_a = 0;  // broadcast A: allowed
-  batched.stride_b = 4096 * 16;
-  batched.stride_c = 4096 * 16;
-  keys.push_back(batched);
-  GemmKey half = valid_key();
-  half.a = half.b = half.c = DType::f16;
-  half.compute = ComputeType::f16;
-  half.precision = PrecisionClass::f16;
-  keys.push_back(half);
-  GemmKey tf32 = valid_key();
-  tf32.a = tf32.b = tf32.c = DType::f32;
-  tf32.precision = PrecisionClass::tf32;
-  tf32.epilogue = Epilogue::bias;
-  keys.push_back(tf32);
-  for (const GemmKey& k : keys) {
-    ASSERT_FALSE(check_key(k)) << k.shape_line();
-    const auto parsed = parse_key(k.shape_line());
-    ASSERT_TRUE(std::holds_alternative<GemmKey>(parsed)) << k.shape_line();
-    EXPECT_EQ(std::get<GemmKey>(parsed), k);
-  }
-}
-
-TEST(KeyChecks, RejectsWhatTheKeyCannotHold) {
+// Each kind of problem kd_gemm_desc_check names is counted under its own reason.
+TEST(Translation, UnsupportedReasonsComeFromTheCApiCheck) {
   const auto with = [](auto change) {
-    GemmKey k = valid_key();
-    change(k);
-    return check_key(k);
+    kd_gemm_desc d = valid_desc();
+    change(d);
+    return unsupported_desc(d);
   };
-  EXPECT_EQ(with([](GemmKey& k) { k.b = DType::f16; }), Unsupported::data_type);
-  EXPECT_EQ(with([](GemmKey& k) { k.c = DType::f16; }), Unsupported::data_type);
-  EXPECT_EQ(with([](GemmKey& k) { k.compute = ComputeType::f16; }), Unsupported::compute_type);
-  EXPECT_EQ(with([](GemmKey& k) { k.k = 0; }), Unsupported::shape);
-  EXPECT_EQ(with([](GemmKey& k) { k.lda = 100; }), Unsupported::shape);  // ta=T needs lda >= k
-  EXPECT_EQ(with([](GemmKey& k) { k.ldc = 4095; }), Unsupported::shape);
-  EXPECT_EQ(with([](GemmKey& k) {
-              k.batch = 2;
-              k.stride_c = 4096 * 15;  // the two outputs overlap
+  EXPECT_EQ(with([](kd_gemm_desc&) {}), std::nullopt);
+  EXPECT_EQ(with([](kd_gemm_desc& d) { d.b_type = KD_DTYPE_F16; }), Unsupported::data_type);
+  EXPECT_EQ(with([](kd_gemm_desc& d) { d.compute = KD_COMPUTE_F16; }), Unsupported::compute_type);
+  EXPECT_EQ(with([](kd_gemm_desc& d) { d.lda = 100; }), Unsupported::shape);  // ta=T needs lda >= k
+  EXPECT_EQ(with([](kd_gemm_desc& d) {
+              d.batch = 2;
+              d.stride_c = 4096 * 15;  // the two outputs overlap
             }),
             Unsupported::batch_layout);
-  EXPECT_EQ(with([](GemmKey& k) {
-              k.batch = 2;
-              k.stride_c = 4096 * 16;
-              k.epilogue = Epilogue::bias;
-            }),
-            Unsupported::batch_layout);
+  char line[KD_KEY_LINE_BYTES];
+  const kd_gemm_desc d = valid_desc();
+  ASSERT_EQ(kd_gemm_desc_key_line(&d, line, sizeof line), KD_SUCCESS);
+  EXPECT_STREQ(line, "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 "
+                     "ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
 }
 
 TEST(ShimStats, ReportListsNonZeroReasonsByName) {
@@ -134,7 +105,7 @@ TEST(ShimStats, ReportListsNonZeroReasonsByName) {
   s.misses = 2;
   s.fallbacks = 1;
   s.calls[static_cast<std::size_t>(EntryPoint::gemm_ex)] = 6;
-  s.by_reason[static_cast<std::size_t>(FallbackReason::no_entry)] = 2;
+  s.by_reason[KD_FALLBACK_NO_ENTRY] = 2;
   s.by_unsupported[static_cast<std::size_t>(Unsupported::device_scalars)] = 1;
   const std::string text = format_stats(s);
   EXPECT_NE(text.find("kdispatch_cublas: hits=3 misses=2 fallbacks=1 nested=0"), std::string::npos) << text;

@@ -11,7 +11,7 @@
 #include <map>
 #include <thread>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "store/cache_check.hpp"
 #include "store/cache_recovery.hpp"
 #include "store/cache_store.hpp"
@@ -109,7 +109,7 @@ TEST(DamagedCacheReader, ADamagedFileAnswersCorruptedAndSaysWhy) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-// The dispatcher's loader without CUDA (as in tests/unit/client/no_daemon_test.cpp): the entry
+// The dispatcher's loader without CUDA (as in tests/unit/runtime/no_daemon_test.cpp): the entry
 // carries the record's grid.
 class FakeLoader final : public EntryLoader {
 public:

@@ -15,8 +15,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "client/daemon_connection.hpp"
-#include "client/stats_reporter.hpp"
+#include "runtime/daemon_connection.hpp"
+#include "runtime/stats_reporter.hpp"
 #include "protocol/frame.hpp"
 #include "registry/epoch.hpp"
 #include "support/temp_dir.hpp"

@@ -1,4 +1,4 @@
-#include "client/usage_reporter.hpp"
+#include "runtime/usage_reporter.hpp"
 
 namespace kd {
 

@@ -1,33 +1,13 @@
-// What a valid key may contain, beyond the spelling of each token: the data type combinations
-// cuBLAS accepts for a GEMM we key, the precision classes each compute type can have, and the
-// characters a device part may hold so that its printed line tokenizes back to the same part.
-// Shared by the parser (which reports the column) and the printer. Internal to key/.
+// What a key line may contain beyond the spelling of each token and beyond the GEMM's own rules
+// (key/gemm_rules.hpp): digits, and the characters a device part may hold so that its printed line
+// tokenizes back to the same part. Shared by the parser (which reports the column) and the
+// printer. Internal to key/.
 #pragma once
 
 #include <optional>
 #include <string_view>
 
-#include "key/gemm_key.hpp"
-
-namespace kd::key_rules {
-
-// a == b is checked separately. C is the input type, or f32 for f16/bf16 inputs (cublasGemmEx
-// with CUDA_R_32F output and 16-bit inputs).
-constexpr bool c_type_allowed(DType ab, DType c) {
-  return c == ab || (c == DType::f32 && (ab == DType::f16 || ab == DType::bf16));
-}
-
-// CUBLAS_COMPUTE_32F takes every combination above; CUBLAS_COMPUTE_16F only f16 in and out.
-constexpr bool compute_allowed(DType ab, DType c, ComputeType compute) {
-  return compute == ComputeType::f32 || (ab == DType::f16 && c == DType::f16);
-}
-
-// compute f32 is strict f32 or TF32-allowed; compute f16 is f16 only.
-constexpr bool precision_allowed(ComputeType compute, PrecisionClass precision) {
-  return compute == ComputeType::f32
-             ? (precision == PrecisionClass::f32 || precision == PrecisionClass::tf32)
-             : precision == PrecisionClass::f16;
-}
+namespace kd::line_rules {
 
 constexpr bool is_digit(char ch) { return ch >= '0' && ch <= '9'; }
 constexpr bool is_control(char ch) {
@@ -61,4 +41,4 @@ constexpr std::optional<std::string_view> gpu_name_problem(std::string_view name
   return std::nullopt;
 }
 
-}  // namespace kd::key_rules
+}  // namespace kd::line_rules

@@ -1,4 +1,4 @@
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 
 #include <poll.h>
 #include <sys/eventfd.h>
@@ -9,9 +9,9 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "client/daemon_connection.hpp"
-#include "client/stats_reporter.hpp"
-#include "client/usage_reporter.hpp"
+#include "runtime/daemon_connection.hpp"
+#include "runtime/stats_reporter.hpp"
+#include "runtime/usage_reporter.hpp"
 
 namespace kd {
 namespace {

@@ -1,4 +1,4 @@
-#include "client/daemon_connection.hpp"
+#include "runtime/daemon_connection.hpp"
 
 #include <sys/socket.h>
 #include <sys/un.h>

@@ -30,7 +30,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "client/entry_loader.hpp"
+#include "runtime/entry_loader.hpp"
 #include "registry/epoch.hpp"
 #include "registry/miss_queue.hpp"
 #include "registry/registry.hpp"

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <thread>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "store/cache_store.hpp"
 #include "support/temp_dir.hpp"
 

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "cublaslt/algo.hpp"
 #include "cublaslt/library.hpp"
 #include "launch/cuda_entry_loader.hpp"
@@ -38,9 +38,9 @@ CallKey key_for(std::int64_t m, Epilogue epilogue = Epilogue::none) {
   k.k = 4096;
   k.lda = k.ldb = 4096;
   k.ldc = m;
-  k.a = k.b = k.c = static_cast<std::uint8_t>(DType::bf16);
-  k.ta = static_cast<std::uint8_t>(Transpose::T);
-  k.epilogue = static_cast<std::uint8_t>(epilogue);
+  k.a = k.b = k.c = DType::bf16;
+  k.ta = Transpose::T;
+  k.epilogue = epilogue;
   k.beta_zero = 1;
   return k;
 }

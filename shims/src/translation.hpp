@@ -1,22 +1,24 @@
-// One intercepted GEMM as the shim hands it to libdispatch: the key (exactly as the call was made,
-// in the cuBLAS column-major convention) plus the operands and the stream to launch on.
+// What translating one intercepted GEMM gives: the call as the shim hands it to libkdispatch.so's
+// C API (kd_gemm_desc, the call's key exactly as it was made in the cuBLAS column-major
+// convention, plus the operands and the stream to launch on), or why the shim does not key it.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <variant>
 
-#include "key/gemm_key.hpp"
+#include "kdispatch/kdispatch.h"
 
 namespace kd::shim {
 
 struct GemmCall {
-  GemmKey key;  // no device part: libdispatch adds the stream's device
+  kd_gemm_desc desc{};          // no device part: libkdispatch adds the stream's device
   const void* a = nullptr;
   const void* b = nullptr;
   void* c = nullptr;            // C and D: the shim keys only calls with D == C
-  const void* bias = nullptr;   // set iff key.epilogue == Epilogue::bias; m elements of C's type
+  const void* bias = nullptr;   // set iff desc.epilogue == KD_EPILOGUE_BIAS; m elements of C's type
   float alpha = 1.0f;           // host values, converted from the call's scale type
   float beta = 0.0f;
   void* stream = nullptr;       // cudaStream_t == CUstream; the handle's (cuBLAS) or the argument (Lt)
@@ -48,5 +50,9 @@ std::string_view to_string(Unsupported reason) noexcept;
 
 // The translation of one call: keyable, or why not.
 using Translation = std::variant<GemmCall, Unsupported>;
+
+// nullopt when libkdispatch keys `desc` (kd_gemm_desc_check: the type rules and the size and
+// batch-layout rules live there, once), otherwise the reason the shim counts.
+std::optional<Unsupported> unsupported_desc(const kd_gemm_desc& desc) noexcept;
 
 }  // namespace kd::shim

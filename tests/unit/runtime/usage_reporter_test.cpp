@@ -2,7 +2,7 @@
 // key whatever the contexts), and its messages stay within the protocol's limits.
 #include <gtest/gtest.h>
 
-#include "client/usage_reporter.hpp"
+#include "runtime/usage_reporter.hpp"
 #include "registry/epoch.hpp"
 
 namespace kd {

@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "client/daemon_connection.hpp"
+#include "runtime/daemon_connection.hpp"
 #include "protocol/messages.hpp"
 #include "registry/epoch.hpp"
 

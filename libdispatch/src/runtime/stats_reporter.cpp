@@ -1,4 +1,4 @@
-#include "client/stats_reporter.hpp"
+#include "runtime/stats_reporter.hpp"
 
 #include <sys/random.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "client/dispatcher.hpp"
+#include "runtime/dispatcher.hpp"
 #include "registry/fallback_reason.hpp"
 
 namespace kd {

@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "client/daemon_connection.hpp"
+#include "runtime/daemon_connection.hpp"
 #include "registry/call_key.hpp"
 #include "registry/registry.hpp"
 
