@@ -134,7 +134,10 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
     }
     current_key = job->key;
     // Issue 31: the full key the fleet's lease and the tier's records go by.
-    const std::string full_key = std::get<GemmKey>(parse_key(job->key)).with_device(device).full_line();
+    // A stored key that no longer parses (a cache salvaged by hand) goes by its line as stored.
+    std::string full_key = job->key;
+    if (const auto parsed = parse_key(job->key); const auto* key = std::get_if<GemmKey>(&parsed))
+      full_key = key->with_device(device).full_line();
     if (!fleet_allows(*job, full_key)) {
       const std::lock_guard lock(mu_);
       running_.erase(index);
