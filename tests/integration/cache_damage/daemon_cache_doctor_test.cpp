@@ -24,6 +24,7 @@
 #include "store/cache_store.hpp"
 #include "store/lmdb.hpp"
 #include "store/record_usage.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -45,15 +46,7 @@ std::string shape_key(int i) {
 
 std::string full_key(int i) { return shape_key(i) + " arch=sm_90 gpu=\"NVIDIA H100 80GB HBM3\" sms=132"; }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return false;
-}
+using test::eventually;
 
 // The job table of a cache no process has open, as the daemon's job store reads it at its start.
 struct JobTable {

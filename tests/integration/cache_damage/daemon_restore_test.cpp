@@ -13,6 +13,7 @@
 #include "store/cache_check.hpp"
 #include "store/cache_recovery.hpp"
 #include "store/cache_store.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -33,15 +34,7 @@ std::size_t records_in(const fs::path& cache) {
   return w.scan_raw("records").size();
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds timeout = 20s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
+using test::eventually;
 
 TEST(DaemonRestore, ADamagedCacheIsMovedAsideAndTheCompactCopyRestored) {
   const test::HiddenGpus no_gpus;

@@ -15,6 +15,7 @@
 #include "daemon_process.hpp"
 #include "store/cache_store.hpp"
 #include "store/record_usage.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -26,15 +27,7 @@ using nlohmann::json;
 using test::DaemonProcess;
 using test::test_key;
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
+using test::eventually;
 
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())

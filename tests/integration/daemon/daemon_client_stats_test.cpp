@@ -12,6 +12,7 @@
 #include "ctl_client/ctl_client.hpp"
 #include "common/error.hpp"
 #include "daemon_process.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -33,15 +34,7 @@ json clients_of(const std::filesystem::path& socket) { return Client::stats(sock
 // handled (replies come in request order, and the io thread handles frames in order).
 void sync(Client& c) { ASSERT_EQ(c.request({{"type", "status"}}).at("type"), "status"); }
 
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+using test::eventually;
 
 TEST(DaemonClientStats, AggregatesLiveAndExitedProcesses) {
   test::TempDir dir;

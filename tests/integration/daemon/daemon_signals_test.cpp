@@ -10,6 +10,7 @@
 
 #include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -19,15 +20,7 @@ using daemon::Client;
 using nlohmann::json;
 using test::DaemonProcess;
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::seconds limit = std::chrono::seconds(10)) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+using test::eventually;
 
 std::size_t count_of(const std::string& text, const std::string& what) {
   std::size_t n = 0;

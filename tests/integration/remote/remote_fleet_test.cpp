@@ -20,6 +20,7 @@
 #include "remote/redis_link.hpp"
 #include "remote/remote_value.hpp"
 #include "store/cache_store.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -31,15 +32,7 @@ using nlohmann::json;
 using test::DaemonProcess;
 using test::test_key;
 
-template <class Pred>
-bool eventually(Pred p, std::chrono::milliseconds timeout = 15s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (p()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return false;
-}
+using test::eventually;
 
 std::filesystem::path made(const std::filesystem::path& p) {
   std::filesystem::create_directories(p);

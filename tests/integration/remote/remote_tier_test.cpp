@@ -17,6 +17,7 @@
 #include "redis_server.hpp"
 #include "remote/remote_tier.hpp"
 #include "sched/scheduler.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd::daemon {
@@ -129,15 +130,7 @@ struct Member {
   }
 };
 
-template <class Pred>
-bool eventually(Pred p, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (p()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
+using test::eventually;
 
 std::uint64_t rejected_total(const Member& m) {
   const nlohmann::json counters = m.tier->counters().to_json();

@@ -8,6 +8,7 @@
 
 #include "sched/scheduler.hpp"
 #include "store/cache_store.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd::daemon {
@@ -55,14 +56,7 @@ Config test_config() {
   return c;
 }
 
-template <class Pred>
-bool eventually(Pred p) {
-  for (int i = 0; i < 500; ++i) {
-    if (p()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
+using test::eventually;
 
 TEST(Scheduler, PublishesAWinnerAndNotifies) {
   test::TempDir dir;

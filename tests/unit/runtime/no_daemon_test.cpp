@@ -11,6 +11,7 @@
 
 #include "runtime/dispatcher.hpp"
 #include "store/cache_store.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -61,15 +62,7 @@ Dispatcher::Lookup lookup(Dispatcher& d, const CallKey& k) {
   return d.lookup(k);
 }
 
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
+using test::eventually;
 
 // Publishes in a child process, as the daemon would; returns the child's exit status.
 int publish_in_child(const std::filesystem::path& dir, const Record& r) {

@@ -15,6 +15,7 @@
 #include "store/cache_check.hpp"
 #include "store/cache_recovery.hpp"
 #include "store/cache_store.hpp"
+#include "support/eventually.hpp"
 #include "support/cache_damage.hpp"
 #include "support/temp_dir.hpp"
 #include "test_records.hpp"
@@ -131,15 +132,7 @@ Dispatcher::Lookup lookup(Dispatcher& d, const CallKey& k) {
   return d.lookup(k);
 }
 
-template <class Pred>
-bool eventually(Pred pred) {
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (pred()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return false;
-}
+using test::eventually;
 
 TEST(DamagedCacheReader, TheDispatcherFallsBackAsCorruptedUntilTheFileIsReplaced) {
   test::TempDir dir;
