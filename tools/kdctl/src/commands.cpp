@@ -24,7 +24,7 @@ constexpr Command kCommands[] = {
     {"evict", "Remove records by age, size cap, GPU or key pattern", setup_evict},
     {"doctor", "Check the cache without a GPU; salvage a damaged one into a new cache", setup_doctor},
     {"purge", "Remove finished jobs (done, failed, cancelled) from the job queue, by state and age", setup_purge},
-    {"remote", "The fleet's remote tier on Redis: status, push this cache's records, pull the fleet's", setup_remote},
+    {"remote", "The fleet's remote tier on Redis: status, push this cache's records, pull the fleet's records into it", setup_remote},
 };
 }  // namespace
 
