@@ -153,6 +153,11 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
     return Gauges{queue.counts(), server->clients(), server->subscribers(), queue.generation(),
                   have_backend, queue.tallies(), queue.records_bytes()};
   };
+  const auto runners_json = [&] {
+    json list = json::array();
+    for (const RunnerStatus& r : scheduler->runners_status()) list.push_back(to_json(r, kMaxJobTextBytes));
+    return list;
+  };
   const auto status = [&](std::size_t top) {
     const QueueCounts counts = queue.counts();
     json jobs = json::object();
@@ -171,6 +176,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
            {"clients", server->clients()},
            {"subscribers", server->subscribers()},
            {"running", scheduler->running_keys()},
+           {"runners", runners_json()},
            {"transactions_committed", queue.transactions_committed()},
            {"clients_reporting", client_stats.live()},
            {"client_totals", client_stats.totals().to_json()},
@@ -203,7 +209,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   HttpServer http(io, HttpRoutes{[&] {
                                    return prometheus_text(metrics, gauges(),
                                                           {client_stats.totals(), client_stats.live()}) +
-                                          remote_metrics();
+                                          runners_prometheus_text(scheduler->runners_status()) + remote_metrics();
                                  },
                                  [&] { return public_status(status(0)).dump(); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);

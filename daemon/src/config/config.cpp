@@ -256,7 +256,9 @@ constexpr ConfigKey kConfigKeys[] = {
      "file to write the bound metrics port into (useful with port 0)", parse_path_text},
     {"log_level", "KD_LOG_LEVEL", "info", "spdlog level", parse_log_level},
     {"workers", "KD_WORKERS", "auto",
-     "GPUs to run kdispatch-worker on: auto, none or device ordinals", parse_workers},
+     "GPUs to search on, one runner and kdispatch-worker each: auto (every GPU), none, or a comma list of "
+     "device ordinals (0,0 runs two searches on GPU 0)",
+     parse_workers},
     {"compile_threads", "KD_COMPILE_THREADS", "0", "CPU compile pool size (0: one per core)",
      unsigned_into<unsigned, &Config::compile_threads>},
     {"budget_rounds", "KD_BUDGET_ROUNDS", "8", "search rounds per job",

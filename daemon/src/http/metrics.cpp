@@ -40,7 +40,9 @@ void family(std::string& out, std::string_view name, std::string_view type, std:
   out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
 }
 
-// Label values escape backslash, quote and newline (exposition format).
+
+}  // namespace
+
 std::string escape_label(std::string_view v) {
   std::string out;
   for (const char ch : v) {
@@ -51,8 +53,6 @@ std::string escape_label(std::string_view v) {
   }
   return out;
 }
-
-}  // namespace
 
 void Metrics::add_rejected(std::string_view reason, std::uint64_t n) {
   const std::lock_guard lock(rejected_mu_);

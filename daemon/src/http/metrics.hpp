@@ -75,4 +75,7 @@ struct ClientCounters {
 
 std::string prometheus_text(const Metrics& m, const Gauges& g, const ClientCounters& c);
 
+// A label value as the exposition format writes it: backslash, quote and newline escaped.
+std::string escape_label(std::string_view v);
+
 }  // namespace kd::daemon

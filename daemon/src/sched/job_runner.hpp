@@ -1,4 +1,4 @@
-// The seam between the daemon and the branching search (issue 5, not built yet).
+// The seam between the daemon and the branching search.
 //
 // A JobRunner searches one job on one GPU: it owns (through search/src/eval's WorkerClient) one
 // kdispatch-worker process on that GPU and the CPU compile pool it is given. The scheduler calls
@@ -6,8 +6,8 @@
 // with Kind::stopped) once the stop token fires: on shutdown or when the job is cancelled.
 //
 // Honesty rule: a runner returns Kind::winner only with a record that passed the validation gate
-// and beat the vendor baseline as design.md requires. No runner exists in this build; the daemon
-// then keeps jobs queued and /status says so.
+// and beat the vendor baseline as design.md requires. Without a GPU (or with workers = none) no
+// runner exists; the daemon then keeps jobs queued and /status says so.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +32,9 @@ public:
   virtual void candidate_rejected(std::string_view reason) = 0;
   // The worker process was restarted after a crash or hang, and the run goes on.
   virtual void worker_restarted() = 0;
+  // The worker died or hung under the candidate just evaluated (`why`); the next evaluation starts
+  // a fresh one. Until the next candidate is done the runner shows as restarting.
+  virtual void worker_lost(std::string_view why) = 0;
   // Where the search is, in words ("round 2 of 3, best 12.1 us, cuBLAS 14.2 us"), for /status.
   virtual void searching(std::string_view text) = 0;
 };
@@ -59,6 +62,10 @@ public:
   // runner whose device part is equal; a shape line without one goes to any runner, whose
   // winner record then carries the runner's full key line.
   virtual DevicePart device() const = 0;
+  // The CUDA device ordinal it runs on, for status; -1 where it has none (test runners).
+  virtual int device_ordinal() const { return -1; }
+  // The process id of its kdispatch-worker now, 0 while none runs. Called from any thread.
+  virtual int worker_pid() const { return 0; }
   // Effective budgets: the job's own where set, else the daemon's configured defaults.
   virtual JobOutcome run(const Job& job, const Budgets& budgets, Progress& progress,
                          std::stop_token stop) = 0;

@@ -5,26 +5,13 @@
 #include <algorithm>
 #include <variant>
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 namespace kd::daemon {
 namespace {
 
 constexpr std::chrono::milliseconds kIdlePoll{500};
-
-class MetricsProgress final : public Progress {
-public:
-  using Note = std::function<void(std::string_view)>;
-  MetricsProgress(Metrics& m, Note note) : m_(m), note_(std::move(note)) {}
-  void candidate_evaluated() override { m_.add(Counter::candidates_evaluated); }
-  void candidate_rejected(std::string_view reason) override { m_.add_rejected(reason); }
-  void worker_restarted() override { m_.add(Counter::worker_restarts); }
-  void searching(std::string_view text) override { note_(text); }
-
-private:
-  Metrics& m_;
-  Note note_;
-};
 
 bool device_allows(const Job& job, const DevicePart& device) {
   const auto parsed = parse_key(job.key);
@@ -43,10 +30,56 @@ Budgets effective_budgets(const Job& job, const Budgets& defaults) {
 
 }  // namespace
 
+// One runner's reports: counters into Metrics, its state and progress line into its slot.
+class Scheduler::SlotProgress final : public Progress {
+public:
+  SlotProgress(Scheduler& s, std::size_t index) : s_(s), index_(index) {}
+  void candidate_evaluated() override {
+    s_.metrics_.add(Counter::candidates_evaluated);
+    edit([](RunnerStatus& r) { r.state = RunnerState::searching; });
+  }
+  void candidate_rejected(std::string_view reason) override {
+    s_.metrics_.add_rejected(reason);
+    edit([](RunnerStatus& r) { r.state = RunnerState::searching; });
+  }
+  void worker_restarted() override {
+    s_.metrics_.add(Counter::worker_restarts);
+    edit([](RunnerStatus& r) { ++r.workers_lost; });
+  }
+  void worker_lost(std::string_view why) override {
+    edit([&](RunnerStatus& r) {
+      r.state = RunnerState::restarting;
+      r.progress = fmt::format("worker lost ({}); a fresh one starts for the next candidate", why);
+    });
+  }
+  void searching(std::string_view text) override {
+    edit([&](RunnerStatus& r) {
+      r.state = RunnerState::searching;
+      r.progress = std::string(text);
+    });
+  }
+
+private:
+  template <class Change>
+  void edit(Change&& change) {
+    const std::lock_guard lock(s_.mu_);
+    change(s_.slots_[index_].status);
+  }
+  Scheduler& s_;
+  std::size_t index_;
+};
+
 Scheduler::Scheduler(const Config& config, JobQueue& queue, Metrics& metrics,
                      std::vector<std::unique_ptr<JobRunner>> runners, PublishedFn on_published)
     : config_(config), limits_{config.budgets, config.max_attempts, config.restart_backoff}, queue_(queue),
-      metrics_(metrics), runners_(std::move(runners)), on_published_(std::move(on_published)) {}
+      metrics_(metrics), runners_(std::move(runners)), on_published_(std::move(on_published)) {
+  slots_.resize(runners_.size());
+  for (std::size_t i = 0; i < runners_.size(); ++i) {
+    slots_[i].status.index = i;
+    slots_[i].status.ordinal = runners_[i]->device_ordinal();
+    slots_[i].status.device = runners_[i]->device();
+  }
+}
 
 void Scheduler::set_limits(const Config& c) {
   const std::lock_guard lock(mu_);
@@ -73,7 +106,8 @@ void Scheduler::start() {
 void Scheduler::stop() {
   {
     const std::lock_guard lock(mu_);
-    for (auto& [index, run] : running_) run.second->request_stop();
+    for (Slot& slot : slots_)
+      if (slot.stop) slot.stop->request_stop();
   }
   for (auto& t : threads_) t.request_stop();
   work_cv_.notify_all();
@@ -90,31 +124,40 @@ void Scheduler::notify_work() {
 
 void Scheduler::cancel_running(const std::string& key) {
   const std::lock_guard lock(mu_);
-  for (auto& [index, run] : running_)
-    if (run.first == key) run.second->request_stop();
+  for (Slot& slot : slots_)
+    if (slot.stop && slot.status.key == key) slot.stop->request_stop();
 }
 
 std::string Scheduler::progress_of(const std::string& key) const {
   const std::lock_guard lock(mu_);
-  const auto it = progress_.find(key);
-  return it == progress_.end() ? std::string() : it->second;
+  for (const Slot& slot : slots_)
+    if (slot.stop && slot.status.key == key) return slot.status.progress;
+  return {};
 }
 
 std::vector<std::string> Scheduler::running_keys() const {
   const std::lock_guard lock(mu_);
   std::vector<std::string> keys;
-  for (const auto& [index, run] : running_) keys.push_back(run.first);
+  for (const Slot& slot : slots_)
+    if (slot.stop) keys.push_back(slot.status.key);
   return keys;
+}
+
+std::vector<RunnerStatus> Scheduler::runners_status() const {
+  std::vector<RunnerStatus> out;
+  {
+    const std::lock_guard lock(mu_);
+    for (const Slot& slot : slots_) out.push_back(slot.status);
+  }
+  for (RunnerStatus& r : out) r.worker_pid = runners_[r.index]->worker_pid();
+  return out;
 }
 
 void Scheduler::loop(std::size_t index, std::stop_token stop) {
   JobRunner& runner = *runners_[index];
   const DevicePart device = runner.device();
-  std::string current_key;  // the job this runner's thread is searching (its own thread only)
-  MetricsProgress progress(metrics_, [this, &current_key](std::string_view text) {
-    const std::lock_guard lock(mu_);
-    progress_[current_key] = std::string(text);
-  });
+  SlotProgress progress(*this, index);
+  std::uint32_t lost_in_a_row = 0;  // runs in a row whose worker was lost (did not start)
   while (!stop.stop_requested()) {
     std::uint64_t epoch = 0;
     {
@@ -127,55 +170,93 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
       work_cv_.wait_for(lock, stop, kIdlePoll, [&] { return work_epoch_ != epoch; });
       continue;
     }
-    auto source = std::make_shared<std::stop_source>();
-    {
-      const std::lock_guard lock(mu_);
-      running_[index] = {job->key, source};
-    }
-    current_key = job->key;
-    // Issue 31: the full key the fleet's lease and the tier's records go by.
-    // A stored key that no longer parses (a cache salvaged by hand) goes by its line as stored.
-    std::string full_key = job->key;
-    if (const auto parsed = parse_key(job->key); const auto* key = std::get_if<GemmKey>(&parsed))
-      full_key = key->with_device(device).full_line();
-    if (!fleet_allows(*job, full_key)) {
-      const std::lock_guard lock(mu_);
-      running_.erase(index);
+    const auto outcome = run_job(index, *job, device, progress, stop);
+    if (!outcome || outcome->kind != JobOutcome::Kind::worker_lost) {
+      if (outcome && outcome->kind != JobOutcome::Kind::stopped) lost_in_a_row = 0;
       continue;
     }
-    std::stop_callback forward(stop, [source] { source->request_stop(); });
-    JobOutcome outcome;
-    try {
-      outcome = runner.run(*job, effective_budgets(*job, limits().budgets), progress,
-                           source->get_token());
-    } catch (const std::exception& e) {
-      outcome = JobOutcome{JobOutcome::Kind::worker_lost, std::nullopt, e.what()};
-    }
-    {
-      const std::lock_guard lock(mu_);
-      running_.erase(index);
-      progress_.erase(job->key);
-    }
-    // Issue 31: what the fleet learns of this search (copied before record_outcome consumes it).
-    std::optional<Record> fleet_winner;
-    std::string fleet_reason;
-    if (fleet_.after_search) {
-      if (outcome.kind == JobOutcome::Kind::winner && outcome.winner) {
-        fleet_winner = *outcome.winner;
-        if (fleet_winner->key_line.empty()) fleet_winner->key_line = full_key;
-      } else if (outcome.kind == JobOutcome::Kind::no_improvement) {
-        fleet_reason = outcome.reason.empty() ? "no candidate beat the baseline" : outcome.reason;
-      } else if (outcome.kind == JobOutcome::Kind::failed) {
-        fleet_reason = outcome.reason;
-      }
-    }
-    try {
-      record_outcome(*job, device, std::move(outcome));
-    } catch (const std::exception& e) {
-      spdlog::error("scheduler: recording the outcome of '{}' failed: {}", job->key, e.what());
-    }
-    if (fleet_.after_search) fleet_.after_search(full_key, fleet_winner ? &*fleet_winner : nullptr, fleet_reason);
+    // The job went back with its own backoff; this runner rests too, so that a GPU whose worker
+    // cannot start does not claim (and spend an attempt of) every queued job in turn.
+    const auto pause = backoff(limits().restart_backoff, ++lost_in_a_row);
+    std::unique_lock lock(mu_);
+    slots_[index].status.state = RunnerState::restarting;
+    slots_[index].status.progress =
+        fmt::format("worker lost ({}); claiming again in {} ms", outcome->reason, pause.count());
+    work_cv_.wait_for(lock, stop, pause, [] { return false; });
+    slots_[index].status.state = RunnerState::idle;
+    slots_[index].status.progress.clear();
   }
+}
+
+std::optional<Scheduler::RunEnd> Scheduler::run_job(
+    std::size_t index, const Job& job, const DevicePart& device, SlotProgress& progress, std::stop_token stop) {
+  auto source = std::make_shared<std::stop_source>();
+  {
+    const std::lock_guard lock(mu_);
+    Slot& slot = slots_[index];
+    slot.stop = source;
+    slot.status.state = RunnerState::searching;
+    slot.status.key = job.key;
+    slot.status.progress.clear();
+  }
+  const auto release = [&] {
+    const std::lock_guard lock(mu_);
+    Slot& slot = slots_[index];
+    slot.stop.reset();
+    slot.status.state = RunnerState::idle;
+    slot.status.key.clear();
+    slot.status.progress.clear();
+  };
+  // Issue 31: the full key the fleet's lease and the tier's records go by.
+  // A stored key that no longer parses (a cache salvaged by hand) goes by its line as stored.
+  std::string full_key = job.key;
+  if (const auto parsed = parse_key(job.key); const auto* key = std::get_if<GemmKey>(&parsed))
+    full_key = key->with_device(device).full_line();
+  if (!fleet_allows(job, full_key)) {
+    release();
+    return std::nullopt;
+  }
+  std::stop_callback forward(stop, [source] { source->request_stop(); });
+  JobOutcome outcome;
+  try {
+    outcome = runners_[index]->run(job, effective_budgets(job, limits().budgets), progress, source->get_token());
+  } catch (const std::exception& e) {
+    outcome = JobOutcome{JobOutcome::Kind::worker_lost, std::nullopt, e.what()};
+  }
+  release();
+  const auto kind = outcome.kind;
+  std::string reason = outcome.reason;
+  // Issue 31: what the fleet learns of this search (copied before record_outcome consumes it).
+  std::optional<Record> fleet_winner;
+  std::string fleet_reason;
+  if (fleet_.after_search) {
+    if (outcome.kind == JobOutcome::Kind::winner && outcome.winner) {
+      fleet_winner = *outcome.winner;
+      if (fleet_winner->key_line.empty()) fleet_winner->key_line = full_key;
+    } else if (outcome.kind == JobOutcome::Kind::no_improvement) {
+      fleet_reason = outcome.reason.empty() ? "no candidate beat the baseline" : outcome.reason;
+    } else if (outcome.kind == JobOutcome::Kind::failed) {
+      fleet_reason = outcome.reason;
+    }
+  }
+  try {
+    record_outcome(job, device, std::move(outcome));
+  } catch (const std::exception& e) {
+    spdlog::error("scheduler: recording the outcome of '{}' failed: {}", job.key, e.what());
+  }
+  {
+    const std::lock_guard lock(mu_);
+    RunnerStatus& r = slots_[index].status;
+    switch (kind) {
+      case JobOutcome::Kind::winner: ++r.published; [[fallthrough]];
+      case JobOutcome::Kind::no_improvement:
+      case JobOutcome::Kind::failed: ++r.jobs_finished; break;
+      case JobOutcome::Kind::worker_lost: ++r.workers_lost; break;
+      case JobOutcome::Kind::stopped: break;
+    }
+  }
+  if (fleet_.after_search) fleet_.after_search(full_key, fleet_winner ? &*fleet_winner : nullptr, fleet_reason);
+  return RunEnd{kind, std::move(reason)};
 }
 
 bool Scheduler::fleet_allows(const Job& job, const std::string& full_key) {

@@ -1,7 +1,11 @@
 // The scheduler: one thread per JobRunner (one per GPU worker). Each thread claims the
 // highest-priority queued job its GPU may run, runs it, and records the outcome: publish a winner
 // (commit, generation bump, `on_published`), mark done/failed, or re-queue with exponential
-// backoff after a lost worker (failed after max_attempts runs).
+// backoff after a lost worker (failed after max_attempts runs). So jobs spread over the runners as
+// they free up, a job keyed for one GPU model runs only on a runner of that model, and a runner
+// whose worker is lost leaves the others searching. A runner whose worker did not start waits
+// (the same backoff, by its consecutive losses) before it claims again, so that a broken GPU does
+// not take every queued job's attempts.
 #pragma once
 
 #include <condition_variable>
@@ -9,6 +13,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
@@ -18,6 +23,7 @@
 #include "http/metrics.hpp"
 #include "queue/job_queue.hpp"
 #include "sched/job_runner.hpp"
+#include "sched/runner_status.hpp"
 
 namespace kd::daemon {
 
@@ -67,6 +73,8 @@ public:
   std::size_t runner_count() const noexcept { return runners_.size(); }
   // Keys being searched now, one per busy runner.
   std::vector<std::string> running_keys() const;
+  // Every runner, in order: its GPU, what it does now and what it did (status, /metrics).
+  std::vector<RunnerStatus> runners_status() const;
   // The running search's progress line for `key`, empty when it is not running.
   std::string progress_of(const std::string& key) const;
 
@@ -75,7 +83,16 @@ public:
   static std::chrono::milliseconds backoff(std::chrono::milliseconds base, std::uint32_t attempts);
 
 private:
+  class SlotProgress;
   void loop(std::size_t index, std::stop_token stop);
+  // How a claimed job's run ended; nullopt from run_job when the fleet kept it from running here.
+  struct RunEnd {
+    JobOutcome::Kind kind;
+    std::string reason;
+  };
+  // Runs the claimed `job` on runner `index` and records its outcome.
+  std::optional<RunEnd> run_job(std::size_t index, const Job& job, const DevicePart& device,
+                                SlotProgress& progress, std::stop_token stop);
   void record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome);
   // The fleet's answer for a claimed job; true when this runner searches it now (issue 31).
   bool fleet_allows(const Job& job, const std::string& full_key);
@@ -95,11 +112,16 @@ private:
   PublishedFn on_published_;
   FleetHooks fleet_;
 
+  // What each runner does now (mu_): its job's key and stop source while it holds one.
+  struct Slot {
+    RunnerStatus status;
+    std::shared_ptr<std::stop_source> stop;  // set while status.key names a claimed job
+  };
+
   mutable std::mutex mu_;
-  std::map<std::string, std::string> progress_;  // running job key -> progress line (mu_)
+  std::vector<Slot> slots_;  // one per runner (mu_)
   std::condition_variable_any work_cv_;
   std::uint64_t work_epoch_ = 0;
-  std::map<std::size_t, std::pair<std::string, std::shared_ptr<std::stop_source>>> running_;
   std::vector<std::jthread> threads_;
 };
 

@@ -1,5 +1,8 @@
 #include "sched/search_runner.hpp"
 
+#include <map>
+#include <mutex>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -9,6 +12,7 @@
 #include "cuda/driver.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
+#include "eval/verdict.hpp"
 #include "worker/worker_client.hpp"
 
 namespace kd::daemon {
@@ -23,6 +27,18 @@ search::CompileServiceOptions compile_options(const Config& config) {
   return o;
 }
 
+// One mutex per device ordinal, for start_worker.
+std::mutex& start_mutex(int ordinal) {
+  static std::mutex guard;
+  static std::map<int, std::mutex> by_ordinal;
+  const std::lock_guard lock(guard);
+  return by_ordinal[ordinal];
+}
+
+bool worker_was_lost(const std::string& verdict) {
+  return verdict == eval::to_string(eval::Rule::crashed) || verdict == eval::to_string(eval::Rule::hang_timeout);
+}
+
 }  // namespace
 
 SearchJobRunner::SearchJobRunner(const DeviceInfo& device, const Config& config)
@@ -33,6 +49,12 @@ SearchJobRunner::SearchJobRunner(const DeviceInfo& device, const Config& config)
           worker::default_worker_spawn(device.ordinal, config.cache_dir), kWatchdog)) {}
 
 DevicePart SearchJobRunner::device() const { return {device_.arch, device_.name, device_.sms}; }
+
+void SearchJobRunner::start_worker() {
+  const std::lock_guard lock(start_mutex(device_.ordinal));
+  backend_->start();
+  worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
+}
 
 JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress& progress,
                                 std::stop_token stop) {
@@ -62,9 +84,9 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   if (budgets.wall_seconds) opts.budget.wall = std::chrono::seconds(budgets.wall_seconds);
   opts.cancelled = [&stop] { return stop.stop_requested(); };
 
-  const int restarts_before = backend_->restarts();
+  int restarts_seen = backend_->restarts();
   try {
-    backend_->start();
+    start_worker();
   } catch (const std::exception& e) {
     return {JobOutcome::Kind::worker_lost, std::nullopt, std::string("worker did not start: ") + e.what()};
   }
@@ -85,13 +107,18 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
       best_us = e.node->candidate_us;
       baseline_us = e.node->baseline_us;
     }
+    // Restarts show as they happen (status), not only when the search ends.
+    for (; restarts_seen < backend_->restarts(); ++restarts_seen) progress.worker_restarted();
+    worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
     if (e.node->verdict == "not_evaluated") return;
     if (e.node->correct()) progress.candidate_evaluated();
     else progress.candidate_rejected(e.node->verdict);
+    if (worker_was_lost(e.node->verdict)) progress.worker_lost(e.node->verdict);
   };
   search::SearchOutcome out =
       search::run_search(key, target, proposers, compiler_, backend_.get(), opts, observer);
-  for (int i = restarts_before; i < backend_->restarts(); ++i) progress.worker_restarted();
+  for (; restarts_seen < backend_->restarts(); ++restarts_seen) progress.worker_restarted();
+  worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
 
   spdlog::info("search {} for {}: {} ({} candidates)", out.tree.search_id(), key.shape_line(),
                out.stop_reason, out.tree.nodes().size());

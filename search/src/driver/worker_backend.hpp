@@ -27,6 +27,7 @@ public:
   // kd::Error when no worker can start (no GPU, no worker binary).
   const nlohmann::json& start();
   int restarts() const noexcept { return client_.restarts(); }
+  pid_t worker_pid() const noexcept { return client_.pid(); }  // 0 while none runs
 
 private:
   worker::WorkerClient client_;

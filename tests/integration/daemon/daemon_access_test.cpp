@@ -65,7 +65,7 @@ TEST(DaemonHttp, StatusShowsCountsButNoPathsOrKeys) {
   for (const std::string& secret : {d.cache_dir().string(), d.socket().string(), dir.path().string(),
                                     std::string("n=7 "), std::string("NVIDIA")})
     EXPECT_EQ(text.find(secret), std::string::npos) << secret << " in " << text;
-  for (const char* field : {"cache_dir", "socket", "running", "top_jobs"})
+  for (const char* field : {"cache_dir", "socket", "running", "runners", "top_jobs"})
     EXPECT_FALSE(status.contains(field)) << field;
   const std::string metrics = test::http_get(d.metrics_port(), "/metrics");
   for (const std::string& secret : {d.cache_dir().string(), std::string("n=7 ")})

@@ -49,6 +49,8 @@ TEST(DaemonProtocol, HelloStatusAndNoSearchBackend) {
   EXPECT_NE(status.at("search_backend").at("message").get<std::string>().find("no search backend"),
             std::string::npos);
   EXPECT_EQ(status.at("queue_depth"), 0);
+  ASSERT_TRUE(status.at("runners").is_array());
+  EXPECT_TRUE(status.at("runners").empty()) << "no GPU, no search runner";
 }
 
 TEST(DaemonProtocol, ConcurrentClientsDeduplicateByKey) {
