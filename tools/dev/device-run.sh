@@ -2,7 +2,10 @@
 # One device call: runs the named stages from a bundle and prints a short summary last.
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
-#         fullfile[:SHAPES] lab:FILE:CFG
+#         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu
+# multi-gpu-prewarm: kdctl prewarm of a shape list on one GPU, then on every GPU, timed, with a
+# worker killed mid-way (tools/dev/device-multi-gpu.sh; KD_MG_* budgets). remote-gpu: two daemons
+# sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*).
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
@@ -144,6 +147,16 @@ for stage in "$@"; do
       (cd tools/dev && PYTHONUNBUFFERED=1 python3 kernel_lab.py "$src" "$cfg" --out /tmp/lab) >"$logs/lab-$(basename "$cfg" .json).log" 2>&1
       summary+=("lab $cfg rc=$?")
       ;;
+    multi-gpu-prewarm | multi-gpu-prewarm:*)
+      part=both
+      [[ $stage == *:* ]] && part=${stage#*:}
+      tools/dev/device-multi-gpu.sh "$bundle" "$part" >"$logs/multi-gpu.log" 2>&1
+      summary+=("multi-gpu-prewarm rc=$?")
+      ;;
+    remote-gpu)
+      tools/dev/device-remote-gpu.sh "$bundle" >"$logs/remote-gpu.log" 2>&1
+      summary+=("remote-gpu rc=$?")
+      ;;
     *) echo "device-run: unknown stage $stage" >&2; exit 2 ;;
   esac
 done
@@ -162,4 +175,6 @@ for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]
 for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
 [[ -f $logs/e2e-decode-bench.log ]] && cut -c1-170 "$logs/e2e-decode-bench.log"
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
+[[ -f $logs/multi-gpu.log ]] && cat "$logs/multi-gpu.log"
+[[ -f $logs/remote-gpu.log ]] && cat "$logs/remote-gpu.log"
 printf '%s\n' "${summary[@]}"

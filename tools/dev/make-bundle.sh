@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds a relocatable bundle for a GPU machine that has the NVIDIA driver and the CUDA Toolkit
 # (NVRTC, cuBLAS under /usr/local/cuda) but none of our Debian -dev packages:
-#   bundle/bin    kdispatchd, kdctl, kdispatch-worker, benchmarks and every test executable (stripped)
+#   bundle/bin    kdispatchd, kdctl, kdispatch-worker, benchmarks and every test executable (stripped),
+#                 redis-server (the remote-gpu stage's Redis)
 #   bundle/lib    libkdispatch.so, libkdispatch_cublas.so and the non-system shared libraries
 #                 they need (RPATH $ORIGIN, so each finds its neighbours)
 #   bundle/tests  CTestTestfile.cmake.in: every bundled test with its labels (run-gpu-tests.sh)
@@ -30,6 +31,10 @@ for exe in kdispatchd kdctl kdispatch-worker bench_registry_host bench_registry_
   [[ -x $f ]] || f=$(find "$build" -type f -name "$exe" -perm -u+x | head -n 1)
   [[ -n "$f" ]] && cp "$f" "$bundle/bin/"
 done
+# The fleet's Redis for the remote-gpu stage (device-run.sh): the GPU machine has no Debian
+# packages; bundle_libs.py adds the libraries it needs that the bundle lacks (jemalloc, lzf, ...).
+# /usr/bin/redis-server links to redis-check-rdb, which acts by the name it was started under.
+if [[ -x /usr/bin/redis-server ]]; then cp -L /usr/bin/redis-server "$bundle/bin/redis-server"; fi
 find "$build" -name 'libkdispatch*.so*' \( -type f -o -type l \) -exec cp -P {} "$bundle/lib/" \;
 python3 tools/dev/bundle_tests.py "$build" "$bundle"
 python3 tools/dev/bundle_libs.py "$bundle"

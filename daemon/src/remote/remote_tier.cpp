@@ -175,17 +175,22 @@ void RemoteTier::verify_loop(std::stop_token stop) {
       to_verify_.pop_front();
     }
     GateResult gate;
+    const auto started = std::chrono::steady_clock::now();
     try {
       gate = verifier_->verify(item.record);
     } catch (const std::exception& e) {
       gate = {false, e.what()};
     }
+    const auto took_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
     const std::string line = item.record.key_line;
     if (gate.passed) {
+      spdlog::info("remote tier: the record for {} passed this machine's gate in {} ms", line, took_ms);
       import(item.job_key, item.record);
     } else {
       counters_.add_rejected(to_string(RemoteRejection::failed_gate));
-      spdlog::warn("remote tier: the record for {} failed this machine's gate ({}); rejected", line, gate.detail);
+      spdlog::warn("remote tier: the record for {} failed this machine's gate in {} ms ({}); rejected", line, took_ms,
+                   gate.detail);
     }
     const std::lock_guard lock(mu_);
     verifying_.erase(line);

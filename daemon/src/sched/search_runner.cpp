@@ -120,8 +120,9 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   for (; restarts_seen < backend_->restarts(); ++restarts_seen) progress.worker_restarted();
   worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
 
-  spdlog::info("search {} for {}: {} ({} candidates)", out.tree.search_id(), key.shape_line(),
-               out.stop_reason, out.tree.nodes().size());
+  // tools/dev/device-multi-gpu.sh reads this line: the job's key as queued and the runner's device.
+  spdlog::info("search {} for {} on device {} ({}): {} ({} candidates)", out.tree.search_id(), job.key,
+               device_.ordinal, device_.name, out.stop_reason, out.tree.nodes().size());
   JobOutcome result;
   result.search_id = out.tree.search_id();
   result.tree_json = out.tree.to_json().dump();
