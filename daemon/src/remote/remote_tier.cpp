@@ -363,7 +363,7 @@ void RemoteTier::take_value(const std::string& job_key, const std::string& line,
       spdlog::warn("remote tier: the value stored for {} was rejected ({}); skipped", line, reason);
     } else {
       counters_.add_mismatched(reason);
-      spdlog::debug("remote tier: the record stored for {} does not match this machine ({}); skipped", line, reason);
+      spdlog::info("remote tier: the record stored for {} does not match this machine ({}); skipped", line, reason);
     }
     const std::lock_guard lock(mu_);
     bound(refused_);
@@ -438,6 +438,15 @@ FleetDecision RemoteTier::before_search(const std::string& full_key) {
       return {FleetDecision::Kind::wait, fmt::format("{} searches it (lease for {} ms more)", answer->holder,
                                                      answer->left.count())};
     case Outcome::record_exists:
+      if (refused_.contains(full_key)) {
+        // The tier's record was refused here (another environment, or a bad value): waiting for it
+        // would wait forever, so this daemon searches the key itself, without a lease.
+        counters_.add(RemoteCounter::searched_unleased);
+        waited_.erase(full_key);
+        spdlog::info("remote tier: the fleet's record for {} cannot be used here; searching it on this machine",
+                     full_key);
+        return {FleetDecision::Kind::search, {}};
+      }
       looked_up_.erase(full_key);
       waited_[full_key] = "the fleet's tier";  // looked up every poll until imported
       poked_ = scan_requested_ = true;

@@ -16,7 +16,11 @@ constexpr std::size_t kHeaderBytes = 8 + 1 + 2 + 4 + 8;
 // The majors of cache_store.cpp's lookup, which applications apply to every record they load.
 constexpr int kDriverVersionsPerMajor = 1000;
 constexpr int kCublasVersionsPerMajor = 10000;
-bool same_major(int mine, int theirs, int per_major) { return mine == 0 || mine / per_major == theirs / per_major; }
+// 0 on either side matches: this machine does not know the version (no GPU, no cuBLASLt), or the
+// record depends on no such library (an NVRTC kernel records cuBLAS version 0).
+bool same_major(int mine, int theirs, int per_major) {
+  return mine == 0 || theirs == 0 || mine / per_major == theirs / per_major;
+}
 
 template <class T>
 void put_le(std::string& out, T v) {

@@ -61,8 +61,10 @@ std::uint64_t read_generation(const lmdb::Txn& txn, MDB_dbi meta, const fs::path
   return *value;
 }
 
+// 0 on either side matches: the reader does not check that version, or the record depends on no
+// such library (an NVRTC kernel records cuBLAS version 0).
 bool same_major(int mine, int theirs, int per_major) {
-  return mine == 0 || mine / per_major == theirs / per_major;
+  return mine == 0 || theirs == 0 || mine / per_major == theirs / per_major;
 }
 
 bool is_permission_error(const Error& e) {

@@ -286,6 +286,24 @@ TEST(RemoteTier, DamagedAndForgedValuesAreRejectedOneByOneByName) {
   EXPECT_EQ(rejected_total(m), keys.size() - 1);
 }
 
+// A tier record this daemon refuses (here a damaged value; on a GPU, one made with other library
+// versions) must not hold its job back for ever: the daemon searches the key itself.
+TEST(RemoteTier, AKeyWhoseTierRecordIsRefusedIsSearchedHere) {
+  test::TempDir dir;
+  test::RedisServer redis(dir.path() / "redis");
+  const std::string k = key(40);
+  link_to(redis).command({"SET", remote_record_key("fleet", k), "not a record"});
+  std::atomic<int> searches{0};
+  std::vector<std::unique_ptr<JobRunner>> runners;
+  runners.push_back(std::make_unique<CountingRunner>(searches, 10ms));
+  Member m(fleet_config(redis, dir.path() / "cache", RemoteTrust::trusted), std::move(runners));
+  m.miss(k);
+  ASSERT_TRUE(eventually([&] { return m.state(k) == JobState::done; })) << m.tier->counters().to_json().dump();
+  EXPECT_EQ(searches.load(), 1);
+  EXPECT_EQ(rejected_total(m), 1u);
+  EXPECT_GE(m.tier->counters().get(RemoteCounter::searched_unleased), 1u);
+}
+
 TEST(RemoteTier, ARecordOfAnotherGpuIsSkippedNotImported) {
   test::TempDir dir;
   test::RedisServer redis(dir.path() / "redis");

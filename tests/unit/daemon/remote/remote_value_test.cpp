@@ -77,6 +77,11 @@ TEST(RemoteValue, AnotherEnvironmentIsAMismatchNotARejection) {
   lt.cublaslt_algo = std::string(64, 'a');
   lt.cublas_version = 130000;  // same major, another cuBLASLt: its algorithm means nothing here
   EXPECT_EQ(decoded_as<RemoteMismatch>(encode_remote_value(lt)), RemoteMismatch::foreign_versions);
+  // An NVRTC kernel depends on no cuBLAS: its record says version 0 and fits any cuBLASLt here
+  // (the daemon's search runner publishes builtin kernels so; on the GPU this once refused them all).
+  Record kernel = record();
+  kernel.cublas_version = 0;
+  EXPECT_EQ(decoded_as<Record>(encode_remote_value(kernel)), kernel);
   // A daemon that knows nothing of its environment (no GPU) checks only what it knows.
   EXPECT_EQ(decoded_as<Record>(encode_remote_value(record(h200)), h200, LocalEnvironment{}), record(h200));
 }
