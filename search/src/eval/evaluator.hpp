@@ -13,7 +13,7 @@
 #include <variant>
 
 #include "cublaslt/algo.hpp"
-#include "cublaslt_proposer/algo_enumeration.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 #include "eval/roofline.hpp"
 #include "eval/verdict.hpp"
 #include "plan/launch_plan.hpp"
@@ -73,7 +73,7 @@ public:
   // does. Must be called on the thread that constructed the Evaluator.
   Verdict evaluate(const EvalRequest& request);
 
-  // The cuBLASLt algorithms for `key_line` on this device (cublaslt_proposer/algo_enumeration.hpp), or why
+  // The cuBLASLt algorithms for `key_line` on this device (eval/cublaslt_enumeration.hpp), or why
   // there are none to offer: an unparsable key or one for another arch, cuBLASLt missing or
   // refusing the key. Never throws. Same thread rule as evaluate().
   std::variant<cublaslt::Enumeration, std::string> enumerate_cublaslt(const std::string& key_line,

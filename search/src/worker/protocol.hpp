@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cublaslt_proposer/algo_enumeration.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 #include "eval/evaluator.hpp"
 #include "eval/verdict.hpp"
 #include "worker/frame.hpp"

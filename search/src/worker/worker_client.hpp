@@ -49,7 +49,7 @@ public:
   // cannot be started (spawn failure, a `fatal` start message, no `ready` in time).
   eval::Verdict evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog);
 
-  // Asks the worker for the cuBLASLt algorithms of a key (cublaslt_proposer/algo_enumeration.hpp), waiting
+  // Asks the worker for the cuBLASLt algorithms of a key (eval/cublaslt_enumeration.hpp), waiting
   // at most `watchdog`. The worker's answer, or an error text: the worker's own (cuBLASLt missing,
   // key for another GPU), or that it hung (killed) or died; after those two the next call starts
   // a fresh worker. Throws kd::Error only when a worker cannot be started.

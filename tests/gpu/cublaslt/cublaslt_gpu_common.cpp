@@ -23,7 +23,7 @@ std::vector<GemmKey> cublaslt_test_keys() {
 
 search::SearchOutcome cublaslt_search(const GemmKey& key, const std::string& cache_dir, eval::Timing timing) {
   const DeviceInfo dev = query_device(0);
-  const builtin::Target target = builtin::Target::from(dev);
+  const search::GpuTarget target = search::GpuTarget::from(dev);
   search::WorkerBackend backend(worker::default_worker_spawn(0, cache_dir), std::chrono::seconds(120));
   cublaslt::CublasLtProposer proposer;
   std::vector<search::Proposer*> proposers{&proposer};
