@@ -9,7 +9,7 @@
 #include "cuda/driver.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::daemon {
 namespace {

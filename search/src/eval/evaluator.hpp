@@ -1,8 +1,8 @@
 // The evaluator: the validation gate and the timing of design.md, run in-process on one GPU, for
 // kernel candidates and cuBLASLt algorithms alike (eval/candidate.hpp).
-// kdispatch-worker calls it in a loop (worker/worker_loop.hpp); tests and `kdctl validate` may
+// kdispatch-worker calls it in a loop (worker/worker_process.hpp); tests and `kdctl validate` may
 // call it directly. A candidate that hangs never returns from evaluate(): run untrusted kernels in
-// the worker (worker/worker_client.hpp), whose parent kills it.
+// the worker (worker/worker_parent.hpp), whose parent kills it.
 #pragma once
 
 #include <chrono>

@@ -1,4 +1,4 @@
-// Messages between the daemon (WorkerClient) and kdispatch-worker, as frames (frame.hpp).
+// Messages between the daemon (WorkerParent) and kdispatch-worker, as frames (frame.hpp).
 //
 //   worker -> parent, once at start:  {"type":"ready","arch":..,"gpu":..,"roofline":{..}}
 //                                  or {"type":"fatal","error":..} and the worker exits

@@ -5,7 +5,7 @@
 #include "cublaslt_proposer/cublaslt_proposer.hpp"
 #include "cuda/device.hpp"
 #include "driver/worker_backend.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::test {
 

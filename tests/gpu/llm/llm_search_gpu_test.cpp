@@ -14,7 +14,7 @@
 #include "store/cache_store.hpp"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd {
 namespace {

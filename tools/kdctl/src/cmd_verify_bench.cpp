@@ -20,7 +20,7 @@
 #include "png_chart.hpp"
 #include "shape_list.hpp"
 #include "store/cache_store.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::kdctl {
 namespace {

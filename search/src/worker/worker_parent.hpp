@@ -1,5 +1,5 @@
 // The parent side of a kdispatch-worker: spawns it, sends evaluations (and cuBLASLt enumerations),
-// enforces the watchdog, and turns a worker that hangs or dies into a verdict (or an error text). One WorkerClient per GPU; not
+// enforces the watchdog, and turns a worker that hangs or dies into a verdict (or an error text). One WorkerParent per GPU; not
 // thread-safe (one evaluation at a time, as the GPU runs one candidate at a time).
 #pragma once
 
@@ -32,13 +32,13 @@ WorkerSpawn default_worker_spawn(int device_ordinal, const std::filesystem::path
 
 class ChildProcess;
 
-class WorkerClient {
+class WorkerParent {
 public:
   // Starts nothing yet: the first evaluate() spawns the worker.
-  explicit WorkerClient(WorkerSpawn spawn);
-  ~WorkerClient();  // asks the worker to stop; kills it if it does not within a second
-  WorkerClient(const WorkerClient&) = delete;
-  WorkerClient& operator=(const WorkerClient&) = delete;
+  explicit WorkerParent(WorkerSpawn spawn);
+  ~WorkerParent();  // asks the worker to stop; kills it if it does not within a second
+  WorkerParent(const WorkerParent&) = delete;
+  WorkerParent& operator=(const WorkerParent&) = delete;
 
   // Runs one evaluation in the worker, waiting at most `watchdog` for its verdict (the gate and
   // timing of a candidate take seconds; a hung kernel takes forever). Outcomes:
