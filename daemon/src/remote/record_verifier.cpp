@@ -5,7 +5,7 @@
 #include "driver/publish.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/verdict.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::daemon {
 namespace {

@@ -1,6 +1,6 @@
 // The seam between the daemon and the branching search.
 //
-// A JobRunner searches one job on one GPU: it owns (through search/src/eval's WorkerClient) one
+// A JobRunner searches one job on one GPU: it owns (through search/src/worker's WorkerParent) one
 // kdispatch-worker process on that GPU and the CPU compile pool it is given. The scheduler calls
 // run() from its own thread, one job at a time per runner. The runner must return promptly (and
 // with Kind::stopped) once the stop token fires: on shutdown or when the job is cancelled.

@@ -13,7 +13,7 @@
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
 #include "eval/verdict.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::daemon {
 namespace {

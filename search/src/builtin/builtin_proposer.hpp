@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "builtin/family.hpp"
 #include "driver/proposer.hpp"
 
 namespace kd::builtin {

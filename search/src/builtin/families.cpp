@@ -182,15 +182,6 @@ std::string type_defines(const GemmKey& key) {
 
 }  // namespace
 
-Target Target::from(const DeviceInfo& d) {
-  Target t;
-  t.arch = d.arch;
-  t.sms = d.sms;
-  t.smem_optin_bytes = d.max_smem_per_block_optin_bytes;
-  t.cc_major = d.cc_major;
-  return t;
-}
-
 std::span<const Family> families() {
   static const std::vector<Family> table = with_sources();
   return table;

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cuda/device.hpp"
+#include "driver/gpu_target.hpp"
 #include "key/gemm_key.hpp"
 #include "plan/launch_plan.hpp"
 
@@ -21,14 +21,8 @@ namespace kd::builtin {
 // come from the key at render time, never from here.
 using Params = std::map<std::string, long long>;
 
-// What the family needs to know about the GPU beyond the key.
-struct Target {
-  std::string arch = "sm_90";
-  int sms = 132;
-  int smem_optin_bytes = 232448;  // per-block opt-in limit (227 KiB on sm_90)
-  int cc_major = 9;
-  static Target from(const DeviceInfo& d);
-};
+// What the family needs to know about the GPU beyond the key (the search's generic GpuTarget).
+using Target = search::GpuTarget;
 
 struct Family {
   std::string_view name;

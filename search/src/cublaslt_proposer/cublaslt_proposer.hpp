@@ -1,5 +1,5 @@
 // The `cublaslt` proposer: cuBLASLt's own algorithms as round-0 candidates. A one-shot
-// enumeration (algo_enumeration.hpp, run by the worker through ProposalContext::algos):
+// enumeration (eval/cublaslt_enumeration.hpp, run by the worker through ProposalContext::algos):
 // the heuristic's top algorithms and split-K variants, each a proposal carrying the algorithm
 // itself (Proposal::cublaslt) with its configuration as the idea text ("cuBLASLt heuristic #2:
 // algo 21 tile 128x64 stages 64x3"). No ideas or implementations after round 0: an algorithm has
@@ -13,8 +13,8 @@
 // libdispatch/src/launch/cublaslt_entry.hpp).
 #pragma once
 
-#include "cublaslt_proposer/algo_enumeration.hpp"
 #include "driver/proposer.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 
 namespace kd::cublaslt {
 

@@ -7,6 +7,9 @@
 // (Proposal::cublaslt: evaluated as is, never compiled). cuBLASLt algorithms come from the GPU, so
 // the driver lends proposers an AlgoSource (the worker) in ProposalContext::algos; it is null in a
 // dry run.
+//
+// This header and the rest of driver/ name no particular proposer or family: the proposer table
+// (proposer_table.cpp) is the one place that knows them.
 #pragma once
 
 #include <optional>
@@ -15,8 +18,8 @@
 #include <variant>
 #include <vector>
 
-#include "builtin/family.hpp"
-#include "cublaslt_proposer/algo_enumeration.hpp"
+#include "driver/gpu_target.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 #include "key/gemm_key.hpp"
 #include "tree/search_tree.hpp"
 
@@ -33,7 +36,7 @@ public:
 
 struct ProposalContext {
   const GemmKey& key;
-  const builtin::Target& target;
+  const GpuTarget& target;
   const SearchTree& tree;
   double floor_us = 0;     // roofline floor for the key on this GPU (0: unknown)
   double baseline_us = 0;  // vendor library's median so far (0: unknown)

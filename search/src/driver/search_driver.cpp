@@ -11,7 +11,7 @@ constexpr std::size_t kLogKeepBytes = 4096;
 
 class Run {
 public:
-  Run(const GemmKey& key, const builtin::Target& target, const std::vector<Proposer*>& proposers,
+  Run(const GemmKey& key, const GpuTarget& target, const std::vector<Proposer*>& proposers,
       CompileService& compiler, EvalBackend* backend, const SearchOptions& options,
       const SearchObserver& observer)
       : key_(key), target_(target), proposers_(proposers), compiler_(compiler), backend_(backend),
@@ -285,7 +285,7 @@ private:
   }
 
   const GemmKey& key_;
-  const builtin::Target& target_;
+  const GpuTarget& target_;
   const std::vector<Proposer*>& proposers_;
   CompileService& compiler_;
   EvalBackend* backend_;
@@ -301,7 +301,7 @@ private:
 
 }  // namespace
 
-SearchOutcome run_search(const GemmKey& key, const builtin::Target& target,
+SearchOutcome run_search(const GemmKey& key, const GpuTarget& target,
                          const std::vector<Proposer*>& proposers, CompileService& compiler,
                          EvalBackend* backend, const SearchOptions& options,
                          const SearchObserver& observer, std::vector<Proposal> extra_seeds) {

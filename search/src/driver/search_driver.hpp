@@ -81,7 +81,7 @@ struct SearchOutcome {
 // SearchMode::dry_run `backend` may be null: round 0 and one round of ideas on the first compiled
 // seed are compiled, nothing runs (proposers get no AlgoSource). Never throws for anything a
 // candidate does.
-SearchOutcome run_search(const GemmKey& key, const builtin::Target& target,
+SearchOutcome run_search(const GemmKey& key, const GpuTarget& target,
                          const std::vector<Proposer*>& proposers, CompileService& compiler,
                          EvalBackend* backend, const SearchOptions& options,
                          const SearchObserver& observer, std::vector<Proposal> extra_seeds = {});

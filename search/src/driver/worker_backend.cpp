@@ -3,22 +3,22 @@
 namespace kd::search {
 
 WorkerBackend::WorkerBackend(worker::WorkerSpawn spawn, std::chrono::milliseconds watchdog)
-    : client_(std::move(spawn)), watchdog_(watchdog) {}
+    : worker_(std::move(spawn)), watchdog_(watchdog) {}
 
 const nlohmann::json& WorkerBackend::start() {
-  const nlohmann::json& ready = client_.ensure_started();
+  const nlohmann::json& ready = worker_.ensure_started();
   if (!roofline_ && ready.contains("roofline")) roofline_ = eval::roofline_from_json(ready["roofline"]);
   return ready;
 }
 
 eval::Verdict WorkerBackend::evaluate(const eval::EvalRequest& request) {
-  return client_.evaluate(request, watchdog_);
+  return worker_.evaluate(request, watchdog_);
 }
 
 std::variant<cublaslt::Enumeration, std::string> WorkerBackend::cublaslt_algos(
     const GemmKey& key, const cublaslt::EnumerationOptions& options) {
   try {
-    return client_.enumerate_cublaslt({key.device ? key.full_line() : key.shape_line(), options}, watchdog_);
+    return worker_.enumerate_cublaslt({key.device ? key.full_line() : key.shape_line(), options}, watchdog_);
   } catch (const std::exception& e) {
     return std::string("cuBLASLt enumeration: ") + e.what();
   }

@@ -1,4 +1,4 @@
-// EvalBackend over the sandboxed kdispatch-worker (worker/worker_client.hpp): the production path
+// EvalBackend over the sandboxed kdispatch-worker (worker/worker_parent.hpp): the production path
 // for untrusted candidates, and the source of cuBLASLt algorithms. A hang or crash becomes a
 // verdict (or an enumeration error) and a fresh worker.
 #pragma once
@@ -8,7 +8,7 @@
 
 #include "driver/search_driver.hpp"
 #include "eval/roofline.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::search {
 
@@ -26,11 +26,11 @@ public:
   // Starts the worker now; returns its ready message ({"arch","gpu","roofline",...}). Throws
   // kd::Error when no worker can start (no GPU, no worker binary).
   const nlohmann::json& start();
-  int restarts() const noexcept { return client_.restarts(); }
-  pid_t worker_pid() const noexcept { return client_.pid(); }  // 0 while none runs
+  int restarts() const noexcept { return worker_.restarts(); }
+  pid_t worker_pid() const noexcept { return worker_.pid(); }  // 0 while none runs
 
 private:
-  worker::WorkerClient client_;
+  worker::WorkerParent worker_;
   std::chrono::milliseconds watchdog_;
   std::optional<eval::Roofline> roofline_;
 };

@@ -1,8 +1,8 @@
 // The evaluator: the validation gate and the timing of design.md, run in-process on one GPU, for
 // kernel candidates and cuBLASLt algorithms alike (eval/candidate.hpp).
-// kdispatch-worker calls it in a loop (worker/worker_loop.hpp); tests and `kdctl validate` may
+// kdispatch-worker calls it in a loop (worker/worker_process.hpp); tests and `kdctl validate` may
 // call it directly. A candidate that hangs never returns from evaluate(): run untrusted kernels in
-// the worker (worker/worker_client.hpp), whose parent kills it.
+// the worker (worker/worker_parent.hpp), whose parent kills it.
 #pragma once
 
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <variant>
 
 #include "cublaslt/algo.hpp"
-#include "cublaslt_proposer/algo_enumeration.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 #include "eval/roofline.hpp"
 #include "eval/verdict.hpp"
 #include "plan/launch_plan.hpp"
@@ -73,7 +73,7 @@ public:
   // does. Must be called on the thread that constructed the Evaluator.
   Verdict evaluate(const EvalRequest& request);
 
-  // The cuBLASLt algorithms for `key_line` on this device (cublaslt_proposer/algo_enumeration.hpp), or why
+  // The cuBLASLt algorithms for `key_line` on this device (eval/cublaslt_enumeration.hpp), or why
   // there are none to offer: an unparsable key or one for another arch, cuBLASLt missing or
   // refusing the key. Never throws. Same thread rule as evaluate().
   std::variant<cublaslt::Enumeration, std::string> enumerate_cublaslt(const std::string& key_line,

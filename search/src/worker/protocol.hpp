@@ -1,4 +1,4 @@
-// Messages between the daemon (WorkerClient) and kdispatch-worker, as frames (frame.hpp).
+// Messages between the daemon (WorkerParent) and kdispatch-worker, as frames (frame.hpp).
 //
 //   worker -> parent, once at start:  {"type":"ready","arch":..,"gpu":..,"roofline":{..}}
 //                                  or {"type":"fatal","error":..} and the worker exits
@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cublaslt_proposer/algo_enumeration.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 #include "eval/evaluator.hpp"
 #include "eval/verdict.hpp"
 #include "worker/frame.hpp"

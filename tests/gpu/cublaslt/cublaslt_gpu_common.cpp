@@ -5,7 +5,7 @@
 #include "cublaslt_proposer/cublaslt_proposer.hpp"
 #include "cuda/device.hpp"
 #include "driver/worker_backend.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::test {
 
@@ -23,7 +23,7 @@ std::vector<GemmKey> cublaslt_test_keys() {
 
 search::SearchOutcome cublaslt_search(const GemmKey& key, const std::string& cache_dir, eval::Timing timing) {
   const DeviceInfo dev = query_device(0);
-  const builtin::Target target = builtin::Target::from(dev);
+  const search::GpuTarget target = search::GpuTarget::from(dev);
   search::WorkerBackend backend(worker::default_worker_spawn(0, cache_dir), std::chrono::seconds(120));
   cublaslt::CublasLtProposer proposer;
   std::vector<search::Proposer*> proposers{&proposer};

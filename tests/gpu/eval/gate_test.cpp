@@ -30,7 +30,7 @@
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
 #include "test_kernels.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 #include "worker/worker_process.hpp"
 
 namespace kd::eval {
@@ -142,8 +142,8 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
   worker::WorkerSpawn spawn;
   spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
                 "--roofline-dir", (dir.path() / "roofline").string()};
-  worker::WorkerClient client(spawn);
-  const nlohmann::json& ready = client.ensure_started();
+  worker::WorkerParent parent(spawn);
+  const nlohmann::json& ready = parent.ensure_started();
   std::printf("worker ready: %s\n", ready.dump().c_str());
 
   const std::vector<Case> cases = {
@@ -176,7 +176,7 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
   for (const Case& c : cases) {
     const EvalRequest request = build_request(c, dev.arch);
     const auto t0 = std::chrono::steady_clock::now();
-    const Verdict v = client.evaluate(request, c.watchdog);
+    const Verdict v = parent.evaluate(request, c.watchdog);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     rows.push_back(make_row(c.kernel, c.key, c.expect, v, s));
     if (v.correct()) {
@@ -212,7 +212,7 @@ TEST(GpuEvalGate, EveryRuleBreakerIsRejectedByNameAndCorrectKernelsPass) {
   print_table(rows);
   for (const Row& r : rows) EXPECT_TRUE(r.ok) << r.kernel << " on " << r.key << ": expected " << r.expected
                                               << ", got " << r.verdict << " (" << r.detail << ")";
-  EXPECT_EQ(client.restarts(), 3) << "a fresh worker after the hang, the trap and the illegal address";
+  EXPECT_EQ(parent.restarts(), 3) << "a fresh worker after the hang, the trap and the illegal address";
 }
 
 // The worker the builtin families' gate tests evaluate through: this binary in worker mode.
@@ -225,7 +225,7 @@ worker::WorkerSpawn builtin_gate_worker(const test::TempDir& dir) {
 
 // Renders family `f`'s configuration `p` for `line`, compiles it, runs it through the whole gate,
 // prints one line headed `label` with its time against cuBLAS, and expects it correct.
-void gate_builtin(worker::WorkerClient& client, const builtin::Family& f, const builtin::Target& t,
+void gate_builtin(worker::WorkerParent& parent, const builtin::Family& f, const builtin::Target& t,
                   const DeviceInfo& dev, const char* label, const char* line, const builtin::Params& p) {
   const GemmKey key = std::get<GemmKey>(parse_key(line));
   ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
@@ -238,7 +238,7 @@ void gate_builtin(worker::WorkerClient& client, const builtin::Family& f, const 
   r.cubin = out.cubin;
   r.plan = f.plan(key, t, p);
   r.options = test_options();
-  const Verdict v = client.evaluate(r, 60s);
+  const Verdict v = parent.evaluate(r, 60s);
   std::printf("%s %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", label, line + 5,
               builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
               v.candidate_time ? v.candidate_time->median_us : 0.0, v.baseline_time ? v.baseline_time->median_us : 0.0,
@@ -256,19 +256,19 @@ protected:
     if (dev_.cc_major != 9) GTEST_SKIP() << "the wgmma families need sm_90a; this GPU is " << dev_.arch;
     target_ = builtin::Target::from(dev_);
   }
-  worker::WorkerClient& gate() {
-    if (!client_) {
-      client_.emplace(builtin_gate_worker(dir_));
-      client_->ensure_started();
+  worker::WorkerParent& gate() {
+    if (!parent_) {
+      parent_.emplace(builtin_gate_worker(dir_));
+      parent_->ensure_started();
     }
-    return *client_;
+    return *parent_;
   }
   // No evaluation needed a fresh worker (0 when gate() was never used).
-  void expect_no_restarts() const { EXPECT_EQ(client_ ? client_->restarts() : 0, 0); }
+  void expect_no_restarts() const { EXPECT_EQ(parent_ ? parent_->restarts() : 0, 0); }
   DeviceInfo dev_;
   builtin::Target target_;
   test::TempDir dir_;
-  std::optional<worker::WorkerClient> client_;
+  std::optional<worker::WorkerParent> parent_;
 };
 
 // The wg_tma trial family (TMA-fed wgmma for 16-bit inputs, tensor maps built on the device) through

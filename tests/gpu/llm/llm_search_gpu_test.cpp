@@ -14,7 +14,7 @@
 #include "store/cache_store.hpp"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd {
 namespace {
@@ -33,7 +33,7 @@ std::string fenced(const std::string& s) { return "```cuda\n" + s + "\n```\n"; }
 TEST(LlmSearchOnGpu, ScriptedModelKernelsRunThroughTheGateAndTheBestIsPublished) {
   KD_REQUIRE_GPU();
   const DeviceInfo dev = query_device(0);
-  const builtin::Target target = builtin::Target::from(dev);
+  const search::GpuTarget target = search::GpuTarget::from(dev);
   const GemmKey key = std::get<GemmKey>(parse_key(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1"))
                           .with_device({dev.arch, dev.name, dev.sms});

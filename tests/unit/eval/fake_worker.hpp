@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::test {
 

@@ -39,7 +39,7 @@ TEST_P(LlmSearch, TreeRecordsEveryReplysFateAndTheRepairRound) {
   opts.mode = search::SearchMode::dry_run;
   opts.budget.ideas = 2;
   opts.budget.impls = 2;
-  const builtin::Target target;
+  const search::GpuTarget target;
   const search::SearchOutcome out = run_search(key, target, proposers, compiler, nullptr, opts, {});
 
   std::map<std::string, int> llm_fates;
@@ -75,7 +75,7 @@ TEST_P(LlmSearch, ExhaustedBudgetSendsNothingAndTheSearchGoesOn) {
   search::CompileService compiler;
   search::SearchOptions opts;
   opts.mode = search::SearchMode::dry_run;
-  const builtin::Target target;
+  const search::GpuTarget target;
   const search::SearchOutcome out = run_search(key, target, proposers, compiler, nullptr, opts, {});
   EXPECT_TRUE(server_.requests().empty());
   ASSERT_FALSE(llm.failures().empty());

@@ -64,7 +64,7 @@ CompileService& compiler() {
 }
 
 ProposalContext context(const GemmKey& key, const SearchTree& tree, AlgoSource* algos) {
-  static const builtin::Target target;
+  static const GpuTarget target;
   return {key, target, tree, 0, 0, 0, 0, algos};
 }
 
@@ -123,7 +123,7 @@ TEST(CublasLtSearch, EveryAlgorithmGetsAVerdictAndTheFastestIsPublishedAsACublas
   gpu.time_us = {{1, 99.0}, {2, 80.0}, {3, 90.0}};
   cublaslt::CublasLtProposer proposer;
   std::vector<Proposer*> proposers{&proposer};
-  const builtin::Target target;
+  const GpuTarget target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &gpu, {}, {});
 
   ASSERT_EQ(out.tree.nodes().size(), 3u);
@@ -195,7 +195,7 @@ TEST(CublasLtSearch, ADryRunRecordsWhyNoAlgorithmWasProposed) {
   std::vector<Proposer*> proposers{&proposer};
   SearchOptions opts;
   opts.mode = SearchMode::dry_run;
-  const builtin::Target target;
+  const GpuTarget target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), nullptr, opts, {});
   ASSERT_EQ(out.tree.nodes().size(), 1u);
   EXPECT_EQ(out.tree.node(0).verdict, "needs_gpu");

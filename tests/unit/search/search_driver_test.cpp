@@ -49,7 +49,7 @@ TEST(SearchDriver, DryRunProposesAndCompilesWithoutAGpu) {
   std::vector<Proposer*> proposers{&builtin};
   SearchOptions opts;
   opts.mode = SearchMode::dry_run;
-  const builtin::Target target;
+  const search::GpuTarget target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), nullptr, opts, {});
   ASSERT_GE(out.tree.nodes().size(), 4u);
   int round1 = 0;
@@ -73,7 +73,7 @@ TEST(SearchDriver, RoundsImproveThenStopWhenNothingImproves) {
   opts.budget.ideas = 2;
   opts.budget.impls = 1;
   opts.budget.topk = 1;
-  const builtin::Target target;
+  const search::GpuTarget target;
   // The backend cannot see sources; time by the order of evaluation instead: each round faster
   // until round 2, then flat.
   int evaluated = 0;
@@ -97,7 +97,7 @@ TEST(SearchDriver, CandidateBudgetHolds) {
   SearchOptions opts;
   opts.budget.rounds = 20;
   opts.budget.max_candidates = 7;
-  const builtin::Target target;
+  const search::GpuTarget target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &backend, opts, {});
   EXPECT_LE(out.tree.nodes().size(), 7u);
   // Every node once, and the winner once more to confirm it.
@@ -119,7 +119,7 @@ TEST(SearchDriver, WinnerIsPublishedOnlyWhenASecondMeasurementConfirmsIt) {
     if (calls <= 4) return 60.0 - calls;  // node 3 fastest, then node 2
     return calls == 5 ? 150.0 : 58.0;     // node 3's confirmation loses, node 2's wins
   });
-  const builtin::Target target;
+  const search::GpuTarget target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &backend, opts, {});
   ASSERT_EQ(out.tree.nodes().size(), 4u);
   ASSERT_TRUE(out.winner.has_value());
@@ -135,7 +135,7 @@ TEST(SearchDriver, NoCorrectCandidateKeepsTheVendorLibrary) {
   std::vector<Proposer*> proposers{&builtin};
   ScriptedBackend backend([](const std::string&) { return 500.0; });  // correct but slower
   SearchOptions opts;
-  const builtin::Target target;
+  const search::GpuTarget target;
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &backend, opts, {});
   EXPECT_FALSE(out.winner.has_value());
   EXPECT_TRUE(out.tree.best().has_value());

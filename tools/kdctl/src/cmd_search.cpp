@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "builtin/family.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -16,6 +15,7 @@
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
 #include "daemon_link.hpp"
+#include "driver/gpu_target.hpp"
 #include "driver/proposer_table.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
@@ -23,7 +23,7 @@
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
 #include "store/cache_store.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::kdctl {
 namespace {
@@ -119,11 +119,11 @@ int run_search_command(const SearchArgs& a) {
   }
   const auto owned = std::move(std::get<0>(made));
 
-  builtin::Target target;  // sm_90 / 132 SMs unless a GPU says otherwise
+  search::GpuTarget target;  // sm_90 / 132 SMs unless a GPU says otherwise
   const bool have_gpu = cu_device_count() > a.device;
   if (have_gpu) {
     const DeviceInfo dev = query_device(a.device);
-    target = builtin::Target::from(dev);
+    target = search::GpuTarget::from(dev);
     if (!key.device) key = key.with_device({dev.arch, dev.name, dev.sms});
   } else if (!a.dry_run) {
     std::fprintf(stderr, "kdctl search: no usable GPU (%s); --dry-run proposes and compiles without one\n",

@@ -16,7 +16,7 @@
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
 #include "store/cache_store.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::kdctl {
 namespace {

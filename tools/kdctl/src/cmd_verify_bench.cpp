@@ -12,15 +12,15 @@
 #include "cuda/device.hpp"
 #include "daemon_link.hpp"
 #include "cuda/driver.hpp"
-#include "cublaslt_proposer/algo_enumeration.hpp"
 #include "driver/publish.hpp"
 #include "driver/worker_backend.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
 #include "png_chart.hpp"
 #include "shape_list.hpp"
 #include "store/cache_store.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::kdctl {
 namespace {

@@ -1,4 +1,4 @@
-// The WorkerClient against real processes in the worker's self-test modes: no GPU needed.
+// The WorkerParent against real processes in the worker's self-test modes: no GPU needed.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -8,7 +8,7 @@
 #include "common/error.hpp"
 #include "fake_worker.hpp"
 #include "support/temp_dir.hpp"
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 namespace kd::worker {
 namespace {
@@ -30,109 +30,109 @@ eval::EvalRequest any_request() {
   return r;
 }
 
-TEST(WorkerClient, EvaluatesInOneWorkerAcrossCalls) {
+TEST(WorkerParent, EvaluatesInOneWorkerAcrossCalls) {
   FakeWorkers w;
   w.set("echo");
-  WorkerClient client(test::fake_worker_spawn(w.mode_file));
-  const eval::Verdict a = client.evaluate(any_request(), 10s);
+  WorkerParent parent(test::fake_worker_spawn(w.mode_file));
+  const eval::Verdict a = parent.evaluate(any_request(), 10s);
   EXPECT_EQ(a.rule, eval::Rule::not_faster) << a.detail;
-  const pid_t pid = client.pid();
+  const pid_t pid = parent.pid();
   EXPECT_GT(pid, 0);
-  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(client.pid(), pid);
-  EXPECT_EQ(client.restarts(), 0);
+  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(parent.pid(), pid);
+  EXPECT_EQ(parent.restarts(), 0);
 }
 
-TEST(WorkerClient, WatchdogKillsAHungWorkerAndTheNextCallGetsAFreshOne) {
+TEST(WorkerParent, WatchdogKillsAHungWorkerAndTheNextCallGetsAFreshOne) {
   FakeWorkers w;
   w.set("hang");
-  WorkerClient client(test::fake_worker_spawn(w.mode_file));
-  client.ensure_started();
-  const pid_t hung = client.pid();
+  WorkerParent parent(test::fake_worker_spawn(w.mode_file));
+  parent.ensure_started();
+  const pid_t hung = parent.pid();
   const auto t0 = std::chrono::steady_clock::now();
-  const eval::Verdict v = client.evaluate(any_request(), 300ms);
+  const eval::Verdict v = parent.evaluate(any_request(), 300ms);
   const auto took = std::chrono::steady_clock::now() - t0;
   EXPECT_EQ(v.rule, eval::Rule::hang_timeout) << v.detail;
   EXPECT_GE(took, 300ms);
   EXPECT_LT(took, 10s);
   EXPECT_NE(v.detail.find("signal 9"), std::string::npos) << v.detail;
-  EXPECT_EQ(client.pid(), 0);
+  EXPECT_EQ(parent.pid(), 0);
   EXPECT_EQ(::kill(hung, 0), -1) << "the hung worker must be gone (killed and reaped)";
 
   w.set("echo");
-  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(client.restarts(), 1);
+  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(parent.restarts(), 1);
 }
 
-TEST(WorkerClient, AWorkerThatDiesIsACrashAndIsReplaced) {
+TEST(WorkerParent, AWorkerThatDiesIsACrashAndIsReplaced) {
   FakeWorkers w;
   w.set("crash");
-  WorkerClient client(test::fake_worker_spawn(w.mode_file));
-  const eval::Verdict v = client.evaluate(any_request(), 10s);
+  WorkerParent parent(test::fake_worker_spawn(w.mode_file));
+  const eval::Verdict v = parent.evaluate(any_request(), 10s);
   EXPECT_EQ(v.rule, eval::Rule::crashed);
   EXPECT_NE(v.detail.find("signal 11"), std::string::npos) << v.detail;
   w.set("echo");
-  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(client.restarts(), 1);
+  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(parent.restarts(), 1);
 }
 
-TEST(WorkerClient, ALostContextIsReportedThenTheWorkerIsReplaced) {
+TEST(WorkerParent, ALostContextIsReportedThenTheWorkerIsReplaced) {
   FakeWorkers w;
   w.set("sticky");
-  WorkerClient client(test::fake_worker_spawn(w.mode_file));
-  const eval::Verdict v = client.evaluate(any_request(), 10s);
+  WorkerParent parent(test::fake_worker_spawn(w.mode_file));
+  const eval::Verdict v = parent.evaluate(any_request(), 10s);
   EXPECT_EQ(v.rule, eval::Rule::crashed);
   EXPECT_NE(v.detail.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << v.detail;
   EXPECT_NE(v.detail.find("exit status 70"), std::string::npos) << v.detail;
-  EXPECT_EQ(client.pid(), 0);
+  EXPECT_EQ(parent.pid(), 0);
   w.set("echo");
-  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(client.restarts(), 1);
+  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(parent.restarts(), 1);
 }
 
-TEST(WorkerClient, AWorkerThatCannotStartThrows) {
+TEST(WorkerParent, AWorkerThatCannotStartThrows) {
   WorkerSpawn s;
   s.argv = {"/nonexistent/kdispatch-worker"};
-  WorkerClient client(s);
-  EXPECT_THROW(client.evaluate(any_request(), 1s), Error);
+  WorkerParent parent(s);
+  EXPECT_THROW(parent.evaluate(any_request(), 1s), Error);
 }
 
 
 // The parent's side of enumerate_cublaslt against the echo worker's two made-up algorithms.
-TEST(WorkerClient, EnumeratesCublasLtAlgorithmsInTheSameWorker) {
+TEST(WorkerParent, EnumeratesCublasLtAlgorithmsInTheSameWorker) {
   FakeWorkers w;
   w.set("echo");
-  WorkerClient client(test::fake_worker_spawn(w.mode_file));
-  EXPECT_EQ(client.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  const pid_t pid = client.pid();
-  const EnumerationResult r = client.enumerate_cublaslt({any_request().key_line, {}}, 10s);
+  WorkerParent parent(test::fake_worker_spawn(w.mode_file));
+  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  const pid_t pid = parent.pid();
+  const EnumerationResult r = parent.enumerate_cublaslt({any_request().key_line, {}}, 10s);
   ASSERT_TRUE(std::holds_alternative<cublaslt::Enumeration>(r)) << std::get<std::string>(r);
   const auto& e = std::get<cublaslt::Enumeration>(r);
   ASSERT_EQ(e.algos.size(), 2u);
   EXPECT_EQ(e.algos[1].algo.bytes, std::string(kCublasLtAlgoBytes, '\x02'));
   EXPECT_EQ(e.algos[1].algo.workspace_bytes, 2u << 20);
   EXPECT_EQ(e.algos[0].origin, "heuristic #1");
-  EXPECT_EQ(client.pid(), pid) << "an enumeration must not cost a worker";
+  EXPECT_EQ(parent.pid(), pid) << "an enumeration must not cost a worker";
 }
 
-TEST(WorkerClient, AnEnumerationThatHangsOrLosesTheContextIsAnErrorAndTheWorkerIsReplaced) {
+TEST(WorkerParent, AnEnumerationThatHangsOrLosesTheContextIsAnErrorAndTheWorkerIsReplaced) {
   FakeWorkers w;
   w.set("hang");
-  WorkerClient client(test::fake_worker_spawn(w.mode_file));
-  const EnumerationResult hung = client.enumerate_cublaslt({any_request().key_line, {}}, 300ms);
+  WorkerParent parent(test::fake_worker_spawn(w.mode_file));
+  const EnumerationResult hung = parent.enumerate_cublaslt({any_request().key_line, {}}, 300ms);
   ASSERT_TRUE(std::holds_alternative<std::string>(hung));
   EXPECT_NE(std::get<std::string>(hung).find("hang_timeout"), std::string::npos) << std::get<std::string>(hung);
-  EXPECT_EQ(client.pid(), 0);
+  EXPECT_EQ(parent.pid(), 0);
 
   w.set("sticky");
-  const EnumerationResult lost = client.enumerate_cublaslt({any_request().key_line, {}}, 10s);
+  const EnumerationResult lost = parent.enumerate_cublaslt({any_request().key_line, {}}, 10s);
   ASSERT_TRUE(std::holds_alternative<std::string>(lost));
   EXPECT_NE(std::get<std::string>(lost).find("exit status 70"), std::string::npos) << std::get<std::string>(lost);
-  EXPECT_EQ(client.pid(), 0);
+  EXPECT_EQ(parent.pid(), 0);
 
   w.set("echo");
-  EXPECT_TRUE(std::holds_alternative<cublaslt::Enumeration>(client.enumerate_cublaslt({any_request().key_line, {}}, 10s)));
-  EXPECT_EQ(client.restarts(), 2);
+  EXPECT_TRUE(std::holds_alternative<cublaslt::Enumeration>(parent.enumerate_cublaslt({any_request().key_line, {}}, 10s)));
+  EXPECT_EQ(parent.restarts(), 2);
 }
 
 }  // namespace

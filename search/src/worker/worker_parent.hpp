@@ -1,5 +1,5 @@
 // The parent side of a kdispatch-worker: spawns it, sends evaluations (and cuBLASLt enumerations),
-// enforces the watchdog, and turns a worker that hangs or dies into a verdict (or an error text). One WorkerClient per GPU; not
+// enforces the watchdog, and turns a worker that hangs or dies into a verdict (or an error text). One WorkerParent per GPU; not
 // thread-safe (one evaluation at a time, as the GPU runs one candidate at a time).
 #pragma once
 
@@ -32,13 +32,13 @@ WorkerSpawn default_worker_spawn(int device_ordinal, const std::filesystem::path
 
 class ChildProcess;
 
-class WorkerClient {
+class WorkerParent {
 public:
   // Starts nothing yet: the first evaluate() spawns the worker.
-  explicit WorkerClient(WorkerSpawn spawn);
-  ~WorkerClient();  // asks the worker to stop; kills it if it does not within a second
-  WorkerClient(const WorkerClient&) = delete;
-  WorkerClient& operator=(const WorkerClient&) = delete;
+  explicit WorkerParent(WorkerSpawn spawn);
+  ~WorkerParent();  // asks the worker to stop; kills it if it does not within a second
+  WorkerParent(const WorkerParent&) = delete;
+  WorkerParent& operator=(const WorkerParent&) = delete;
 
   // Runs one evaluation in the worker, waiting at most `watchdog` for its verdict (the gate and
   // timing of a candidate take seconds; a hung kernel takes forever). Outcomes:
@@ -49,7 +49,7 @@ public:
   // cannot be started (spawn failure, a `fatal` start message, no `ready` in time).
   eval::Verdict evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog);
 
-  // Asks the worker for the cuBLASLt algorithms of a key (cublaslt_proposer/algo_enumeration.hpp), waiting
+  // Asks the worker for the cuBLASLt algorithms of a key (eval/cublaslt_enumeration.hpp), waiting
   // at most `watchdog`. The worker's answer, or an error text: the worker's own (cuBLASLt missing,
   // key for another GPU), or that it hung (killed) or died; after those two the next call starts
   // a fresh worker. Throws kd::Error only when a worker cannot be started.

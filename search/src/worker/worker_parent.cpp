@@ -1,4 +1,4 @@
-#include "worker/worker_client.hpp"
+#include "worker/worker_parent.hpp"
 
 #include <signal.h>
 #include <spawn.h>
@@ -116,9 +116,9 @@ WorkerSpawn default_worker_spawn(int device_ordinal, const std::filesystem::path
   return s;
 }
 
-WorkerClient::WorkerClient(WorkerSpawn spawn) : spawn_(std::move(spawn)) {}
+WorkerParent::WorkerParent(WorkerSpawn spawn) : spawn_(std::move(spawn)) {}
 
-WorkerClient::~WorkerClient() {
+WorkerParent::~WorkerParent() {
   if (!child_) return;
   try {
     write_frame(child_->fd(), shutdown_frame());
@@ -129,9 +129,9 @@ WorkerClient::~WorkerClient() {
   child_.reset();
 }
 
-pid_t WorkerClient::pid() const noexcept { return child_ ? child_->pid() : 0; }
+pid_t WorkerParent::pid() const noexcept { return child_ ? child_->pid() : 0; }
 
-const nlohmann::json& WorkerClient::ensure_started() {
+const nlohmann::json& WorkerParent::ensure_started() {
   if (child_) return ready_;
   if (starts_ > 0) ++restarts_;
   ++starts_;
@@ -153,7 +153,7 @@ const nlohmann::json& WorkerClient::ensure_started() {
   return ready_;
 }
 
-eval::Verdict WorkerClient::worker_lost(eval::Rule rule, const std::string& why) {
+eval::Verdict WorkerParent::worker_lost(eval::Rule rule, const std::string& why) {
   eval::Verdict v;
   v.rule = rule;
   v.detail = why;
@@ -161,7 +161,7 @@ eval::Verdict WorkerClient::worker_lost(eval::Rule rule, const std::string& why)
   return v;
 }
 
-std::variant<Frame, WorkerClient::Lost> WorkerClient::exchange(Frame request, std::uint64_t id,
+std::variant<Frame, WorkerParent::Lost> WorkerParent::exchange(Frame request, std::uint64_t id,
                                                               const std::string& reply_type,
                                                               std::chrono::milliseconds watchdog) {
   const auto started = std::chrono::steady_clock::now();
@@ -196,7 +196,7 @@ std::variant<Frame, WorkerClient::Lost> WorkerClient::exchange(Frame request, st
   return reply;
 }
 
-eval::Verdict WorkerClient::evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog) {
+eval::Verdict WorkerParent::evaluate(const eval::EvalRequest& request, std::chrono::milliseconds watchdog) {
   ensure_started();
   const std::uint64_t id = next_id_++;
   auto answered = exchange(evaluate_frame(id, request), id, "verdict", watchdog);
@@ -215,7 +215,7 @@ eval::Verdict WorkerClient::evaluate(const eval::EvalRequest& request, std::chro
   return m.verdict;
 }
 
-EnumerationResult WorkerClient::enumerate_cublaslt(const EnumerateRequest& request,
+EnumerationResult WorkerParent::enumerate_cublaslt(const EnumerateRequest& request,
                                                    std::chrono::milliseconds watchdog) {
   ensure_started();
   const std::uint64_t id = next_id_++;

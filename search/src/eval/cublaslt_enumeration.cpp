@@ -1,4 +1,4 @@
-#include "cublaslt_proposer/algo_enumeration.hpp"
+#include "eval/cublaslt_enumeration.hpp"
 
 #include <algorithm>
 #include <memory>
