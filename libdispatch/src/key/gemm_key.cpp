@@ -1,6 +1,7 @@
 // Printing, hashing and the roofline numbers of a GemmKey. Parsing is in key_parser.cpp.
 #include "key/gemm_key.hpp"
 
+#include <fmt/format.h>
 #include <xxhash.h>
 
 #include <array>
@@ -63,7 +64,8 @@ void check_printable(const DevicePart& d) {
   }
 }
 
-void write_shape(const GemmShape& k, std::string& out) {
+// `n_hi` != 0 prints n as the range `n=LO..HI` (GemmKey::n_hi).
+void write_shape(const GemmShape& k, std::int64_t n_hi, std::string& out) {
   LineWriter w(out);
   w.word("gemm");
   w.token("a", to_string(k.a));
@@ -73,7 +75,11 @@ void write_shape(const GemmShape& k, std::string& out) {
   w.token("ta", to_string(k.ta));
   w.token("tb", to_string(k.tb));
   w.token("m", k.m);
-  w.token("n", k.n);
+  if (n_hi != 0) {
+    w.token("n", fmt::format("{}..{}", k.n, n_hi));
+  } else {
+    w.token("n", k.n);
+  }
   w.token("k", k.k);
   w.token("lda", k.lda);
   w.token("ldb", k.ldb);
@@ -117,7 +123,7 @@ std::int64_t bytes_of(DType t) { return static_cast<std::int64_t>(dtype_bytes(t)
 std::string shape_line(const GemmShape& shape) {
   std::string out;
   out.reserve(kLineReserve);
-  write_shape(shape, out);
+  write_shape(shape, 0, out);
   return out;
 }
 
@@ -125,16 +131,50 @@ std::string full_line(const GemmShape& shape, const DevicePart& device) {
   check_printable(device);
   std::string out;
   out.reserve(kLineReserve);
-  write_shape(shape, out);
+  write_shape(shape, 0, out);
   write_device(device, out);
   return out;
 }
 
-std::string GemmKey::shape_line() const { return kd::shape_line(*this); }
+std::string GemmKey::shape_line() const {
+  std::string out;
+  out.reserve(kLineReserve);
+  write_shape(*this, n_hi, out);
+  return out;
+}
 
 std::string GemmKey::full_line() const {
   if (!device) throw Error(ErrorDomain::usage, 0, "full_line() of a key without a device part");
-  return kd::full_line(*this, *device);
+  check_printable(*device);
+  std::string out;
+  out.reserve(kLineReserve);
+  write_shape(*this, n_hi, out);
+  write_device(*device, out);
+  return out;
+}
+
+GemmKey GemmKey::at_n(std::int64_t count) const {
+  GemmKey out = *this;
+  out.n = count;
+  out.n_hi = 0;
+  return out;
+}
+
+GemmKey GemmKey::with_n_range(std::int64_t lo, std::int64_t hi) const {
+  GemmKey out = *this;
+  out.n = lo;
+  out.n_hi = hi > lo ? hi : 0;
+  return out;
+}
+
+std::optional<NTokenSpan> n_token_span(std::string_view line) {
+  constexpr std::string_view kToken = " n=";
+  const std::size_t at = line.find(kToken);
+  if (at == std::string_view::npos) return std::nullopt;
+  const std::size_t begin = at + kToken.size();
+  std::size_t end = line.find(' ', begin);
+  if (end == std::string_view::npos) end = line.size();
+  return NTokenSpan{begin, end};
 }
 
 std::uint64_t GemmKey::hash() const {

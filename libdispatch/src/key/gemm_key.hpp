@@ -41,11 +41,26 @@ struct DevicePart {
   bool operator==(const DevicePart&) const = default;
 };
 
-// A shape (key/gemm_shape.hpp) with, in a full key, the GPU it is for.
+// A shape (key/gemm_shape.hpp) with, in a full key, the GPU it is for. A key may stand for a range
+// of token counts (`n=LO..HI`, issue 29): then `n` is LO and `n_hi` is HI (> LO); for an exact key
+// n_hi is 0. A call is always exact (GemmShape, CallKey); ranges live in shape lists, jobs and
+// records (ARCHITECTURE.md, "A record may serve a range of n"). Code that needs one shape (the
+// evaluator, kdctl validate) refuses a range key: slicing it to its GemmShape would keep n = LO.
 struct GemmKey : GemmShape {
+  std::int64_t n_hi = 0;             // 0: exact; else the range's last n (> n)
   std::optional<DevicePart> device;  // absent in a shape-list line
 
   bool operator==(const GemmKey&) const = default;
+
+  bool is_range() const noexcept { return n_hi != 0; }
+  // The last n the key stands for: n_hi for a range, n for an exact key.
+  std::int64_t n_last() const noexcept { return n_hi != 0 ? n_hi : n; }
+  // Whether the key stands for token count `count` (its n, or a value of its range).
+  bool covers(std::int64_t count) const noexcept { return count >= n && count <= n_last(); }
+  // This key with exact n = `count` (the range dropped); the caller keeps count within covers().
+  GemmKey at_n(std::int64_t count) const;
+  // This key standing for [lo, hi] (exact when lo == hi).
+  GemmKey with_n_range(std::int64_t lo, std::int64_t hi) const;
 
   // The shape-list line (no device part) and the full key line (with it). Printing does not
   // validate shapes: a key parse_key accepted prints to a line it parses back to the same key.
@@ -60,9 +75,20 @@ struct GemmKey : GemmShape {
 };
 
 // The shape-list line of a shape, and the full key line of a shape on a device: what
-// GemmKey::shape_line() and full_line() print. full_line throws as GemmKey::full_line() does.
+// GemmKey::shape_line() and full_line() print (exact n). full_line throws as GemmKey::full_line()
+// does.
 std::string shape_line(const GemmShape& shape);
 std::string full_line(const GemmShape& shape, const DevicePart& device);
+
+// Where the `n=` token's value starts and ends in a canonical key line (as printed: `... m=M n=N
+// k=...`), or nullopt when the line has no ` n=` token. Lines that share everything but n agree
+// outside [begin, end), which is how the cache finds the range records covering a call
+// (store/cache_store.hpp, lookup_covering).
+struct NTokenSpan {
+  std::size_t begin = 0;  // first character of the value
+  std::size_t end = 0;    // one past its last
+};
+std::optional<NTokenSpan> n_token_span(std::string_view canonical_line);
 
 // A parse error names the bad token and its 1-based column in the line (bytes from the start of
 // the line as given, leading blanks included). A token missing at the end is reported at the
@@ -83,6 +109,10 @@ inline constexpr std::size_t kMaxKeyLineBytes = 502;
 
 // Parses a canonical line, with or without the device part, or the shorthand
 //   linear dtype=bf16 tokens=16 in=4096 out=4096 [bias=0|1] [batch=1]
+// `n=` (and the shorthand's `tokens=`) may be a range `LO..HI` with 1 <= LO < HI: the key stands
+// for every n in it (GemmKey::n_hi). A range with an end missing (`n=..64`, `n=33..`), an inverted
+// one (`n=64..33`) and one of a single value (`n=8..8`: write `n=8`) are errors, and the leading
+// dimensions must hold for every n of it (ldb >= HI when tb=T).
 // which expands to the gemm nn.Linear issues through cuBLAS (ta=T tb=N m=out n=tokens k=in,
 // lda=ldb=in, ldc=out, compute f32, epilogue bias when bias=1, beta0=1).
 // Leading/trailing blanks are ignored; a `#` comment line or a blank line is an error here (shape

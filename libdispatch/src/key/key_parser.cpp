@@ -141,10 +141,9 @@ E enum_value(const Token& t, const std::array<key_names::Named<E>, N>& table) {
 }
 
 // A decimal integer in [minimum, maximum]: digits only, no sign, no leading zero (a line has one
-// spelling per key).
-std::int64_t integer_value(const Token& t, std::int64_t minimum,
-                           std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
-  const std::string_view v = t.value;
+// spelling per key). `text` is the token's value or a part of it (a range's end).
+std::int64_t integer_text(const Token& t, std::string_view v, std::int64_t minimum,
+                          std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
   if (!v.empty() && v.front() == '-') fail(t, "negative values are not allowed");
   for (const char ch : v) {
     if (!line_rules::is_digit(ch)) fail(t, "expected a decimal integer");
@@ -159,6 +158,34 @@ std::int64_t integer_value(const Token& t, std::int64_t minimum,
   const auto value = static_cast<std::int64_t>(u);
   if (value < minimum) fail(t, "must be >= " + std::to_string(minimum));
   return value;
+}
+
+std::int64_t integer_value(const Token& t, std::int64_t minimum,
+                           std::int64_t maximum = std::numeric_limits<std::int64_t>::max()) {
+  return integer_text(t, t.value, minimum, maximum);
+}
+
+// A token count: `N`, or the range `LO..HI` (1 <= LO < HI) a key may stand for (issue 29).
+struct CountRange {
+  std::int64_t lo = 0;
+  std::int64_t hi = 0;  // 0: exact
+};
+CountRange count_or_range(const Token& t) {
+  constexpr std::string_view kDots = "..";
+  const std::size_t dots = t.value.find(kDots);
+  if (dots == std::string_view::npos) return {integer_value(t, 1), 0};
+  const std::string_view lo_text = t.value.substr(0, dots), hi_text = t.value.substr(dots + kDots.size());
+  const std::string name(t.name);
+  if (lo_text.empty() || hi_text.empty()) {
+    fail(t, "a range needs both ends: write " + name + "=LO..HI, e.g. " + name + "=33..64");
+  }
+  const std::int64_t lo = integer_text(t, lo_text, 1), hi = integer_text(t, hi_text, 1);
+  if (lo > hi) {
+    fail(t, "the range is inverted (" + std::to_string(lo) + " > " + std::to_string(hi) + "): write " + name +
+                "=" + std::to_string(hi) + ".." + std::to_string(lo));
+  }
+  if (lo == hi) fail(t, "a range of one value: write " + name + "=" + std::to_string(lo));
+  return {lo, hi};
 }
 
 bool flag_value(const Token& t) {
@@ -199,13 +226,18 @@ void parse_shape(OrderedTokens& p, GemmKey& k) {
   k.ta = enum_value(p.take("ta"), key_names::kTranspose);
   k.tb = enum_value(p.take("tb"), key_names::kTranspose);
   k.m = integer_value(p.take("m"), 1);
-  k.n = integer_value(p.take("n"), 1);
+  const CountRange n = count_or_range(p.take("n"));
+  k.n = n.lo;
+  k.n_hi = n.hi;
   k.k = integer_value(p.take("k"), 1);
   const bool a_plain = k.ta == Transpose::N, b_plain = k.tb == Transpose::N;
   k.lda = ld_value(p.take("lda"), min_lda(k),
                    a_plain ? "rows of stored A: ta=N -> m" : "rows of stored A: ta=T -> k");
-  k.ldb = ld_value(p.take("ldb"), min_ldb(k),
-                   b_plain ? "rows of stored B: tb=N -> k" : "rows of stored B: tb=T -> n");
+  // A range's leading dimensions must hold for its largest n.
+  k.ldb = ld_value(p.take("ldb"), min_ldb(k.at_n(k.n_last())),
+                   b_plain ? "rows of stored B: tb=N -> k"
+                           : (k.is_range() ? "rows of stored B: tb=T -> the range's largest n"
+                                           : "rows of stored B: tb=T -> n"));
   k.ldc = ld_value(p.take("ldc"), k.m, "rows of C: m");
   k.batch = integer_value(p.take("batch"), 1);
   if (k.batch > 1) {
@@ -272,7 +304,9 @@ GemmKey parse_linear(Tokenizer& tokens) {
   k.precision = default_precision(k.compute);
   k.ta = Transpose::T;
   k.tb = Transpose::N;
-  k.n = integer_value(p.take("tokens"), 1);
+  const CountRange count = count_or_range(p.take("tokens"));
+  k.n = count.lo;
+  k.n_hi = count.hi;
   k.k = integer_value(p.take("in"), 1);
   k.m = integer_value(p.take("out"), 1);
   k.lda = k.ldb = k.k;

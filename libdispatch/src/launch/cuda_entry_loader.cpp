@@ -1,6 +1,8 @@
 #include "launch/cuda_entry_loader.hpp"
 
 #include <spdlog/spdlog.h>
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 #include "common/error.hpp"
 #include "cublaslt/library.hpp"
@@ -10,6 +12,31 @@
 #include "launch/cublaslt_entry.hpp"
 
 namespace kd {
+
+// A loaded module: unloaded when the last entry resources holding it go, which is when the
+// dispatcher stops (it keeps every entry's resources until then). The context is synchronized
+// first so no queued kernel still runs. Errors are ignored (the driver may be shutting down).
+class LoadedModule {
+public:
+  LoadedModule(CUcontext ctx, CUmodule module) : ctx_(ctx), module_(module) {}
+  ~LoadedModule() {
+    const CudaDriver* d = cu_driver();
+    if (d == nullptr || module_ == nullptr) return;
+    if (d->cuCtxPushCurrent(ctx_) != CUDA_SUCCESS) return;
+    d->cuCtxSynchronize();
+    d->cuModuleUnload(module_);
+    CUcontext popped = nullptr;
+    d->cuCtxPopCurrent(&popped);
+  }
+  LoadedModule(const LoadedModule&) = delete;
+  LoadedModule& operator=(const LoadedModule&) = delete;
+  CUmodule get() const noexcept { return module_; }
+
+private:
+  CUcontext ctx_;
+  CUmodule module_;
+};
+
 namespace {
 
 constexpr std::uint32_t kDefaultSmemLimitBytes = 48 * 1024;
@@ -28,31 +55,31 @@ public:
   ContextScope& operator=(const ContextScope&) = delete;
 };
 
-// What a loaded entry owns. Destroyed when the dispatcher stops: synchronizes the context so no
-// queued kernel still runs, then unloads and frees. Errors are ignored there (the driver may be
-// shutting down at process exit).
+// What a loaded entry owns: its module (shared with the other entries of a range record) and its
+// workspace. Destroyed when the dispatcher stops: synchronizes the context so no queued kernel
+// still runs, then frees. Errors are ignored there (the driver may be shutting down at exit).
 class CudaResources final : public EntryResources {
 public:
-  CudaResources(CUcontext ctx, CUmodule module, CUdeviceptr workspace)
-      : ctx_(ctx), module_(module), workspace_(workspace) {}
+  CudaResources(CUcontext ctx, std::shared_ptr<LoadedModule> module)
+      : ctx_(ctx), module_(std::move(module)) {}
   ~CudaResources() override {
     const CudaDriver* d = cu_driver();
-    if (d == nullptr) return;
+    if (d == nullptr || workspace_ == 0) return;
     if (d->cuCtxPushCurrent(ctx_) != CUDA_SUCCESS) return;
     d->cuCtxSynchronize();
-    if (workspace_ != 0) d->cuMemFree(workspace_);
-    if (module_ != nullptr) d->cuModuleUnload(module_);
+    d->cuMemFree(workspace_);
     CUcontext popped = nullptr;
     d->cuCtxPopCurrent(&popped);
   }
   CudaResources(const CudaResources&) = delete;
   CudaResources& operator=(const CudaResources&) = delete;
   void set_workspace(CUdeviceptr w) noexcept { workspace_ = w; }
+  CUmodule module() const noexcept { return module_->get(); }
 
 private:
   CUcontext ctx_;
-  CUmodule module_;
-  CUdeviceptr workspace_;
+  std::shared_ptr<LoadedModule> module_;
+  CUdeviceptr workspace_ = 0;
 };
 
 // The loader thread loads modules and allocates while the application may be capturing a graph in
@@ -140,28 +167,49 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load_cublaslt(const C
   }
 }
 
+std::shared_ptr<LoadedModule> CudaEntryLoader::module_for(CUcontext ctx, const Record& record) {
+  // A range record's entries (one per distinct n) share its module; an exact record's entry has
+  // its own, as before (two records may hold one cubin with different shared-memory opt-ins).
+  const bool shared = record.plan.has_rules();
+  const ModuleKey id{ctx, XXH3_64bits(record.key_line.data(), record.key_line.size()) ^
+                              XXH3_64bits(record.cubin.data(), record.cubin.size())};
+  if (shared) {
+    if (const auto it = range_modules_.find(id); it != range_modules_.end())
+      if (auto module = it->second.lock()) return module;
+  }
+  CUmodule raw = nullptr;
+  KD_CU_CHECK(cu().cuModuleLoadData(&raw, record.cubin.data()), record.key_line);
+  auto module = std::make_shared<LoadedModule>(ctx, raw);
+  if (shared) range_modules_[id] = module;
+  return module;
+}
+
 std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& key,
                                                                 const Record& record) {
   if (record.kind == RecordKind::cublaslt_algo) return load_cublaslt(key, record);
   if (record.kind != RecordKind::nvrtc_kernel) return FallbackReason::unsupported;
-  const LaunchPlan& plan = record.plan;
+  // A range record's grid for this call's n (issue 29); the cache checked the rules at lookup.
+  auto at_n = plan_at_n(record.plan, key.n);
+  if (const auto* bad = std::get_if<PlanError>(&at_n)) {
+    spdlog::warn("kdispatch: the record {} cannot serve n={}: {}", record.key_line, key.n, bad->message);
+    return FallbackReason::corrupted;
+  }
+  const LaunchPlan& plan = std::get<LaunchPlan>(at_n);
   if (plan.launches.empty() || plan.launches.size() > kMaxLaunches || record.cubin.empty())
     return FallbackReason::corrupted;
   const auto ctx = reinterpret_cast<CUcontext>(key.context);
   const CudaDriver& d = cu();
   try {
     ContextScope scope(ctx);
-    CUmodule module = nullptr;
-    KD_CU_CHECK(d.cuModuleLoadData(&module, record.cubin.data()), record.key_line);
     // Owns the module (and the workspace once allocated) from here on, also on failure.
-    auto resources = std::make_unique<CudaResources>(ctx, module, 0);
+    auto resources = std::make_unique<CudaResources>(ctx, module_for(ctx, record));
     auto entry = std::make_unique<Entry>();
     entry->alignment_bytes = record.alignment_bytes;
     entry->launch_count = static_cast<std::uint32_t>(plan.launches.size());
     for (std::size_t i = 0; i < plan.launches.size(); ++i) {
       const LaunchSpec& spec = plan.launches[i];
       KernelLaunch& l = entry->launches[i];
-      KD_CU_CHECK(d.cuModuleGetFunction(&l.function, module, spec.entry.c_str()), spec.entry);
+      KD_CU_CHECK(d.cuModuleGetFunction(&l.function, resources->module(), spec.entry.c_str()), spec.entry);
       if (spec.smem_bytes > kDefaultSmemLimitBytes)
         KD_CU_CHECK(d.cuFuncSetAttribute(l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          static_cast<int>(spec.smem_bytes)),

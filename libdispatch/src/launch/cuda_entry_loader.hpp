@@ -21,6 +21,7 @@ namespace kd {
 
 struct CublasLtLibrary;
 class LtHandle;
+class LoadedModule;
 
 class CudaEntryLoader : public EntryLoader {
 public:
@@ -46,12 +47,18 @@ private:
   };
   const ContextInfo& context_info(CUcontext ctx);
   std::variant<LoadedEntry, FallbackReason> load_cublaslt(const CallKey& key, const Record& record);
+  // The module of `record` in `ctx`: loaded here, or, for a range record, the one its other
+  // entries in `ctx` already hold. Throws kd::Error when the driver refuses the cubin.
+  std::shared_ptr<LoadedModule> module_for(CUcontext ctx, const Record& record);
 
   CublasLtSource cublaslt_source_;
   bool graph_workspace_;
   std::map<CUcontext, ContextInfo> contexts_;
   std::map<CUdevice, CUcontext> retained_;  // primary contexts retained by this loader
   std::map<CUcontext, std::shared_ptr<LtHandle>> lt_handles_;  // created on a context's first record
+  // Range records' modules by (context, record identity): every n of a range shares one module.
+  using ModuleKey = std::pair<CUcontext, std::uint64_t>;
+  std::map<ModuleKey, std::weak_ptr<LoadedModule>> range_modules_;
 };
 
 }  // namespace kd

@@ -84,10 +84,24 @@ void reject_unknown_fields(const json& obj, std::initializer_list<std::string_vi
   }
 }
 
+// "grid_rule": three entries, each null or a GridRule object; at least one a rule.
+std::array<std::optional<GridRule>, 3> grid_rules(const json& v, const std::string& where) {
+  if (!v.is_array() || v.size() != 3) fail(fmt::format("{}: expected 3 entries (null or a rule), got {}", where, v.dump()));
+  std::array<std::optional<GridRule>, 3> out{};
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (v[i].is_null()) continue;
+    auto rule = grid_rule_from_json(v[i]);
+    if (const auto* why = std::get_if<std::string>(&rule)) fail(fmt::format("{}[{}]: {}", where, i, *why));
+    out[i] = std::get<GridRule>(rule);
+  }
+  if (!out[0] && !out[1] && !out[2]) fail(where + ": no rule (leave the field out)");
+  return out;
+}
+
 LaunchSpec parse_launch(const json& launch, std::size_t index) {
   const std::string where = fmt::format("launches[{}]", index);
   if (!launch.is_object()) fail(fmt::format("{}: expected an object, got {}", where, launch.dump()));
-  reject_unknown_fields(launch, {"entry", "grid", "block", "smem", "pdl"}, where + ": ");
+  reject_unknown_fields(launch, {"entry", "grid", "grid_rule", "block", "smem", "pdl"}, where + ": ");
   LaunchSpec spec;
   if (!launch.contains("entry")) fail(where + ".entry: missing");
   const json& entry = launch.at("entry");
@@ -113,6 +127,7 @@ LaunchSpec parse_launch(const json& launch, std::size_t index) {
     // held to a stricter wait by the contract checks (search/src/contract/compiled_checks.cpp).
     spec.pdl = pdl.get<bool>();
   }
+  if (launch.contains("grid_rule")) spec.grid_rule = grid_rules(launch.at("grid_rule"), where + ".grid_rule");
   return spec;
 }
 
@@ -228,6 +243,11 @@ std::string plan_to_json(const LaunchPlan& plan) {
     ordered_json entry;
     entry["entry"] = l.entry;
     entry["grid"] = l.grid;
+    if (l.has_rule()) {  // range plans only: exact plans keep their exact text
+      ordered_json rules = ordered_json::array();
+      for (const auto& r : l.grid_rule) rules.push_back(r ? ordered_json::parse(grid_rule_json(*r).dump()) : ordered_json());
+      entry["grid_rule"] = std::move(rules);
+    }
     entry["block"] = l.block;
     entry["smem"] = l.smem_bytes;
     if (l.pdl) entry["pdl"] = true;  // absent when false: older plans keep their exact text
@@ -237,6 +257,49 @@ std::string plan_to_json(const LaunchPlan& plan) {
   root["launches"] = std::move(launches);
   root["workspace"] = plan.workspace_bytes;
   return root.dump();
+}
+
+bool LaunchPlan::has_rules() const noexcept {
+  for (const LaunchSpec& l : launches)
+    if (l.has_rule()) return true;
+  return false;
+}
+
+std::optional<std::string> range_plan_problem(const LaunchPlan& plan, std::int64_t lo, std::int64_t hi) {
+  if (lo < 1 || hi < lo) return fmt::format("plan: range {}..{} is empty", lo, hi);
+  for (std::size_t i = 0; i < plan.launches.size(); ++i) {
+    const LaunchSpec& l = plan.launches[i];
+    for (std::size_t d = 0; d < 3; ++d) {
+      if (!l.grid_rule[d]) continue;
+      const GridRule& r = *l.grid_rule[d];
+      const std::string where = fmt::format("plan: launches[{}].grid_rule[{}]", i, d);
+      if (r.div == 0 || r.scale == 0) return where + ": div and scale must be >= 1";
+      const auto first = r.at(lo), last = r.at(hi);
+      if (!first || !last) return fmt::format("{}: overflows over n={}..{}", where, lo, hi);
+      if (*first < 1) return fmt::format("{}: {} at n={} (at least 1)", where, *first, lo);
+      if (static_cast<std::uint64_t>(*last) > kMaxGrid[d])
+        return fmt::format("{}: {} at n={} exceeds the maximum {}", where, *last, hi, kMaxGrid[d]);
+      if (static_cast<std::uint64_t>(*last) != l.grid[d])
+        return fmt::format("{}: {} at n={}, but grid[{}] is {}", where, *last, hi, d, l.grid[d]);
+    }
+  }
+  return std::nullopt;
+}
+
+std::variant<LaunchPlan, PlanError> plan_at_n(const LaunchPlan& plan, std::int64_t n) {
+  LaunchPlan out = plan;
+  for (std::size_t i = 0; i < out.launches.size(); ++i) {
+    LaunchSpec& l = out.launches[i];
+    for (std::size_t d = 0; d < 3; ++d) {
+      if (!l.grid_rule[d]) continue;
+      const auto v = l.grid_rule[d]->at(n);
+      if (!v || *v < 1 || static_cast<std::uint64_t>(*v) > kMaxGrid[d])
+        return PlanError{fmt::format("plan: launches[{}].grid_rule[{}] gives no grid extent for n={}", i, d, n)};
+      l.grid[d] = static_cast<std::uint32_t>(*v);
+      l.grid_rule[d].reset();
+    }
+  }
+  return out;
 }
 
 }  // namespace kd

@@ -7,6 +7,9 @@
 // execute `griddepcontrol.wait` before it reads anything the earlier launches wrote; on the first
 // launch the kernel before it is the application's, so the kernel must execute the wait before any
 // global memory access at all (ARCHITECTURE.md, "A plan's first launch may overlap").
+// A plan for a range of n (issue 29) may carry "grid_rule": [r0, r1, r2], each null or a GridRule
+// (plan/grid_rule.hpp) that computes that grid extent from the call's n; "grid" then holds the
+// extents at the range's last n, and workspace and smem are the range's largest.
 #pragma once
 
 #include <array>
@@ -14,7 +17,10 @@
 #include <string>
 #include <string_view>
 #include <variant>
+#include <optional>
 #include <vector>
+
+#include "plan/grid_rule.hpp"
 
 namespace kd {
 
@@ -24,13 +30,18 @@ struct LaunchSpec {
   std::array<std::uint32_t, 3> block{}; // each >= 1, product <= 1024
   std::uint32_t smem_bytes = 0;         // dynamic shared memory; > 48 KiB needs the opt-in attribute
   bool pdl = false;                     // programmatic dependent of the launch before it on the stream
+  // Per grid dimension, the rule that computes it from n (range plans only); grid[d] is then its
+  // value at the range's last n.
+  std::array<std::optional<GridRule>, 3> grid_rule{};
   bool operator==(const LaunchSpec&) const = default;
+  bool has_rule() const noexcept { return grid_rule[0] || grid_rule[1] || grid_rule[2]; }
 };
 
 struct LaunchPlan {
   std::vector<LaunchSpec> launches;   // 1..8
   std::uint64_t workspace_bytes = 0;  // device workspace handed in kd_gemm_args.workspace
   bool operator==(const LaunchPlan&) const = default;
+  bool has_rules() const noexcept;
 };
 
 struct PlanError {
@@ -44,5 +55,15 @@ struct PlanError {
 std::variant<LaunchPlan, PlanError> parse_plan_from_source(std::string_view source);
 std::variant<LaunchPlan, PlanError> parse_plan_json(std::string_view json);
 std::string plan_to_json(const LaunchPlan& plan);
+
+// Why `plan` cannot serve every n in [lo, hi] (lo <= hi), or nullopt: each rule's value must be
+// at least 1 at lo, within CUDA's grid limit and equal to the plan's grid at hi, and computable
+// (no overflow) there. A plan without rules serves any n (a persistent kernel). O(rules): the
+// rules never decrease with n, so the ends bound every value between them.
+std::optional<std::string> range_plan_problem(const LaunchPlan& plan, std::int64_t lo, std::int64_t hi);
+// `plan` with every ruled extent computed for `n` and the rules dropped (what a launcher runs).
+// Requires range_plan_problem(plan, lo, hi) to be nullopt for a range holding n; an extent a rule
+// cannot compute (overflow) or out of CUDA's limits is a PlanError.
+std::variant<LaunchPlan, PlanError> plan_at_n(const LaunchPlan& plan, std::int64_t n);
 
 }  // namespace kd

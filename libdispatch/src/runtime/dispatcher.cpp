@@ -102,7 +102,7 @@ void Dispatcher::stop_background() noexcept {
     // final counter report (the exit path must not block the host).
     if (!thread_.joinable() && connection_ && !connection_->final_stats_sent) {
       connection_->final_stats_sent = true;
-      connection_->usage.finish(connection_->daemon, registry_, keys_by_line_);
+      connection_->usage.finish(connection_->daemon, registry_, keys_by_line_, served_by_);
       connection_->stats.finish(connection_->daemon);
     }
   } catch (...) {
@@ -172,7 +172,7 @@ void Dispatcher::step(Clock::time_point now) {
         recheck = true;
       }
       connection_->stats.tick(d, now);
-      connection_->usage.tick(d, registry_, keys_by_line_, now);
+      connection_->usage.tick(d, registry_, keys_by_line_, served_by_, now);
     }
     auto& c = dispatcher_counters();
     c.daemon_connected.store(d.connected() ? 1 : 0, std::memory_order_relaxed);
@@ -224,7 +224,9 @@ void Dispatcher::publish_negative(const CallKey& key, FallbackReason reason) {
 // Brings the entry for `key` (currently `current`, never null) up to date with the cache snapshot.
 void Dispatcher::resolve(const CallKey& key, const std::string& line, const Entry* current) {
   auto& counters = dispatcher_counters();
-  auto found = reader_->lookup(line);
+  // The call's own record, else a range record covering its n (issue 29): the entry stays keyed
+  // by the exact call, so the hit path is the same for both.
+  auto found = reader_->lookup_covering(line);
   if (auto* miss = std::get_if<LookupMiss>(&found)) {
     const FallbackReason reason = reason_for(*miss);
     if (current->state == EntryState::negative && current->miss_reason == reason) return;
@@ -234,6 +236,9 @@ void Dispatcher::resolve(const CallKey& key, const std::string& line, const Entr
     return;
   }
   const Record& record = std::get<Record>(found);
+  // Usage is reported under the record's line, which is not the call's for a range record.
+  if (record.key_line != line) served_by_[line] = record.key_line;
+  else served_by_.erase(line);
   const std::uint64_t id = record_id(record);
   if (current->state == EntryState::loaded && current->record_id == id) return;
   if (current->state == EntryState::negative && current->miss_reason == FallbackReason::load_failed &&

@@ -106,6 +106,8 @@ private:
   // Background thread only:
   std::optional<CacheReader> reader_;
   std::unordered_map<std::string, std::vector<CallKey>> keys_by_line_;
+  // Call line -> the line of the range record that serves it (issue 29), for usage reports.
+  std::unordered_map<std::string, std::string> served_by_;
   std::vector<std::unique_ptr<EntryResources>> resources_;
   std::chrono::steady_clock::time_point next_poll_{};
   struct Connection;

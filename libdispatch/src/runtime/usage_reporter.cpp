@@ -1,9 +1,13 @@
 #include "runtime/usage_reporter.hpp"
 
+#include <unordered_set>
+
 namespace kd {
 
-std::vector<std::string> UsageReporter::collect(const Registry& registry, const KeysByLine& keys) {
+std::vector<std::string> UsageReporter::collect(const Registry& registry, const KeysByLine& keys,
+                                                const ServedBy& served_by) {
   std::vector<std::string> lines;
+  std::unordered_set<std::string_view> ranges;  // range record lines already listed
   for (const auto& [line, call_keys] : keys) {
     bool used = false;
     for (const CallKey& key : call_keys) {
@@ -13,7 +17,12 @@ std::vector<std::string> UsageReporter::collect(const Registry& registry, const 
       e->used.store(0, std::memory_order_relaxed);
       used = true;
     }
-    if (used) lines.push_back(line);
+    if (!used) continue;
+    if (const auto it = served_by.find(line); it != served_by.end()) {
+      if (ranges.insert(it->second).second) lines.push_back(it->second);
+    } else {
+      lines.push_back(line);
+    }
   }
   return lines;
 }
@@ -34,16 +43,17 @@ std::vector<protocol::Usage> UsageReporter::messages(std::vector<std::string> li
 }
 
 void UsageReporter::tick(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys,
-                         Clock::time_point now) {
+                         const ServedBy& served_by, Clock::time_point now) {
   if (!daemon.accepts_usage() || now < next_report_) return;
   next_report_ = now + kReportInterval;
-  for (const protocol::Usage& m : messages(collect(registry, keys))) daemon.send_usage(m);
+  for (const protocol::Usage& m : messages(collect(registry, keys, served_by))) daemon.send_usage(m);
 }
 
-void UsageReporter::finish(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys) noexcept {
+void UsageReporter::finish(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys,
+                           const ServedBy& served_by) noexcept {
   try {
     if (!daemon.accepts_usage()) return;
-    for (const protocol::Usage& m : messages(collect(registry, keys))) daemon.queue_final(m);
+    for (const protocol::Usage& m : messages(collect(registry, keys, served_by))) daemon.queue_final(m);
   } catch (...) {
     // out of memory at exit: the daemon keeps the last report
   }

@@ -25,19 +25,26 @@ class UsageReporter {
 public:
   using Clock = std::chrono::steady_clock;
   using KeysByLine = std::unordered_map<std::string, std::vector<CallKey>>;
+  // A call's line -> the line of the range record serving it (issue 29); calls absent from it are
+  // served by their own record.
+  using ServedBy = std::unordered_map<std::string, std::string>;
   static constexpr std::chrono::milliseconds kReportInterval{5000};
   // A message stays well under the protocol's 1 MiB frame.
   static constexpr std::size_t kMaxMessageBytes = 512 * 1024;
 
   // Reports the marked entries when the interval has passed and `daemon` accepts usage.
-  void tick(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys, Clock::time_point now);
+  void tick(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys, const ServedBy& served_by,
+            Clock::time_point now);
   // The last report, queued in front of the final counter report (sent with it, one non-blocking
   // attempt). Never throws, never blocks.
-  void finish(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys) noexcept;
+  void finish(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys,
+              const ServedBy& served_by) noexcept;
 
-  // The key lines of marked loaded entries, clearing the marks (one line per key, whichever
-  // contexts hit it). Exposed for tests.
-  static std::vector<std::string> collect(const Registry& registry, const KeysByLine& keys);
+  // The record lines of marked loaded entries, clearing the marks: one line per record, whichever
+  // contexts and calls hit it (a range record's line once for all the calls it served). Exposed
+  // for tests.
+  static std::vector<std::string> collect(const Registry& registry, const KeysByLine& keys,
+                                          const ServedBy& served_by = {});
   // `lines` split into messages within kMaxMessageBytes and protocol::kMaxUsageKeys.
   static std::vector<protocol::Usage> messages(std::vector<std::string> lines);
 

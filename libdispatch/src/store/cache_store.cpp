@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cerrno>
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <functional>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "common/error.hpp"
+#include "key/gemm_key.hpp"
 #include "store/cache_check.hpp"
 
 namespace kd {
@@ -65,6 +67,36 @@ std::uint64_t read_generation(const lmdb::Txn& txn, MDB_dbi meta, const fs::path
 // such library (an NVRTC kernel records cuBLAS version 0).
 bool same_major(int mine, int theirs, int per_major) {
   return mine == 0 || theirs == 0 || mine / per_major == theirs / per_major;
+}
+
+// Whether a decoded record's range data is sound (issue 29): a range line's plan serves every n of
+// it, and only a range line's plan has rules. Lines without a range and plans without rules (every
+// record before ranges) are not parsed.
+bool range_data_sound(const Record& r) {
+  const bool ranged_line = r.key_line.find("..") != std::string::npos;
+  if (!ranged_line && !r.plan.has_rules()) return true;
+  const auto parsed = parse_key(r.key_line);
+  const auto* key = std::get_if<GemmKey>(&parsed);
+  if (key == nullptr || !key->is_range()) return false;
+  if (r.kind != RecordKind::nvrtc_kernel) return false;
+  return !range_plan_problem(r.plan, key->n, key->n_hi).has_value();
+}
+
+// The decimal n of an exact key line's n token, or nullopt (a range, or no such token).
+std::optional<std::int64_t> exact_n(std::string_view value) {
+  std::int64_t n = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+  if (ec != std::errc{} || end != value.data() + value.size() || n < 1) return std::nullopt;
+  return n;
+}
+
+// A covering range's ends from the value of its key's n token (`LO..HI`), or nullopt.
+std::optional<std::pair<std::int64_t, std::int64_t>> range_of(std::string_view value) {
+  const std::size_t dots = value.find("..");
+  if (dots == std::string_view::npos) return std::nullopt;
+  const auto lo = exact_n(value.substr(0, dots)), hi = exact_n(value.substr(dots + 2));
+  if (!lo || !hi || *lo >= *hi) return std::nullopt;
+  return std::pair{*lo, *hi};
 }
 
 bool is_permission_error(const Error& e) {
@@ -296,11 +328,40 @@ struct CacheReader::Impl {
     }
     Record& record = std::get<Record>(decoded);
     if (record.key_line != key) return LookupMiss::corrupted;
+    if (!range_data_sound(record)) return LookupMiss::corrupted;
     if (!same_major(versions.driver_version, record.driver_version, kDriverVersionsPerMajor) ||
         !same_major(versions.cublas_version, record.cublas_version, kCublasVersionsPerMajor)) {
       return LookupMiss::foreign_versions;
     }
     return std::move(record);
+  }
+
+  std::variant<Record, LookupMiss> lookup_covering(std::string_view key) const {
+    auto exact = lookup(key);
+    if (const auto* miss = std::get_if<LookupMiss>(&exact); miss == nullptr || *miss != LookupMiss::not_found)
+      return exact;
+    const auto span = n_token_span(key);
+    if (!span) return LookupMiss::not_found;
+    const auto n = exact_n(key.substr(span->begin, span->end - span->begin));
+    if (!n) return LookupMiss::not_found;
+    const std::string_view prefix = key.substr(0, span->begin), suffix = key.substr(span->end);
+    std::string_view best;
+    std::pair<std::int64_t, std::int64_t> best_range{};
+    lmdb::for_each_key_with_prefix(*txn, records, prefix, [&](std::string_view candidate) {
+      const std::string_view rest = candidate.substr(prefix.size());
+      const std::size_t end = std::min(rest.find(' '), rest.size());
+      if (rest.substr(end) != suffix) return;
+      const auto range = range_of(rest.substr(0, end));
+      if (!range || *n < range->first || *n > range->second) return;
+      const auto width = range->second - range->first;
+      if (!best.empty() && (width > best_range.second - best_range.first ||
+                            (width == best_range.second - best_range.first && range->first >= best_range.first)))
+        return;
+      best = candidate;
+      best_range = *range;
+    });
+    if (best.empty()) return LookupMiss::not_found;
+    return lookup(best);
   }
 };
 
@@ -339,6 +400,14 @@ std::uint64_t CacheReader::generation() const noexcept { return impl_->generatio
 std::variant<Record, LookupMiss> CacheReader::lookup(std::string_view full_key_line) const noexcept {
   try {
     return impl_->lookup(full_key_line);
+  } catch (...) {
+    return LookupMiss::cache_unavailable;
+  }
+}
+
+std::variant<Record, LookupMiss> CacheReader::lookup_covering(std::string_view full_key_line) const noexcept {
+  try {
+    return impl_->lookup_covering(full_key_line);
   } catch (...) {
     return LookupMiss::cache_unavailable;
   }

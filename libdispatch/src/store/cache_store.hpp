@@ -88,7 +88,18 @@ public:
   // Looks up a full key line (with device part) in the current snapshot. Never throws.
   // A record stored under another line than its own key_line is corrupted; a record schema other
   // than kRecordSchemaVersion is schema_mismatch; versions as RuntimeVersions says.
+  // A record of a range of n (issue 29) is corrupted unless its key line parses as that range and
+  // its plan's rules serve the whole range (plan/launch_plan.hpp, range_plan_problem); an exact
+  // record whose plan carries rules is corrupted too.
   std::variant<Record, LookupMiss> lookup(std::string_view full_key_line) const noexcept;
+  // What serves an exact call: the record of `full_key_line` itself when there is one (any answer
+  // but not_found is returned as is), else the record of a range that covers the line's n and
+  // equals it in every other token (the narrowest such range; on a tie the one with the lower
+  // start). The range records are found by walking the keys that share the line's text before
+  // `n=` (store order), so the cost grows with the records of one (types, transposes, m) and is
+  // paid on the background thread only. A range record that fails the checks of lookup() is
+  // corrupted (not skipped: it is counted). Never throws.
+  std::variant<Record, LookupMiss> lookup_covering(std::string_view full_key_line) const noexcept;
   // Every record's key line in the snapshot (for ls/export); corrupted ones are skipped.
   std::vector<std::string> list_keys() const;
 

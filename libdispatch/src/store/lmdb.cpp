@@ -109,4 +109,21 @@ void for_each(const Txn& txn, MDB_dbi dbi,
   if (rc != MDB_NOTFOUND) KD_MDB_CHECK(rc, "cursor");
 }
 
+void for_each_key_with_prefix(const Txn& txn, MDB_dbi dbi, std::string_view prefix,
+                              const std::function<void(std::string_view key)>& visit) {
+  if (prefix.empty()) return;  // MDB_SET_RANGE takes no empty key; no caller needs every key here
+  MDB_cursor* raw = nullptr;
+  KD_MDB_CHECK(mdb_cursor_open(txn.get(), dbi, &raw), "cursor");
+  const std::unique_ptr<MDB_cursor, CursorDeleter> cursor(raw);
+  MDB_val k = as_val(prefix);
+  MDB_val v{};
+  int rc = mdb_cursor_get(raw, &k, &v, MDB_SET_RANGE);
+  for (; rc == 0; rc = mdb_cursor_get(raw, &k, &v, MDB_NEXT)) {
+    const std::string_view key = as_view(k);
+    if (!key.starts_with(prefix)) return;
+    visit(key);
+  }
+  if (rc != MDB_NOTFOUND) KD_MDB_CHECK(rc, "cursor");
+}
+
 }  // namespace kd::lmdb

@@ -105,5 +105,9 @@ bool del(const Txn& txn, MDB_dbi dbi, std::string_view key);
 // Calls visit(key, value) for every entry in key order; the views are valid during the call only.
 void for_each(const Txn& txn, MDB_dbi dbi,
               const std::function<void(std::string_view key, std::string_view value)>& visit);
+// Calls visit(key) for every key that starts with `prefix`, in key order (a cursor positioned at
+// the prefix, so keys before it are never read); the view is valid for the transaction's lifetime.
+void for_each_key_with_prefix(const Txn& txn, MDB_dbi dbi, std::string_view prefix,
+                              const std::function<void(std::string_view key)>& visit);
 
 }  // namespace kd::lmdb

@@ -44,6 +44,13 @@ json plan_value(const LaunchPlan& plan) {
     // Only when set: records without it keep their bytes, and a reader that predates the field
     // ignores it and launches the kernel in plain stream order (its griddepcontrol.wait is a no-op).
     if (l.pdl) launch["pdl"] = true;
+    // Range records only (issue 29). A reader that predates the field reads the grid at the
+    // range's last n; it never looks a range line up (calls are exact), so it never launches one.
+    if (l.has_rule()) {
+      json rules = json::array();
+      for (const auto& r : l.grid_rule) rules.push_back(r ? grid_rule_json(*r) : json());
+      launch["grid_rule"] = std::move(rules);
+    }
     launches.push_back(std::move(launch));
   }
   return {{"launches", std::move(launches)}, {"workspace", plan.workspace_bytes}};
@@ -120,6 +127,15 @@ LaunchPlan plan_from(const json& v) {
     if (const auto pdl = l.find("pdl"); pdl != l.end()) {
       if (!pdl->is_boolean()) throw Malformed{};
       spec.pdl = pdl->get<bool>();
+    }
+    if (const auto rules = l.find("grid_rule"); rules != l.end()) {
+      if (!rules->is_array() || rules->size() != 3) throw Malformed{};
+      for (std::size_t d = 0; d < 3; ++d) {
+        if ((*rules)[d].is_null()) continue;
+        auto rule = grid_rule_from_json((*rules)[d]);
+        if (!std::holds_alternative<GridRule>(rule)) throw Malformed{};
+        spec.grid_rule[d] = std::get<GridRule>(rule);
+      }
     }
     plan.launches.push_back(std::move(spec));
   }

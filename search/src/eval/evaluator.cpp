@@ -58,6 +58,9 @@ struct Evaluator::Impl {
     const auto parsed = parse_key(line);
     if (const KeyError* e = std::get_if<KeyError>(&parsed)) return e->message;
     const GemmKey& key = std::get<GemmKey>(parsed);
+    // One evaluation is one shape: a range (issue 29) is gated point by point by its search.
+    if (key.is_range())
+      return fmt::format("n={}..{} is a range: evaluate one n of it (its search checks each point)", key.n, key.n_hi);
     if (key.device && key.device->arch != info.arch)
       return fmt::format("key is for {}, this device is {}", key.device->arch, info.arch);
     if (key.batch > 1 && key.stride_c < key.ldc * key.n) return std::string("output batches overlap (stride_c < ldc * n)");

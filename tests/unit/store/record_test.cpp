@@ -67,6 +67,30 @@ TEST(Record, RoundTripsAProgrammaticDependentLaunch) {
   EXPECT_EQ(payload.at("plan").at("launches").at(1).at("pdl"), true);
 }
 
+TEST(Record, RoundTripsARangePlansGridRules) {
+  Record r = test::make_record(4, "gemm n=129..256");
+  r.plan.launches[0].grid_rule[1] = GridRule{.offset = 63, .div = 64};
+  r.plan.launches.push_back({"kd_reduce", {1056, 1, 1}, {256, 1, 1}, 0});
+  r.plan.launches[1].grid_rule[0] = GridRule{.scale = 1000, .offset = 255, .div = 256, .cap = 1056};
+  const std::string bytes = serialize_record(r);
+  EXPECT_EQ(expect_record(deserialize_record(bytes)), r);
+  const auto payload = nlohmann::json::from_msgpack(bytes.substr(12));
+  EXPECT_TRUE(payload.at("plan").at("launches").at(0).at("grid_rule").at(0).is_null());
+  EXPECT_EQ(payload.at("plan").at("launches").at(0).at("grid_rule").at(1).at("div"), 64);
+  // A record without rules keeps its bytes: no grid_rule field at all.
+  const auto plain = nlohmann::json::from_msgpack(serialize_record(test::make_record(4, "k")).substr(12));
+  EXPECT_FALSE(plain.at("plan").at("launches").at(0).contains("grid_rule"));
+}
+
+TEST(Record, AMalformedGridRuleIsAMalformedPayload) {
+  Record r = test::make_record(5, "gemm n=1..8");
+  auto payload = nlohmann::json::from_msgpack(serialize_record(r).substr(12));
+  payload["plan"]["launches"][0]["grid_rule"] = nlohmann::json::array({nullptr, {{"div", 0}}, nullptr});
+  std::string body;
+  nlohmann::json::to_msgpack(payload, body);
+  EXPECT_EQ(expect_error(deserialize_record(with_valid_header(body))), RecordError::malformed_payload);
+}
+
 TEST(Record, PayloadIsMessagePackWithBinaryBlobs) {
   const std::string bytes = serialize_record(test::make_record(1, "k"));
   const auto payload = nlohmann::json::from_msgpack(bytes.substr(12));
