@@ -22,13 +22,18 @@
 # (an estimate: each evaluation takes about a second), so `both` fits one 10-minute device call.
 #   KD_MG_KILL        0: kill no worker in the N-GPU run (default 1)
 #   KD_MG_GPUS        GPU count when nvidia-smi is missing (dry runs without a GPU)
-# Logs: $OUT (the device tool's folder) or BUNDLE/logs: mg-{one,all}-{daemon,prewarm}.log, status.
+# Logs: multi-gpu-logs.tgz in $OUT (the device tool's folder) or BUNDLE/logs: mg-{one,all}-{daemon,prewarm}.log,
+# the status after each run, the table.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 bundle=$(realpath "$1")
 which=${2:-both}
-logs=${OUT:-$bundle/logs}
+# Detailed logs go to one archive in $OUT (the device tool returns at most 8 files) or BUNDLE/logs.
+logs=/tmp/kd-mg-logs
+rm -rf "$logs"
 mkdir -p "$logs"
+archive() { tar czf "${OUT:-$bundle/logs}/multi-gpu-logs.tgz" -C "$logs" . 2>/dev/null; }
+mkdir -p "${OUT:-$bundle/logs}"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$bundle/bin:$PATH"
 here=tools/dev
@@ -100,4 +105,5 @@ python3 "$here/multi_gpu_report.py" table "$work/rows" | tee "$logs/mg-table.txt
 for tag in one all; do
   [[ -f $logs/mg-$tag-status.txt ]] && { echo "--- kdctl status after run $tag"; grep -E "^search|runner" "$logs/mg-$tag-status.txt"; }
 done
+archive
 exit 0

@@ -17,12 +17,17 @@
 #   KD_RG_PORT     Redis port on 127.0.0.1 (default 6391)
 #   KD_RG_LIMIT    seconds a search may take before a step gives up (default 2 x KD_RG_WALL + 240)
 #   KD_RG_DRY_RUN=1 goes on where a daemon cannot search (to try the script's flow without a GPU)
-# Logs: $OUT or BUNDLE/logs: rg-redis.log, rg-a.log, rg-b.log, rg-app.log, rg-summary.txt.
+# Logs: remote-gpu-logs.tgz in $OUT or BUNDLE/logs: rg-redis.log, rg-a.log, rg-b.log, rg-app*.log, rg-summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
 bundle=$(realpath "$1")
-logs=${OUT:-$bundle/logs}
+# Detailed logs go to one archive in $OUT (the device tool returns at most 8 files) or BUNDLE/logs.
+logs=/tmp/kd-rg-logs
+rm -rf "$logs"
 mkdir -p "$logs"
+# shellcheck disable=SC2317  # called by the trap
+archive() { tar czf "${OUT:-$bundle/logs}/remote-gpu-logs.tgz" -C "$logs" . 2>/dev/null; }
+mkdir -p "${OUT:-$bundle/logs}"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$bundle/bin:$PATH"
 here=tools/dev
@@ -42,6 +47,7 @@ pids=()
 cleanup() {
   for s in "$w/a/s.sock" "$w/b/s.sock"; do [[ -S $s ]] && timeout 60 kdctl stop --socket "$s" --timeout 50 >/dev/null 2>&1; done
   for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null; done
+  archive
 }
 trap cleanup EXIT
 
@@ -57,7 +63,8 @@ redis_up || { say "FAIL: redis-server did not answer on 127.0.0.1:$port (rg-redi
 # start_daemon NAME: kdispatchd on GPU 0 with its own cache, pointed at the Redis.
 start_daemon() {
   local d=$w/$1
-  kdispatchd --cache-dir "$d" --socket "$d/s.sock" --metrics-listen off --workers 0 \
+  # Full speed (search_duty_cycle 1): step 1's searches are started by misses, with no application to protect.
+  kdispatchd --cache-dir "$d" --socket "$d/s.sock" --metrics-listen off --workers 0 --search-duty-cycle 1 \
     --remote "redis://127.0.0.1:$port/0" --remote-poll-ms 250 --budget-rounds "$rounds" \
     --budget-candidates "$candidates" --budget-wall-seconds "$wall" >"$logs/rg-$1.log" 2>&1 &
   pids+=($!)

@@ -2,10 +2,12 @@
 # One device call: runs the named stages from a bundle and prints a short summary last.
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
-#         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu
+#         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu search-duty
 # multi-gpu-prewarm: kdctl prewarm of a shape list on one GPU, then on every GPU, timed, with a
 # worker killed mid-way (tools/dev/device-multi-gpu.sh; KD_MG_* budgets). remote-gpu: two daemons
-# sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*).
+# sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*). search-duty: an
+# application's step time while miss-started searches run beside it, per duty cycle
+# (tools/dev/device-search-duty.sh; KD_SD_*).
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
@@ -55,7 +57,10 @@ for stage in "$@"; do
       # PyTorch under LD_PRELOAD: empty cache, then prewarmed through a real kdispatchd; then the
       # decode loop (eager and CUDA graphs) with and without the shim.
       c=/tmp/kd-e2e; rm -rf "$c"; mkdir -p "$c"
-      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/e2e-daemon.log" 2>&1 &
+      # Searches the empty-cache run's misses start run at full speed here (search_duty_cycle 1), as
+      # before the GPU policy existed: these stages measure the shim, not the policy (search-duty does).
+      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --search-duty-cycle 1 \
+        >"$logs/e2e-daemon.log" 2>&1 &
       dpid=$!
       for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds 1 --max-candidates 10 --wall-seconds 60"
@@ -115,7 +120,8 @@ for stage in "$@"; do
       # batch 1 and 16, with the shim at its defaults, after a real kdispatchd prewarmed the shapes
       # the empty-cache run recorded (builtin and cublaslt proposers; KD_E2E_* budgets).
       c=/tmp/kd-e2e-decode; rm -rf "$c"; mkdir -p "$c"
-      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/e2e-decode-daemon.log" 2>&1 &
+      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --search-duty-cycle 1 \
+        >"$logs/e2e-decode-daemon.log" 2>&1 &
       dpid=$!
       for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
@@ -157,6 +163,10 @@ for stage in "$@"; do
       tools/dev/device-remote-gpu.sh "$bundle" >"$logs/remote-gpu.log" 2>&1
       summary+=("remote-gpu rc=$?")
       ;;
+    search-duty)
+      tools/dev/device-search-duty.sh "$bundle" >"$logs/search-duty.log" 2>&1
+      summary+=("search-duty rc=$?")
+      ;;
     *) echo "device-run: unknown stage $stage" >&2; exit 2 ;;
   esac
 done
@@ -177,4 +187,5 @@ for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log; do [[
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 [[ -f $logs/multi-gpu.log ]] && cat "$logs/multi-gpu.log"
 [[ -f $logs/remote-gpu.log ]] && cat "$logs/remote-gpu.log"
+[[ -f $logs/search-duty.log ]] && cat "$logs/search-duty.log"
 printf '%s\n' "${summary[@]}"

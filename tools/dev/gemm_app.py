@@ -7,14 +7,16 @@ IN to OUT features, which cuBLAS receives as gemm ta=T tb=N m=OUT n=TOKENS k=IN,
       counts a hit (kd_stats) or SECONDS pass. Prints one JSON line: seconds from the first call
       (the miss) to the first hit, how long the first call took (cuBLAS starting), the calls made.
   gemm_app.py steps --out 8192 --in 8192 --tokens 8192 --dtype bf16 --seconds 20 --calls 8
-      Times steps of CALLS back-to-back calls with CUDA events for SECONDS, after a warm-up.
-      Prints one JSON line: steps, median, mean, p90 and max step ms, and per-second means.
+      Times steps of CALLS back-to-back calls with CUDA events for SECONDS (or until SIGINT or
+      SIGTERM), after a warm-up that ends with a line {"ready": true}. Prints one JSON line: steps,
+      median, mean, p90 and max step ms, and per-second means.
 Exit status 0, or 1 when `hit` saw no hit within SECONDS.
 """
 import argparse
 import ctypes
 import json
 import os
+import signal
 import statistics
 import sys
 import time
@@ -93,12 +95,18 @@ def steps(torch, a):
 
     for _ in range(20):
         step()
+    stopping = []
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopping.append(True))
+    print(json.dumps({"ready": True}), flush=True)
     times, per_second = [], {}
     t0 = time.monotonic()
-    while time.monotonic() - t0 < a.seconds:
+    while time.monotonic() - t0 < a.seconds and not stopping:
         ms = step()
         times.append(ms)
         per_second.setdefault(int(time.monotonic() - t0), []).append(ms)
+    if not times:
+        times = [step()]
     times.sort()
     print(json.dumps({"steps": len(times), "median_ms": round(statistics.median(times), 4),
                       "mean_ms": round(statistics.fmean(times), 4),

@@ -71,6 +71,18 @@ std::optional<std::string> budget_into(Config& c, const std::string& text) {
   return std::nullopt;
 }
 
+// A share of a GPU's time: a decimal in (0, 1] ("0.1", "1"; TOML floats arrive as their text).
+template <double SearchPolicy::*Field>
+std::optional<std::string> duty_cycle_into(Config& c, const std::string& text) {
+  double v = 0;
+  const auto* end = text.data() + text.size();
+  const auto res = std::from_chars(text.data(), end, v, std::chars_format::fixed);
+  if (text.empty() || res.ec != std::errc{} || res.ptr != end || !(v > 0.0) || v > 1.0)
+    return "expected a share of the GPU's time above 0 and at most 1 (0.1 = a tenth; 1 = full speed)";
+  c.search_policy.*Field = v;
+  return std::nullopt;
+}
+
 template <std::chrono::milliseconds Config::*Field>
 std::optional<std::string> millis_into(Config& c, const std::string& text) {
   const auto v = parse_unsigned<std::uint64_t>(text);
@@ -269,6 +281,13 @@ constexpr ConfigKey kConfigKeys[] = {
      budget_into<&Budgets::wall_seconds>},
     {"budget_llm_tokens", "KD_BUDGET_LLM_TOKENS", "200000", "LLM tokens per job",
      budget_into<&Budgets::llm_tokens>},
+    {"search_duty_cycle", "KD_SEARCH_DUTY_CYCLE", "0.1",
+     "share of its GPU's time a search started by an application's miss may take: it pauses between "
+     "evaluations to stay under it, so the application keeps its speed (1: full speed)",
+     duty_cycle_into<&SearchPolicy::miss_duty_cycle>},
+    {"prewarm_duty_cycle", "KD_PREWARM_DUTY_CYCLE", "1",
+     "share of its GPU's time a search queued by kdctl prewarm may take (1: full speed)",
+     duty_cycle_into<&SearchPolicy::prewarm_duty_cycle>},
     {"proposer", "KD_PROPOSER", "builtin",
      "default proposers, a comma list of builtin, llm, cublaslt (builtin always runs)",
      parse_proposer},
@@ -349,6 +368,7 @@ std::string flag_of(std::string_view name) {
 std::optional<std::string> toml_text(const toml::node& node) {
   if (const auto* s = node.as_string()) return s->get();
   if (const auto* i = node.as_integer()) return std::to_string(i->get());
+  if (const auto* f = node.as_floating_point()) return fmt::format("{}", f->get());
   if (const auto* b = node.as_boolean()) return b->get() ? "true" : "false";
   if (const auto* a = node.as_array()) {
     std::string joined;

@@ -29,6 +29,17 @@ struct Budgets {
   std::uint64_t candidates = 0;
   std::uint64_t wall_seconds = 0;
   std::uint64_t llm_tokens = 0;
+  // The share of its GPU's time a search's evaluations may take, in (0, 1] (a run's effective
+  // budget: the scheduler sets it from SearchPolicy by the job's origin; 1 is full speed).
+  double duty_cycle = 1.0;
+};
+
+// The GPU policy of searches (issue 29 item 4): how much of its GPU's time a search may take, by
+// who queued the job. A search started by an application's miss runs beside that application, so
+// it pauses between evaluations to stay under its share (sched/duty_cycle.hpp).
+struct SearchPolicy {
+  double miss_duty_cycle = 0.1;     // search_duty_cycle
+  double prewarm_duty_cycle = 1.0;  // prewarm_duty_cycle
 };
 
 struct Config {
@@ -45,6 +56,7 @@ struct Config {
   std::string workers;  // "auto", "none" or a comma list of CUDA device ordinals
   unsigned compile_threads = 0;
   Budgets budgets;
+  SearchPolicy search_policy;
   std::string proposer;  // comma list of proposers (driver/proposer_table.hpp); builtin always runs
   // The llm proposer (proposer = llm, or a job asking for it).
   std::string llm_api;       // openai | anthropic

@@ -4,7 +4,7 @@
 // with until a restart, and the reload says which of those changed.
 //
 // Reloadable are the keys that only tune how the running daemon treats what comes next: the log
-// level, the search budgets and retry policy of the next jobs, and the client limits and uids the
+// level, the search budgets, GPU shares and retry policy of the next jobs, and the client limits and uids the
 // server checks on the next connection or frame. Not reloadable are the keys that name resources
 // the daemon holds open (cache_dir, socket, socket_mode, metrics_listen, metrics_port_file), that
 // made the worker and compile pools (workers, compile_threads), and that the search threads read

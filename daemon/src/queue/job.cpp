@@ -15,11 +15,20 @@ using nlohmann::json;
 
 constexpr std::array<std::string_view, kJobStateCount> kStateNames{"queued", "running", "done",
                                                                    "failed", "cancelled"};
+constexpr std::array<std::string_view, 2> kOriginNames{"miss", "prewarm"};
 constexpr int kJobRecordSchema = 1;
 
 }  // namespace
 
 std::string_view to_string(JobState s) { return kStateNames.at(static_cast<std::size_t>(s)); }
+
+std::string_view to_string(JobOrigin o) { return kOriginNames.at(static_cast<std::size_t>(o)); }
+
+std::optional<JobOrigin> job_origin_from(std::string_view name) {
+  for (std::size_t i = 0; i < kOriginNames.size(); ++i)
+    if (kOriginNames[i] == name) return static_cast<JobOrigin>(i);
+  return std::nullopt;
+}
 
 std::optional<JobState> job_state_from(std::string_view name) {
   for (std::size_t i = 0; i < kStateNames.size(); ++i)
@@ -48,7 +57,8 @@ std::string serialize_job(const Job& j) {
                  {"wall_seconds", j.budgets.wall_seconds},
                  {"llm_tokens", j.budgets.llm_tokens}}},
                {"published_generation", j.published_generation},
-               {"search_id", j.search_id}};
+               {"search_id", j.search_id},
+               {"origin", to_string(j.origin)}};
   return o.dump();
 }
 
@@ -78,6 +88,9 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text) {
     }
     j.published_generation = o.value("published_generation", std::uint64_t{0});
     j.search_id = o.value("search_id", std::string{});
+    // Jobs stored before the field: counted calls mean an application missed the key.
+    const auto origin = job_origin_from(o.value("origin", std::string{}));
+    j.origin = origin ? *origin : (j.count > 0 ? JobOrigin::miss : JobOrigin::prewarm);
     return j;
   } catch (const json::exception&) {
     return std::nullopt;

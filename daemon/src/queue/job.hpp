@@ -16,6 +16,15 @@ inline constexpr std::size_t kJobStateCount = 5;
 std::string_view to_string(JobState s);
 std::optional<JobState> job_state_from(std::string_view name);
 
+// Who queued the job (issue 29 item 4): it picks the share of the GPU its search may take
+// (search_duty_cycle for misses, prewarm_duty_cycle for prewarm). Persisted by name.
+enum class JobOrigin : std::uint8_t {
+  miss,     // an application missed the key: the search runs beside that application
+  prewarm,  // kdctl prewarm asked for it (or re-queued it): full speed unless configured otherwise
+};
+std::string_view to_string(JobOrigin o);
+std::optional<JobOrigin> job_origin_from(std::string_view name);
+
 // Per-job search budgets; 0 means "use the daemon's configured default".
 struct JobBudgets {
   std::uint64_t rounds = 0;
@@ -39,6 +48,8 @@ struct Job {
   JobBudgets budgets;
   std::uint64_t published_generation = 0;  // generation of the winner's commit when done
   std::string search_id;  // the last search's id: its tree in the cache's `trees` database
+  // Set when the job is queued: by a miss, or by a prewarm (which also claims a job a miss queued).
+  JobOrigin origin = JobOrigin::miss;
 
   bool operator==(const Job&) const = default;
   // What the scheduler maximises: estimated microseconds the application spends in this call

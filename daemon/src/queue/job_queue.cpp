@@ -218,6 +218,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
         job.key = m.key;
         job.created_unix_ms = now;
         job.est_call_us = estimate_call_us(m.key);
+        job.origin = JobOrigin::miss;
       }
       job.count += m.count;
       job.updated_unix_ms = now;
@@ -252,6 +253,13 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
           jt.put(job, before);
           continue;
         }
+      } else if (before->state == JobState::queued && before->origin == JobOrigin::miss) {
+        // Queued by a miss and now asked for: searched at the prewarm's share of the GPU.
+        job = *before;
+        job.origin = JobOrigin::prewarm;
+        job.updated_unix_ms = now;
+        jt.put(job, before);
+        continue;
       } else if (before->state != JobState::failed && before->state != JobState::cancelled) {
         continue;
       } else {
@@ -263,6 +271,7 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
       job.reason.clear();
       job.proposer = r.proposer;
       job.budgets = r.budgets;
+      job.origin = JobOrigin::prewarm;
       job.updated_unix_ms = now;
       if (auto why = admit(jt, job, counted)) {
         refused->push_back({r.key, std::move(*why)});

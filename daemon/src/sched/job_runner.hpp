@@ -10,6 +10,7 @@
 // runner exists; the daemon then keeps jobs queued and /status says so.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -37,6 +38,9 @@ public:
   virtual void worker_lost(std::string_view why) = 0;
   // Where the search is, in words ("round 2 of 3, best 12.1 us, cuBLAS 14.2 us"), for /status.
   virtual void searching(std::string_view text) = 0;
+  // An evaluation kept the GPU busy for `busy`; the run then paused `paused` to stay within its
+  // duty cycle (Budgets::duty_cycle; sched/duty_cycle.hpp).
+  virtual void gpu_time(std::chrono::milliseconds busy, std::chrono::milliseconds paused) = 0;
 };
 
 struct JobOutcome {
@@ -66,7 +70,8 @@ public:
   virtual int device_ordinal() const { return -1; }
   // The process id of its kdispatch-worker now, 0 while none runs. Called from any thread.
   virtual int worker_pid() const { return 0; }
-  // Effective budgets: the job's own where set, else the daemon's configured defaults.
+  // Effective budgets: the job's own where set, else the daemon's configured defaults; the duty
+  // cycle by the job's origin (search_duty_cycle for a miss, prewarm_duty_cycle for a prewarm).
   virtual JobOutcome run(const Job& job, const Budgets& budgets, Progress& progress,
                          std::stop_token stop) = 0;
 };

@@ -26,8 +26,14 @@ nlohmann::json to_json(const RunnerStatus& r, std::size_t max_text_bytes) {
                    {"worker_pid", r.worker_pid},
                    {"jobs_finished", r.jobs_finished},
                    {"published", r.published},
-                   {"workers_lost", r.workers_lost}};
+                   {"workers_lost", r.workers_lost},
+                   {"evaluating_ms", r.evaluating.count()},
+                   {"paused_ms", r.paused.count()}};
   if (!r.key.empty()) j["key"] = protocol::truncate_utf8(r.key, max_text_bytes);
+  if (!r.origin.empty()) {
+    j["origin"] = r.origin;
+    j["duty_cycle"] = r.duty_cycle;
+  }
   if (!r.progress.empty()) j["progress"] = protocol::truncate_utf8(r.progress, max_text_bytes);
   return j;
 }
@@ -48,6 +54,13 @@ std::string runners_prometheus_text(const std::vector<RunnerStatus>& runners) {
       {"kdispatch_runner_workers_lost_total", "counter",
        "kdispatch-workers of the search runner that crashed, hung or did not start, since the daemon started.",
        [](const RunnerStatus& r) { return r.workers_lost; }},
+      {"kdispatch_runner_evaluating_milliseconds_total", "counter",
+       "Time the search runner's evaluations kept its GPU busy, since the daemon started.",
+       [](const RunnerStatus& r) { return static_cast<std::uint64_t>(r.evaluating.count()); }},
+      {"kdispatch_runner_paused_milliseconds_total", "counter",
+       "Time the search runner paused between evaluations to keep its searches within their share of the GPU "
+       "(search_duty_cycle, prewarm_duty_cycle), since the daemon started.",
+       [](const RunnerStatus& r) { return static_cast<std::uint64_t>(r.paused.count()); }},
   };
   std::string out;
   if (runners.empty()) return out;

@@ -2,6 +2,7 @@
 // status reply (daemon/PROTOCOL.md), `kdctl status` and the kdispatch_runner_* gauges of /metrics.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -32,6 +33,13 @@ struct RunnerStatus {
   std::uint64_t jobs_finished = 0;  // runs that ended with an outcome: published, done or failed
   std::uint64_t published = 0;      // of those, winners published
   std::uint64_t workers_lost = 0;   // workers restarted after a crash or hang, or that did not start
+  // The GPU policy (issue 29 item 4): the held job's origin and share of the GPU (0 while idle),
+  // and since the daemon started how long evaluations kept the GPU busy and how long the runner
+  // paused between them to stay within its jobs' shares.
+  std::string origin;
+  double duty_cycle = 0;
+  std::chrono::milliseconds evaluating{0};
+  std::chrono::milliseconds paused{0};
 };
 
 // One entry of the status reply's `runners` (texts cut to `max_text_bytes`).

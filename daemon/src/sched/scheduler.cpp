@@ -20,12 +20,17 @@ bool device_allows(const Job& job, const DevicePart& device) {
   return !key->device || *key->device == device;
 }
 
-Budgets effective_budgets(const Job& job, const Budgets& defaults) {
+double duty_cycle_of(const Job& job, const SearchPolicy& policy) {
+  return job.origin == JobOrigin::miss ? policy.miss_duty_cycle : policy.prewarm_duty_cycle;
+}
+
+Budgets effective_budgets(const Job& job, const Budgets& defaults, const SearchPolicy& policy) {
   const auto pick = [](std::uint64_t own, std::uint64_t def) { return own != 0 ? own : def; };
   return Budgets{pick(job.budgets.rounds, defaults.rounds),
                  pick(job.budgets.candidates, defaults.candidates),
                  pick(job.budgets.wall_seconds, defaults.wall_seconds),
-                 pick(job.budgets.llm_tokens, defaults.llm_tokens)};
+                 pick(job.budgets.llm_tokens, defaults.llm_tokens),
+                 duty_cycle_of(job, policy)};
 }
 
 }  // namespace
@@ -34,13 +39,15 @@ Budgets effective_budgets(const Job& job, const Budgets& defaults) {
 class Scheduler::SlotProgress final : public Progress {
 public:
   SlotProgress(Scheduler& s, std::size_t index) : s_(s), index_(index) {}
+  // A new job: no round text yet.
+  void reset() { round_text_.clear(); }
   void candidate_evaluated() override {
     s_.metrics_.add(Counter::candidates_evaluated);
-    edit([](RunnerStatus& r) { r.state = RunnerState::searching; });
+    searching_again();
   }
   void candidate_rejected(std::string_view reason) override {
     s_.metrics_.add_rejected(reason);
-    edit([](RunnerStatus& r) { r.state = RunnerState::searching; });
+    searching_again();
   }
   void worker_restarted() override {
     s_.metrics_.add(Counter::worker_restarts);
@@ -53,13 +60,27 @@ public:
     });
   }
   void searching(std::string_view text) override {
+    round_text_ = std::string(text);
     edit([&](RunnerStatus& r) {
       r.state = RunnerState::searching;
-      r.progress = std::string(text);
+      r.progress = round_text_;
+    });
+  }
+  void gpu_time(std::chrono::milliseconds busy, std::chrono::milliseconds paused) override {
+    edit([&](RunnerStatus& r) {
+      r.evaluating += busy;
+      r.paused += paused;
     });
   }
 
 private:
+  // A candidate finished: a restarted worker serves again, and the round's line comes back.
+  void searching_again() {
+    edit([&](RunnerStatus& r) {
+      if (r.state == RunnerState::restarting) r.progress = round_text_;
+      r.state = RunnerState::searching;
+    });
+  }
   template <class Change>
   void edit(Change&& change) {
     const std::lock_guard lock(s_.mu_);
@@ -67,11 +88,13 @@ private:
   }
   Scheduler& s_;
   std::size_t index_;
+  std::string round_text_;  // the last searching() line of the job (the runner's thread only)
 };
 
 Scheduler::Scheduler(const Config& config, JobQueue& queue, Metrics& metrics,
                      std::vector<std::unique_ptr<JobRunner>> runners, PublishedFn on_published)
-    : config_(config), limits_{config.budgets, config.max_attempts, config.restart_backoff}, queue_(queue),
+    : config_(config), limits_{config.budgets, config.search_policy, config.max_attempts, config.restart_backoff},
+      queue_(queue),
       metrics_(metrics), runners_(std::move(runners)), on_published_(std::move(on_published)) {
   slots_.resize(runners_.size());
   for (std::size_t i = 0; i < runners_.size(); ++i) {
@@ -83,7 +106,7 @@ Scheduler::Scheduler(const Config& config, JobQueue& queue, Metrics& metrics,
 
 void Scheduler::set_limits(const Config& c) {
   const std::lock_guard lock(mu_);
-  limits_ = Limits{c.budgets, c.max_attempts, c.restart_backoff};
+  limits_ = Limits{c.budgets, c.search_policy, c.max_attempts, c.restart_backoff};
 }
 
 Scheduler::Limits Scheduler::limits() const {
@@ -191,6 +214,9 @@ void Scheduler::loop(std::size_t index, std::stop_token stop) {
 std::optional<Scheduler::RunEnd> Scheduler::run_job(
     std::size_t index, const Job& job, const DevicePart& device, SlotProgress& progress, std::stop_token stop) {
   auto source = std::make_shared<std::stop_source>();
+  progress.reset();
+  const Limits now = limits();
+  const Budgets budgets = effective_budgets(job, now.budgets, now.policy);
   {
     const std::lock_guard lock(mu_);
     Slot& slot = slots_[index];
@@ -198,6 +224,8 @@ std::optional<Scheduler::RunEnd> Scheduler::run_job(
     slot.status.state = RunnerState::searching;
     slot.status.key = job.key;
     slot.status.progress.clear();
+    slot.status.origin = std::string(to_string(job.origin));
+    slot.status.duty_cycle = budgets.duty_cycle;
   }
   const auto release = [&] {
     const std::lock_guard lock(mu_);
@@ -206,6 +234,8 @@ std::optional<Scheduler::RunEnd> Scheduler::run_job(
     slot.status.state = RunnerState::idle;
     slot.status.key.clear();
     slot.status.progress.clear();
+    slot.status.origin.clear();
+    slot.status.duty_cycle = 0;
   };
   // Issue 31: the full key the fleet's lease and the tier's records go by.
   // A stored key that no longer parses (a cache salvaged by hand) goes by its line as stored.
@@ -219,7 +249,7 @@ std::optional<Scheduler::RunEnd> Scheduler::run_job(
   std::stop_callback forward(stop, [source] { source->request_stop(); });
   JobOutcome outcome;
   try {
-    outcome = runners_[index]->run(job, effective_budgets(job, limits().budgets), progress, source->get_token());
+    outcome = runners_[index]->run(job, budgets, progress, source->get_token());
   } catch (const std::exception& e) {
     outcome = JobOutcome{JobOutcome::Kind::worker_lost, std::nullopt, e.what()};
   }

@@ -64,7 +64,7 @@ public:
   void notify_work();
   // Stops the run of `key` if one is running (after the queue marked it cancelled).
   void cancel_running(const std::string& key);
-  // Takes the reloadable settings it reads (budgets, max_attempts, restart_backoff) from `c`, for
+  // Takes the reloadable settings it reads (budgets, search policy, max_attempts, restart_backoff) from `c`, for
   // the jobs and retries that start from now on (SIGHUP; config_reload.hpp). Thread-safe.
   void set_limits(const Config& c);
   // Installs the fleet's hooks (issue 31). Before start().
@@ -99,6 +99,7 @@ private:
 
   struct Limits {
     Budgets budgets;
+    SearchPolicy policy;
     std::uint32_t max_attempts = 0;
     std::chrono::milliseconds restart_backoff{0};
   };

@@ -13,6 +13,7 @@
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
 #include "eval/verdict.hpp"
+#include "sched/duty_cycle.hpp"
 #include "worker/worker_parent.hpp"
 
 namespace kd::daemon {
@@ -115,8 +116,9 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     else progress.candidate_rejected(e.node->verdict);
     if (worker_was_lost(e.node->verdict)) progress.worker_lost(e.node->verdict);
   };
-  search::SearchOutcome out =
-      search::run_search(key, target, proposers, compiler_, backend_.get(), opts, observer);
+  // Issue 29 item 4: a miss-started search keeps to its share of the GPU (full speed at 1).
+  DutyCycleBackend paced(*backend_, budgets.duty_cycle, progress, stop);
+  search::SearchOutcome out = search::run_search(key, target, proposers, compiler_, &paced, opts, observer);
   for (; restarts_seen < backend_->restarts(); ++restarts_seen) progress.worker_restarted();
   worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
 

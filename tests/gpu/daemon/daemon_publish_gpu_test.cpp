@@ -35,7 +35,8 @@ int gemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream s) {
 TEST(DaemonOnGpu, MissIsTunedPublishedAndLaunchedBySubscribedProcess) {
   KD_REQUIRE_GPU();
   test::TempDir dir;
-  test::DaemonProcess daemon(dir.path(), {}, "budget_rounds = 1\nbudget_candidates = 12\n");
+  // Full speed: this test is about publishing (the GPU policy of miss-started searches has its own).
+  test::DaemonProcess daemon(dir.path(), {}, "budget_rounds = 1\nbudget_candidates = 12\nsearch_duty_cycle = 1\n");
 
   const std::string cache = daemon.cache_dir().string(), socket = daemon.socket().string();
   kd_options o{cache.c_str(), socket.c_str(), 0, 200};

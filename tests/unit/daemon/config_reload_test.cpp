@@ -42,6 +42,18 @@ TEST(ConfigReload, AppliesReloadableKeysAndNamesTheOthers) {
   EXPECT_EQ(again.restart_needed, r.restart_needed);
 }
 
+TEST(ConfigReload, TheGpuPolicyOfSearchesIsReloaded) {
+  test::TempDir dir;
+  const auto file = dir.path() / "kd.toml";
+  const std::string cache = "cache_dir = \"" + (dir.path() / "c").string() + "\"\n";
+  Config live = load(file, cache);
+  const ReloadResult r = apply_reload(live, load(file, cache + "search_duty_cycle = 0.3\nprewarm_duty_cycle = 0.9\n"));
+  EXPECT_DOUBLE_EQ(live.search_policy.miss_duty_cycle, 0.3);
+  EXPECT_DOUBLE_EQ(live.search_policy.prewarm_duty_cycle, 0.9);
+  EXPECT_EQ(r.applied, (std::vector<std::string>{"search_duty_cycle = '0.3'", "prewarm_duty_cycle = '0.9'"}));
+  EXPECT_TRUE(r.restart_needed.empty());
+}
+
 TEST(ConfigReload, AFlagStillWinsOverTheReloadedFile) {
   test::TempDir dir;
   const auto file = dir.path() / "kd.toml";

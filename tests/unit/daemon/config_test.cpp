@@ -72,6 +72,37 @@ TEST(Config, InvalidValuesNameKeyAndSource) {
   EXPECT_NE(message(Env{{{"KD_CONFIG", "/dev/null"}, {"KD_WORKERS", "0,x"}}}).find("workers"), std::string::npos);
 }
 
+// Issue 29 item 4: the GPU policy of searches, a share of the GPU's time by the job's origin.
+TEST(Config, DutyCyclesAreSharesOfTheGpuTime) {
+  const Config defaults = load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}}});
+  EXPECT_DOUBLE_EQ(defaults.search_policy.miss_duty_cycle, 0.1);
+  EXPECT_DOUBLE_EQ(defaults.search_policy.prewarm_duty_cycle, 1.0);
+
+  test::TempDir dir;
+  const auto file = dir.path() / "kd.toml";
+  std::ofstream(file) << "search_duty_cycle = 0.25\nprewarm_duty_cycle = 1\n";  // a TOML float and an integer
+  CommandLine line;
+  line.config_file = file;
+  const Config from_file = load_config(line, Env{});
+  EXPECT_DOUBLE_EQ(from_file.search_policy.miss_duty_cycle, 0.25);
+  EXPECT_DOUBLE_EQ(from_file.search_policy.prewarm_duty_cycle, 1.0);
+  line.flags["prewarm_duty_cycle"] = "0.5";
+  EXPECT_DOUBLE_EQ(load_config(line, Env{}).search_policy.prewarm_duty_cycle, 0.5);
+
+  const auto message = [](const std::string& value) {
+    try {
+      load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}, {"KD_SEARCH_DUTY_CYCLE", value}}});
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  for (const std::string bad : {"0", "1.5", "-0.1", "a tenth", "", "0.1x", "nan"})
+    EXPECT_NE(message(bad).find("search_duty_cycle"), std::string::npos) << "'" << bad << "': " << message(bad);
+  EXPECT_NE(message("0").find("above 0 and at most 1"), std::string::npos);
+  EXPECT_EQ(message("0.05"), "no error");
+}
+
 TEST(Config, BoundsHaveDefaultsAndLimits) {
   const Env defaults{{{"KD_CONFIG", "/dev/null"}}};
   const Config c = load_config(CommandLine{}, defaults);

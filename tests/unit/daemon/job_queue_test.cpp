@@ -36,6 +36,7 @@ TEST(Job, SerializeRoundTripsEveryField) {
   j.proposer = "llm";
   j.budgets = {1, 2, 3, 4};
   j.published_generation = 9;
+  j.origin = JobOrigin::prewarm;
   const auto back = parse_job(j.key, serialize_job(j));
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(*back, j);

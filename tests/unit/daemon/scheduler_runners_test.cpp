@@ -233,10 +233,13 @@ public:
     while (!stop.stop_requested() && !lose.load()) std::this_thread::sleep_for(2ms);
     progress.candidate_rejected("crashed");
     progress.worker_lost("crashed");
+    while (!stop.stop_requested() && !recover.load()) std::this_thread::sleep_for(2ms);
+    progress.candidate_evaluated();  // the next candidate ran on a fresh worker
     while (!stop.stop_requested()) std::this_thread::sleep_for(2ms);
     return {JobOutcome::Kind::stopped, std::nullopt, "stopped"};
   }
   std::atomic<bool> lose{false};
+  std::atomic<bool> recover{false};
 };
 
 TEST(SchedulerRunners, StatusShowsEachRunnersGpuStateKeyAndProgress) {
@@ -276,6 +279,9 @@ TEST(SchedulerRunners, StatusShowsEachRunnersGpuStateKeyAndProgress) {
   r = s.runners_status()[0];
   EXPECT_EQ(r.key, key_for(16, kH100)) << "still the same job";
   EXPECT_NE(r.progress.find("worker lost (crashed)"), std::string::npos) << r.progress;
+  raw->recover = true;
+  ASSERT_TRUE(eventually([&] { return s.runners_status()[0].state == RunnerState::searching; }));
+  EXPECT_EQ(s.runners_status()[0].progress, "round 2 of 8: 14 candidates so far") << "the round's line is back";
   s.stop();
   EXPECT_EQ(s.runners_status()[0].state, RunnerState::idle);
   EXPECT_TRUE(s.runners_status()[0].key.empty());

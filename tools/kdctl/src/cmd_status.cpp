@@ -32,11 +32,15 @@ void print_runners(const json& runners) {
     std::string doing = r.value("state", "");
     if (r.contains("key")) doing += " " + short_key(r.value("key", ""));
     if (r.contains("progress")) doing += " (" + r.value("progress", "") + ")";
+    if (r.contains("origin"))
+      doing += fmt::format(" [{}-started, {:.0f}% of the GPU]", r.value("origin", ""), 100 * r.value("duty_cycle", 0.0));
     const int pid = r.value("worker_pid", 0);
-    std::printf("  runner %llu on GPU %d, %s (%s): %s; %llu jobs finished, %llu published, %llu workers lost%s\n",
+    std::printf("  runner %llu on GPU %d, %s (%s): %s; %llu jobs finished, %llu published, %llu workers lost; "
+                "evaluations %.1f s, paused %.1f s for the GPU policy%s\n",
                 r.value("index", 0ULL), r.value("ordinal", -1), r.value("gpu", "").c_str(),
                 r.value("arch", "").c_str(), doing.c_str(), r.value("jobs_finished", 0ULL), r.value("published", 0ULL),
-                r.value("workers_lost", 0ULL), pid > 0 ? fmt::format(", worker pid {}", pid).c_str() : "");
+                r.value("workers_lost", 0ULL), r.value("evaluating_ms", 0.0) / 1000, r.value("paused_ms", 0.0) / 1000,
+                pid > 0 ? fmt::format(", worker pid {}", pid).c_str() : "");
   }
 }
 
@@ -58,6 +62,10 @@ int run_status(const DaemonArgs& a, bool as_json) {
               status.value("pid", 0), status.value("uptime_s", 0LL), status.value("cache_dir", "").c_str(),
               status.value("generation", 0ULL));
   std::printf("search: %s\n", status["search_backend"].value("message", "").c_str());
+  if (const auto p = status.find("search_policy"); p != status.end() && p->is_object())
+    std::printf("GPU policy: a search started by an application's miss takes at most %.0f%% of its GPU's time "
+                "(search_duty_cycle), a prewarm %.0f%% (prewarm_duty_cycle)\n",
+                100 * p->value("search_duty_cycle", 1.0), 100 * p->value("prewarm_duty_cycle", 1.0));
   print_runners(status.value("runners", json::array()));
   std::printf("jobs: %d queued, %d running, %d done, %d failed, %d cancelled; %d clients, %d subscribers\n",
               jobs.value("queued", 0), jobs.value("running", 0), jobs.value("done", 0), jobs.value("failed", 0),
