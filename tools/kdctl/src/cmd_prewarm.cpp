@@ -9,7 +9,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
@@ -27,12 +26,11 @@
 namespace kd::kdctl {
 namespace {
 
-using nlohmann::json;
 
 struct PrewarmArgs : DaemonArgs {
   std::string file;
   std::string proposer;
-  int rounds = 0, candidates = 0, wall_s = 0;
+  std::uint64_t rounds = 0, candidates = 0, wall_s = 0;  // 0: the daemon's default
   int timeout_s = 0;  // 0: wait until every shape is settled
   std::size_t batch = 0;  // shapes per request; 0: kDefaultBatchShapes
   bool no_wait = false;
@@ -62,18 +60,11 @@ bool settled(const std::string& state) {
 }
 
 // The request of one batch: shapes [begin, end) with the flags' proposer and budgets.
-json prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shapes, std::size_t begin,
-                     std::size_t end) {
-  json request{{"type", "prewarm"},
-               {"keys", std::vector<std::string>(shapes.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                 shapes.begin() + static_cast<std::ptrdiff_t>(end))}};
-  if (!a.proposer.empty()) request["proposer"] = a.proposer;
-  json budgets = json::object();
-  if (a.rounds) budgets["rounds"] = a.rounds;
-  if (a.candidates) budgets["candidates"] = a.candidates;
-  if (a.wall_s) budgets["wall_seconds"] = a.wall_s;
-  if (!budgets.empty()) request["budgets"] = budgets;
-  return request;
+protocol::Prewarm prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shapes, std::size_t begin,
+                                  std::size_t end) {
+  return {{shapes.begin() + static_cast<std::ptrdiff_t>(begin), shapes.begin() + static_cast<std::ptrdiff_t>(end)},
+          a.proposer,
+          {a.rounds, a.candidates, a.wall_s, 0}};
 }
 
 // One past the last shape of the batch that starts at `begin`: at most `max_shapes` shapes and
@@ -138,26 +129,26 @@ int queue_shapes(const PrewarmArgs& a, const std::filesystem::path& socket, cons
   std::size_t queued = 0, not_queued = 0;
   for (std::size_t begin = 0; begin < shapes.size();) {
     const std::size_t end = batch_end(shapes, begin, max_shapes);
-    json reply;
+    daemon::Answer<protocol::PrewarmOk> answer;
     try {
-      reply = client->request(prewarm_request(a, shapes, begin, end));
+      answer = client->call(prewarm_request(a, shapes, begin, end));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kdctl prewarm: daemon at %s not reachable after %zu of %zu shapes were queued (those "
                            "stay queued): %s\n",
                    socket.c_str(), queued, shapes.size(), e.what());
       return kFailure;
     }
-    if (reply.value("type", "") == "error") {
+    if (const auto* refused = std::get_if<protocol::ErrorMessage>(&answer)) {
       std::fprintf(stderr, "kdctl prewarm: daemon refused%s: %s\n",
                    queued > 0 ? fmt::format(" after {} of {} shapes were queued", queued, shapes.size()).c_str() : "",
-                   reply.value("message", "").c_str());
+                   refused->message.c_str());
       return kFailure;
     }
-    for (const json& r : reply.value("rejected", json::array()))
-      std::fprintf(stderr, "kdctl prewarm: the daemon rejected %s: %s\n", r.value("key", "").c_str(),
-                   r.value("message", "").c_str());
+    const auto& reply = std::get<protocol::PrewarmOk>(answer);
+    for (const protocol::RejectedKey& r : reply.rejected)
+      std::fprintf(stderr, "kdctl prewarm: the daemon rejected %s: %s\n", r.key.c_str(), r.message.c_str());
     const std::size_t sent = end - begin;
-    const std::size_t taken = std::min<std::size_t>(reply.value("queued", sent), sent);
+    const std::size_t taken = std::min<std::size_t>(reply.queued, sent);
     queued += taken;
     not_queued += sent - taken;
     begin = end;
@@ -188,18 +179,13 @@ std::map<std::string, ShapeState> job_states(daemon::Client& client, const std::
   std::map<std::string, ShapeState> states;
   for (std::size_t begin = 0; begin < shapes.size(); begin += kJobsPerRequest) {
     const std::size_t end = std::min(shapes.size(), begin + kJobsPerRequest);
-    const json reply = client.request(
-        {{"type", "jobs"},
-         {"keys", std::vector<std::string>(shapes.begin() + static_cast<std::ptrdiff_t>(begin),
-                                           shapes.begin() + static_cast<std::ptrdiff_t>(end))}});
-    if (reply.value("type", "") != "jobs")
-      throw Error(ErrorDomain::data, 0, "kdispatchd: " + reply.value("message", reply.dump()));
-    for (const json& j : reply.value("jobs", json::array())) {
-      const std::string state = j.value("state", "");
-      if (state == "unknown")
-        states[j.value("key", "")] = {std::string(kNotQueued), std::string(kNotQueuedDetail)};
+    const protocol::JobsReply reply = daemon::reply_or_throw(client.call(protocol::JobsQuery{
+        {shapes.begin() + static_cast<std::ptrdiff_t>(begin), shapes.begin() + static_cast<std::ptrdiff_t>(end)}}));
+    for (const protocol::JobEntry& j : reply.jobs) {
+      if (j.state == "unknown")
+        states[j.key] = {std::string(kNotQueued), std::string(kNotQueuedDetail)};
       else
-        states[j.value("key", "")] = {state, state == "running" ? j.value("progress", "") : j.value("reason", "")};
+        states[j.key] = {j.state, (j.state == "running" ? j.progress : j.reason).value_or("")};
     }
   }
   return states;
@@ -245,13 +231,10 @@ int run_prewarm(const PrewarmArgs& a) {
     std::map<std::string, ShapeState> now;
     try {
       daemon::Client client(socket);
-      const json status = client.request({{"type", "status"}});
-      if (status.value("type", "") != "status")
-        throw Error(ErrorDomain::data, 0, "kdispatchd: " + status.value("message", status.dump()));
-      if (cache_dir.empty()) cache_dir = status.value("cache_dir", "");
-      if (!status["search_backend"].value("available", false)) {
-        std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n",
-                     status["search_backend"].value("message", "").c_str());
+      const protocol::Status status = daemon::reply_or_throw(client.call(protocol::StatusQuery{}));
+      if (cache_dir.empty()) cache_dir = status.cache_dir;
+      if (!status.search_backend.available) {
+        std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n", status.search_backend.message.c_str());
         return kNoGpu;
       }
       now = job_states(client, shapes);
@@ -290,7 +273,7 @@ int run_prewarm(const PrewarmArgs& a) {
 
 int run_status(const DaemonArgs& a, bool as_json) {
   const std::filesystem::path socket = socket_of(a);
-  json status;
+  protocol::Status status;
   try {
     status = daemon::Client::status(socket, 20);
   } catch (const std::exception& e) {
@@ -298,40 +281,49 @@ int run_status(const DaemonArgs& a, bool as_json) {
     return kFailure;
   }
   if (as_json) {
-    std::printf("%s\n", status.dump(2).c_str());
+    std::printf("%s\n", protocol::to_object(status).dump(2).c_str());
     return kOk;
   }
-  const json& jobs = status["jobs"];
-  std::printf("kdispatchd %s, pid %d, up %lld s, cache %s, generation %llu\n", status.value("daemon", "").c_str(),
-              status.value("pid", 0), status.value("uptime_s", 0LL), status.value("cache_dir", "").c_str(),
-              status.value("generation", 0ULL));
-  std::printf("search: %s\n", status["search_backend"].value("message", "").c_str());
-  std::printf("jobs: %d queued, %d running, %d done, %d failed, %d cancelled; %d clients, %d subscribers\n",
-              jobs.value("queued", 0), jobs.value("running", 0), jobs.value("done", 0), jobs.value("failed", 0),
-              jobs.value("cancelled", 0), status.value("clients", 0), status.value("subscribers", 0));
-  if (const auto t = status.find("client_totals"); t != status.end() && t->is_object())
+  const protocol::JobCounts& jobs = status.jobs;
+  std::printf("kdispatchd %s, pid %lld, up %lld s, cache %s, generation %llu\n", status.daemon.c_str(),
+              static_cast<long long>(status.pid), static_cast<long long>(status.uptime_s), status.cache_dir.c_str(),
+              static_cast<unsigned long long>(status.generation));
+  std::printf("search: %s\n", status.search_backend.message.c_str());
+  std::printf("jobs: %llu queued, %llu running, %llu done, %llu failed, %llu cancelled; %llu clients, %llu "
+              "subscribers\n",
+              static_cast<unsigned long long>(jobs.queued), static_cast<unsigned long long>(jobs.running),
+              static_cast<unsigned long long>(jobs.done), static_cast<unsigned long long>(jobs.failed),
+              static_cast<unsigned long long>(jobs.cancelled), static_cast<unsigned long long>(status.clients),
+              static_cast<unsigned long long>(status.subscribers));
+  if (const auto& t = status.client_totals)
     std::printf("client calls: %llu hits, %llu misses, %llu fallbacks (%llu process(es) reporting; kdctl stats "
                 "has the reasons)\n",
-                t->value("hits", 0ULL), t->value("misses", 0ULL), t->value("fallbacks_total", 0ULL),
-                status.value("clients_reporting", 0ULL));
-  if (const auto b = status.find("bounds"); b != status.end() && b->is_object())
+                static_cast<unsigned long long>(t->hits), static_cast<unsigned long long>(t->misses),
+                static_cast<unsigned long long>(t->fallbacks_total),
+                static_cast<unsigned long long>(status.clients_reporting));
+  if (const auto& b = status.bounds)
     std::printf("bounds: records %llu of %llu bytes (%llu evicted), queued jobs at most %llu (%llu dropped), "
-                "finished jobs kept %llu s (%llu purged)\n",
-                b->value("cache_bytes", 0ULL), b->value("max_cache_bytes", 0ULL), b->value("records_evicted", 0ULL),
-                b->value("max_queued_jobs", 0ULL), b->value("jobs_dropped", 0ULL), b->value("job_retention_s", 0ULL),
-                b->value("jobs_purged", 0ULL));
-  if (const auto r = status.find("remote"); r != status.end() && r->is_object()) {  // issue 31: the fleet's tier
-    const json c = r->value("counters", json::object());
+                "finished jobs kept %lld s (%llu purged)\n",
+                static_cast<unsigned long long>(b->cache_bytes), static_cast<unsigned long long>(b->max_cache_bytes),
+                static_cast<unsigned long long>(b->records_evicted),
+                static_cast<unsigned long long>(b->max_queued_jobs),
+                static_cast<unsigned long long>(b->jobs_dropped), static_cast<long long>(b->job_retention_s),
+                static_cast<unsigned long long>(b->jobs_purged));
+  if (const auto& r = status.remote) {  // issue 31: the fleet's tier
+    const auto count = [&](const char* name) {
+      const auto it = r->counters.counts.find(name);
+      return static_cast<unsigned long long>(it == r->counters.counts.end() ? 0 : it->second);
+    };
     std::printf("remote tier: %s %s%s, trust %s, gate %s; %llu imported, %llu pushed, %llu held back, %llu lease "
                 "wait(s) (kdctl remote status has more)\n",
-                r->value("url", "").c_str(), r->value("connected", false) ? "connected" : "not connected",
-                r->value("connected", false) ? "" : (": " + r->value("last_error", "")).c_str(),
-                r->value("trust", "").c_str(), r->value("gate", "").c_str(), c.value("imports", 0ULL),
-                c.value("pushes", 0ULL), r->value("held_back", 0ULL), c.value("lease_waits", 0ULL));
+                r->url.c_str(), r->connected ? "connected" : "not connected",
+                r->connected ? "" : (": " + r->last_error).c_str(), r->trust.c_str(), r->gate.c_str(),
+                count("imports"), count("pushes"), static_cast<unsigned long long>(r->held_back),
+                count("lease_waits"));
   }
-  for (const json& j : status.value("top_jobs", json::array()))
-    std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
-                j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
+  for (const protocol::JobEntry& j : status.top_jobs.value_or(std::vector<protocol::JobEntry>{}))
+    std::printf("  %-9s %s%s%s\n", j.state.c_str(), j.key.c_str(), j.progress ? "  " : "",
+                j.progress.value_or("").c_str());
   return kOk;
 }
 
