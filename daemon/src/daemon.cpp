@@ -153,59 +153,54 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
     return Gauges{queue.counts(), server->clients(), server->subscribers(), queue.generation(),
                   have_backend, queue.tallies(), queue.records_bytes()};
   };
-  const auto runners_json = [&] {
-    json list = json::array();
-    for (const RunnerStatus& r : scheduler->runners_status()) list.push_back(to_json(r, kMaxJobTextBytes));
+  const auto runners = [&] {
+    std::vector<protocol::RunnerEntry> list;
+    for (const RunnerStatus& r : scheduler->runners_status()) list.push_back(runner_entry(r, kMaxJobTextBytes));
     return list;
   };
   const auto status = [&](std::size_t top) {
     const QueueCounts counts = queue.counts();
-    json jobs = json::object();
-    for (std::size_t s = 0; s < kJobStateCount; ++s)
-      jobs[std::string(to_string(static_cast<JobState>(s)))] = counts.by_state[s];
-    json s{{"daemon", KD_VERSION_STRING},
-           {"pid", ::getpid()},
-           {"uptime_s", std::chrono::duration_cast<std::chrono::seconds>(
-                            std::chrono::steady_clock::now() - started).count()},
-           {"generation", queue.generation()},
-           {"cache_dir", config.cache_dir.string()},
-           {"socket", config.socket.string()},
-           {"search_backend", {{"available", have_backend}, {"message", backend_message}}},
-           {"jobs", jobs},
-           {"queue_depth", counts.by_state[static_cast<std::size_t>(JobState::queued)]},
-           {"clients", server->clients()},
-           {"subscribers", server->subscribers()},
-           {"running", scheduler->running_keys()},
-           {"runners", runners_json()},
-           {"search_policy",
-            {{"search_duty_cycle", live.search_policy.miss_duty_cycle},
-             {"prewarm_duty_cycle", live.search_policy.prewarm_duty_cycle}}},
-           {"transactions_committed", queue.transactions_committed()},
-           {"clients_reporting", client_stats.live()},
-           {"client_totals", client_stats.totals().to_json()},
-           {"bounds", bounds_json(config, queue)}};
-    if (remote) s["remote"] = remote->status();
+    const auto of = [&](JobState s) { return counts.by_state[static_cast<std::size_t>(s)]; };
+    protocol::Status s;
+    s.daemon = KD_VERSION_STRING;
+    s.pid = ::getpid();
+    s.uptime_s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
+    s.generation = queue.generation();
+    s.cache_dir = config.cache_dir.string();
+    s.socket = config.socket.string();
+    s.search_backend = {have_backend, backend_message};
+    s.jobs = {of(JobState::queued), of(JobState::running), of(JobState::done), of(JobState::failed),
+              of(JobState::cancelled)};
+    s.queue_depth = of(JobState::queued);
+    s.clients = server->clients();
+    s.subscribers = server->subscribers();
+    s.running = scheduler->running_keys();
+    s.runners = runners();
+    s.search_policy = protocol::SearchPolicy{live.search_policy.miss_duty_cycle, live.search_policy.prewarm_duty_cycle};
+    s.transactions_committed = queue.transactions_committed();
+    s.clients_reporting = client_stats.live();
+    s.client_totals = client_stats.totals().wire();
+    s.bounds = bounds_of(config, queue);
+    if (remote) s.remote = remote->status();
     if (top > 0) {
-      json list = json::array();
+      auto& list = s.top_jobs.emplace();
       for (const Job& job : queue.top_jobs(top)) {
-        json j = job_json(job);
+        protocol::JobEntry& e = list.emplace_back(job_entry(job));
         if (job.state == JobState::running)
-          j["progress"] = protocol::truncate_utf8(scheduler->progress_of(job.key), kMaxJobTextBytes);
-        list.push_back(std::move(j));
+          e.progress = protocol::truncate_utf8(scheduler->progress_of(job.key), kMaxJobTextBytes);
       }
-      s["top_jobs"] = list;
     }
     return s;
   };
   const auto stats = [&] {
-    json counters = json::object();
+    protocol::Stats s;
     for (std::size_t c = 0; c < static_cast<std::size_t>(Counter::count_); ++c)
-      counters[std::string(counter_name(static_cast<Counter>(c)))] = metrics.get(static_cast<Counter>(c));
-    return json{{"counters", counters},
-                {"candidates_rejected", metrics.rejected()},
-                {"generation", queue.generation()},
-                {"transactions_committed", queue.transactions_committed()},
-                {"clients", client_stats.to_json()}};
+      s.counters[std::string(counter_name(static_cast<Counter>(c)))] = metrics.get(static_cast<Counter>(c));
+    s.candidates_rejected = metrics.rejected();
+    s.generation = queue.generation();
+    s.transactions_committed = queue.transactions_committed();
+    s.clients = client_stats.report();
+    return s;
   };
   const auto remote_metrics = [&] { return remote ? remote->prometheus_text() : std::string(); };
 
@@ -214,7 +209,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
                                                           {client_stats.totals(), client_stats.live()}) +
                                           runners_prometheus_text(scheduler->runners_status()) + remote_metrics();
                                  },
-                                 [&] { return public_status(status(0)).dump(); }});
+                                 [&] { return public_status(json(status(0))).dump(); }});
   asio::signal_set signals(io, SIGTERM, SIGINT);
   asio::signal_set hangups(io, SIGHUP);
   asio::steady_timer generation_timer(io);

@@ -11,7 +11,6 @@
 #include <fmt/format.h>
 
 #include "common/error.hpp"
-#include "protocol/messages.hpp"
 
 namespace kd::daemon {
 
@@ -64,16 +63,11 @@ void Client::send(json message) {
   send_raw(protocol::encode_frame(message.dump()));
 }
 
-std::optional<json> Client::receive(std::chrono::milliseconds timeout) {
+std::optional<std::string> Client::receive_payload(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto next = decoder_.next();
-    if (auto* payload = std::get_if<std::string>(&next)) {
-      json j = json::parse(*payload, nullptr, false);
-      if (j.is_discarded() || !j.is_object())
-        throw Error(ErrorDomain::data, 0, "kdispatchd sent a frame that is not a JSON object");
-      return j;
-    }
+    if (auto* payload = std::get_if<std::string>(&next)) return std::move(*payload);
     if (std::holds_alternative<protocol::FrameError>(next))
       throw Error(ErrorDomain::data, 0, "kdispatchd sent an oversized frame");
     const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -94,6 +88,21 @@ std::optional<json> Client::receive(std::chrono::milliseconds timeout) {
   }
 }
 
+std::string Client::next_reply_payload(std::chrono::milliseconds timeout) {
+  auto payload = receive_payload(timeout);
+  if (!payload) throw Error(ErrorDomain::system, 0, "kdispatchd closed the connection or timed out");
+  return std::move(*payload);
+}
+
+std::optional<json> Client::receive(std::chrono::milliseconds timeout) {
+  const auto payload = receive_payload(timeout);
+  if (!payload) return std::nullopt;
+  json j = json::parse(*payload, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    throw Error(ErrorDomain::data, 0, "kdispatchd sent a frame that is not a JSON object");
+  return j;
+}
+
 json Client::request(json message, std::chrono::milliseconds timeout) {
   send(std::move(message));
   for (;;) {
@@ -103,20 +112,14 @@ json Client::request(json message, std::chrono::milliseconds timeout) {
   }
 }
 
-json Client::status(const std::filesystem::path& socket, std::size_t top_jobs) {
+protocol::Status Client::status(const std::filesystem::path& socket, std::size_t top_jobs) {
   Client c(socket);
-  json reply = c.request({{"type", "status"}, {"jobs", top_jobs}});
-  if (reply.value("type", "") != "status")
-    throw Error(ErrorDomain::data, 0, "kdispatchd: " + reply.value("message", reply.dump()));
-  return reply;
+  return reply_or_throw(c.call(protocol::StatusQuery{top_jobs}));
 }
 
-json Client::stats(const std::filesystem::path& socket) {
+protocol::Stats Client::stats(const std::filesystem::path& socket) {
   Client c(socket);
-  json reply = c.request({{"type", "stats"}});
-  if (reply.value("type", "") != "stats")
-    throw Error(ErrorDomain::data, 0, "kdispatchd: " + reply.value("message", reply.dump()));
-  return reply;
+  return reply_or_throw(c.call(protocol::StatsQuery{}));
 }
 
 }  // namespace kd::daemon

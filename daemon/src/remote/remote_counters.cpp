@@ -53,14 +53,16 @@ void RemoteCounters::add_mismatched(std::string_view reason) {
   ++mismatched_[std::string(reason)];
 }
 
-nlohmann::json RemoteCounters::to_json() const {
-  nlohmann::json j = nlohmann::json::object();
-  for (const auto& info : kCounters) j[std::string(info.name)] = get(info.counter);
+protocol::RemoteCounts RemoteCounters::counts() const {
+  protocol::RemoteCounts c;
+  for (const auto& info : kCounters) c.counts[std::string(info.name)] = get(info.counter);
   const std::lock_guard lock(mu_);
-  j["rejected"] = nlohmann::json(std::map<std::string, std::uint64_t>(rejected_.begin(), rejected_.end()));
-  j["mismatched"] = nlohmann::json(std::map<std::string, std::uint64_t>(mismatched_.begin(), mismatched_.end()));
-  return j;
+  c.rejected = {rejected_.begin(), rejected_.end()};
+  c.mismatched = {mismatched_.begin(), mismatched_.end()};
+  return c;
 }
+
+nlohmann::json RemoteCounters::to_json() const { return counts(); }
 
 std::string RemoteCounters::prometheus_text(bool connected) const {
   std::string out;

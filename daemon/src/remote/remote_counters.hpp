@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "protocol/status.hpp"
+
 namespace kd::daemon {
 
 enum class RemoteCounter : std::uint8_t {
@@ -42,6 +44,8 @@ public:
   void add_rejected(std::string_view reason);
   void add_mismatched(std::string_view reason);
 
+  // What the status reply's remote.counters holds (protocol/status.hpp), and its JSON.
+  protocol::RemoteCounts counts() const;
   nlohmann::json to_json() const;
   // The families kdispatch_remote_*; `connected` is the link's state now.
   std::string prometheus_text(bool connected) const;

@@ -477,27 +477,28 @@ void RemoteTier::after_search(const std::string& full_key, const Record* winner,
   }
 }
 
-nlohmann::json RemoteTier::status() const {
-  nlohmann::json j{{"url", login_.endpoint.url()},
-                   {"connected", connected_.load()},
-                   {"trust", std::string(to_string(settings_.trust))},
-                   {"prefix", settings_.key_prefix},
-                   {"owner", leases_.owner()},
-                   {"lease_ms", settings_.lease.count()}};
+protocol::RemoteStatus RemoteTier::status() const {
+  protocol::RemoteStatus s;
+  s.url = login_.endpoint.url();
+  s.connected = connected_.load();
+  s.trust = std::string(to_string(settings_.trust));
+  s.prefix = settings_.key_prefix;
+  s.owner = leases_.owner();
+  s.lease_ms = settings_.lease.count();
   const auto why = verifier_->unavailable();
-  j["gate"] = settings_.trust == RemoteTrust::trusted ? "not needed (trusted)"
-              : why                                   ? "unavailable: " + *why
-                                                      : "this machine's GPU";
+  s.gate = settings_.trust == RemoteTrust::trusted ? "not needed (trusted)"
+           : why                                   ? "unavailable: " + *why
+                                                   : "this machine's GPU";
   {
     const std::lock_guard lock(mu_);
-    j["last_error"] = last_error_;
-    j["leases_held"] = held_.size();
-    j["pending_pushes"] = pending_push_.size();
-    j["verifying"] = verifying_.size();
-    j["held_back"] = unverified_.size();
+    s.last_error = last_error_;
+    s.leases_held = held_.size();
+    s.pending_pushes = pending_push_.size();
+    s.verifying = verifying_.size();
+    s.held_back = unverified_.size();
   }
-  j["counters"] = counters_.to_json();
-  return j;
+  s.counters = counters_.counts();
+  return s;
 }
 
 std::string RemoteTier::prometheus_text() const { return counters_.prometheus_text(connected_.load()); }

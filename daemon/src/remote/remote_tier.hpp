@@ -74,7 +74,7 @@ public:
   // The scheduler's hooks (sched/scheduler.hpp); one round trip each, bounded by remote_timeout_ms.
   FleetHooks fleet_hooks();
 
-  nlohmann::json status() const;
+  protocol::RemoteStatus status() const;  // the status reply's `remote`
   std::string prometheus_text() const;
   const RemoteCounters& counters() const noexcept { return counters_; }
 

@@ -107,17 +107,10 @@ void Maintenance::loop() {
   }
 }
 
-nlohmann::json bounds_json(const Config& config, const JobQueue& queue) {
+protocol::Bounds bounds_of(const Config& config, const JobQueue& queue) {
   const QueueTallies t = queue.tallies();
-  return {{"max_cache_bytes", config.max_cache_bytes},
-          {"cache_bytes", queue.records_bytes()},
-          {"records_evicted", t.records_evicted},
-          {"max_queued_jobs", config.max_queued_jobs},
-          {"jobs_dropped", t.jobs_dropped},
-          {"job_retention_s", config.job_retention.count()},
-          {"jobs_purged", t.jobs_purged},
-          {"usage_dropped", t.usage_dropped},
-          {"jobs_indexing", queue.indexing()}};
+  return {config.max_cache_bytes, queue.records_bytes(), t.records_evicted, config.max_queued_jobs, t.jobs_dropped,
+          config.job_retention.count(), t.jobs_purged, t.usage_dropped, queue.indexing()};
 }
 
 }  // namespace kd::daemon

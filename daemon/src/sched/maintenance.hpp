@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config/config.hpp"
+#include "protocol/status.hpp"
 #include "queue/job_queue.hpp"
 
 namespace kd::daemon {
@@ -69,6 +70,6 @@ private:
 
 // The `bounds` object of the status reply: each limit, where the cache stands and what was
 // removed to keep it (daemon/PROTOCOL.md).
-nlohmann::json bounds_json(const Config& config, const JobQueue& queue);
+protocol::Bounds bounds_of(const Config& config, const JobQueue& queue);
 
 }  // namespace kd::daemon

@@ -16,27 +16,30 @@ constexpr std::array<std::string_view, 3> kStateNames{"idle", "searching", "rest
 
 std::string_view to_string(RunnerState s) { return kStateNames.at(static_cast<std::size_t>(s)); }
 
-nlohmann::json to_json(const RunnerStatus& r, std::size_t max_text_bytes) {
-  nlohmann::json j{{"index", r.index},
-                   {"ordinal", r.ordinal},
-                   {"gpu", r.device.gpu},
-                   {"arch", r.device.arch},
-                   {"sms", r.device.sms},
-                   {"state", to_string(r.state)},
-                   {"worker_pid", r.worker_pid},
-                   {"jobs_finished", r.jobs_finished},
-                   {"published", r.published},
-                   {"workers_lost", r.workers_lost},
-                   {"evaluating_ms", r.evaluating.count()},
-                   {"paused_ms", r.paused.count()}};
-  if (!r.key.empty()) j["key"] = protocol::truncate_utf8(r.key, max_text_bytes);
+protocol::RunnerEntry runner_entry(const RunnerStatus& r, std::size_t max_text_bytes) {
+  protocol::RunnerEntry e;
+  e.index = r.index;
+  e.ordinal = r.ordinal;
+  e.gpu = r.device.gpu;
+  e.arch = r.device.arch;
+  e.sms = r.device.sms;
+  e.state = std::string(to_string(r.state));
+  e.worker_pid = r.worker_pid;
+  e.jobs_finished = r.jobs_finished;
+  e.published = r.published;
+  e.workers_lost = r.workers_lost;
+  e.evaluating_ms = r.evaluating.count();
+  e.paused_ms = r.paused.count();
+  if (!r.key.empty()) e.key = protocol::truncate_utf8(r.key, max_text_bytes);
   if (!r.origin.empty()) {
-    j["origin"] = r.origin;
-    j["duty_cycle"] = r.duty_cycle;
+    e.origin = r.origin;
+    e.duty_cycle = r.duty_cycle;
   }
-  if (!r.progress.empty()) j["progress"] = protocol::truncate_utf8(r.progress, max_text_bytes);
-  return j;
+  if (!r.progress.empty()) e.progress = protocol::truncate_utf8(r.progress, max_text_bytes);
+  return e;
 }
+
+nlohmann::json to_json(const RunnerStatus& r, std::size_t max_text_bytes) { return runner_entry(r, max_text_bytes); }
 
 std::string runners_prometheus_text(const std::vector<RunnerStatus>& runners) {
   struct Family {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "key/gemm_key.hpp"
+#include "protocol/status.hpp"
 
 namespace kd::daemon {
 
@@ -42,7 +43,8 @@ struct RunnerStatus {
   std::chrono::milliseconds paused{0};
 };
 
-// One entry of the status reply's `runners` (texts cut to `max_text_bytes`).
+// One entry of the status reply's `runners` (texts cut to `max_text_bytes`), and as JSON.
+protocol::RunnerEntry runner_entry(const RunnerStatus& r, std::size_t max_text_bytes);
 nlohmann::json to_json(const RunnerStatus& r, std::size_t max_text_bytes);
 
 // The kdispatch_runner_* families: per runner (labels runner, device, gpu) whether it searches and

@@ -1,6 +1,6 @@
-// The request table: one row per client message type (PROTOCOL.md documents each).
+// The request table: one row per client message type (PROTOCOL.md documents each). Requests are
+// decoded and replies encoded only by the protocol's codec (libdispatch/src/protocol).
 #include <algorithm>
-#include <limits>
 #include <unordered_map>
 #include <variant>
 
@@ -10,7 +10,7 @@
 #include "driver/proposer_table.hpp"
 #include "kdispatch/kdispatch.h"
 #include "key/gemm_key.hpp"
-#include "protocol/messages.hpp"
+#include "protocol/requests.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
 #include "stats/client_stats.hpp"
@@ -20,38 +20,7 @@ namespace {
 
 namespace asio = boost::asio;
 using nlohmann::json;
-
-// A frame that does not follow the protocol: the client gets an error frame and is dropped.
-struct ProtocolViolation {
-  std::string message;
-};
-
-const json& field(const json& j, const char* name) {
-  const auto it = j.find(name);
-  if (it == j.end()) throw ProtocolViolation{fmt::format("protocol: field '{}' is missing", name)};
-  return *it;
-}
-
-std::string string_field(const json& j, const char* name) {
-  const json& v = field(j, name);
-  if (!v.is_string()) throw ProtocolViolation{fmt::format("protocol: field '{}' must be a string", name)};
-  return v.get<std::string>();
-}
-
-std::uint64_t unsigned_field(const json& j, const char* name, std::optional<std::uint64_t> fallback) {
-  const auto it = j.find(name);
-  if (it == j.end() && fallback) return *fallback;
-  if (it == j.end() || !it->is_number_unsigned())
-    throw ProtocolViolation{fmt::format("protocol: field '{}' must be a non-negative integer", name)};
-  return it->get<std::uint64_t>();
-}
-
-bool bool_field(const json& j, const char* name) {
-  const auto it = j.find(name);
-  if (it == j.end()) return false;
-  if (!it->is_boolean()) throw ProtocolViolation{fmt::format("protocol: field '{}' must be a boolean", name)};
-  return it->get<bool>();
-}
+using protocol::ProtocolViolation;
 
 // The canonical line of a key, or the parser's message: the full line when it has a device part
 // or the daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape
@@ -89,39 +58,12 @@ constexpr std::size_t kMaxRejectedListed = 16;
 std::string echo_key(const std::string& key) { return protocol::truncate_utf8(key, kMaxEchoedKeyBytes); }
 
 struct Rejected {
-  json list = json::array();
+  std::vector<protocol::RejectedKey> list;
   void add(const std::string& key, const std::string& why) {
     if (list.size() < kMaxRejectedListed)
-      list.push_back({{"key", echo_key(key)}, {"message", protocol::truncate_utf8(why, kMaxEchoedMessageBytes)}});
+      list.push_back({echo_key(key), protocol::truncate_utf8(why, kMaxEchoedMessageBytes)});
   }
 };
-
-// A reply whose array `list` is cut from its end until the frame fits; `<list>_omitted` then
-// says how many entries were left out. For replies whose list length the client chooses.
-std::string reply_fitting_list(const char* type, json fields, const char* list) {
-  fields["v"] = protocol::kProtocolVersion;
-  fields["type"] = type;
-  const auto dump = [](const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); };
-  if (std::string payload = dump(fields); protocol::fits_in_frame(payload.size()))
-    return protocol::encode_frame(payload);
-  constexpr std::size_t kBudget = protocol::kMaxFramePayloadBytes - 64;  // room for "<list>_omitted"
-  const auto fits_with = [&](std::size_t n) {
-    json copy = fields;
-    auto& a = copy[list];
-    a.erase(a.begin() + static_cast<std::ptrdiff_t>(n), a.end());
-    return dump(copy).size() <= kBudget;
-  };
-  const std::size_t total = fields[list].size();
-  std::size_t lo = 0, hi = total;  // the largest n that fits lies in [lo, hi)
-  while (hi - lo > 1) {
-    const std::size_t mid = lo + (hi - lo) / 2;
-    (fits_with(mid) ? lo : hi) = mid;
-  }
-  auto& a = fields[list];
-  a.erase(a.begin() + static_cast<std::ptrdiff_t>(lo), a.end());
-  fields[std::string(list) + "_omitted"] = total - lo;
-  return reply_frame(type, std::move(fields));
-}
 
 // Completion that fills `slot` of `session` on the io thread with `make(result)`.
 template <class Make>
@@ -134,49 +76,33 @@ Completion reply_later(Server& server, Session& session, std::uint64_t slot, Mak
   };
 }
 
-void on_hello(Server& server, Session& session, const json& j) {
-  (void)unsigned_field(j, "pid", std::nullopt);
-  (void)string_field(j, "client");
-  session.reply(reply_frame("hello_ok", {{"version", protocol::kProtocolVersion},
-                                         {"daemon", KD_VERSION_STRING},
-                                         {"generation", server.queue().generation()},
-                                         {"features", {protocol::kFeatureClientStats, protocol::kFeatureUsage}}}));
+void on_hello(Server& server, Session& session, const protocol::Hello&) {
+  session.reply(reply_frame(protocol::HelloOk{
+      protocol::kProtocolVersion, KD_VERSION_STRING, server.queue().generation(),
+      {std::string(protocol::kFeatureClientStats), std::string(protocol::kFeatureUsage)}}));
 }
 
-void on_miss(Server& server, Session& session, const json& j) {
+void on_miss(Server& server, Session& session, const protocol::Miss& m) {
   std::vector<MissReport> misses;
   Rejected rejected;
-  const auto take = [&](const json& entry) {
-    const std::string key = string_field(entry, "key");
-    const std::uint64_t count = unsigned_field(entry, "count", 1);
+  for (const protocol::MissEntry& e : m.keys) {
     server.metrics().add(Counter::miss_keys_received);
-    server.metrics().add(Counter::misses_reported, count);
-    auto canon = canonical_key(key, server.home_device());
+    server.metrics().add(Counter::misses_reported, e.count);
+    auto canon = canonical_key(e.key, server.home_device());
     if (canon.index() == 1) {
       server.metrics().add(Counter::miss_keys_rejected);
-      rejected.add(key, std::get<1>(canon));
-      return;
+      rejected.add(e.key, std::get<1>(canon));
+      continue;
     }
-    misses.push_back({std::move(std::get<0>(canon)), count});
-  };
-  if (const auto keys = j.find("keys"); keys != j.end()) {
-    if (!keys->is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array"};
-    for (const auto& entry : *keys) {
-      if (!entry.is_object()) throw ProtocolViolation{"protocol: miss 'keys' holds {key, count} objects"};
-      take(entry);
-    }
-  } else {
-    take(j);
+    misses.push_back({std::move(std::get<0>(canon)), e.count});
   }
-  server.metrics().add(Counter::client_hits, unsigned_field(j, "hits", 0));
-  const bool ack = bool_field(j, "ack");
+  server.metrics().add(Counter::client_hits, m.hits);
   const std::size_t accepted = misses.size();
   Completion done;
-  if (ack) {
-    done = reply_later(server, session, session.reserve_reply(),
-                       [accepted, rejected = std::move(rejected.list)] {
-                         return reply_frame("ok", {{"accepted", accepted}, {"rejected", rejected}});
-                       });
+  if (m.ack) {
+    done = reply_later(server, session, session.reserve_reply(), [accepted, rejected = std::move(rejected.list)] {
+      return reply_frame(protocol::MissAck{accepted, rejected});
+    });
   }
   if (misses.empty()) {
     if (done) done(CommitResult{true, {}});
@@ -189,47 +115,17 @@ void on_miss(Server& server, Session& session, const json& j) {
   });
 }
 
-void on_subscribe(Server& server, Session& session, const json&) {
+void on_subscribe(Server& server, Session& session, const protocol::Subscribe&) {
   session.set_subscribed();
-  session.reply(reply_frame("ok", {{"generation", server.queue().generation()}}));
+  session.reply(reply_frame(protocol::Subscribed{server.queue().generation()}));
 }
 
-// Every field is checked before anything is counted: a report the protocol does not allow drops
-// the client; a well-formed one whose counters went down is counted as rejected and ignored.
-protocol::ClientStats client_stats_of(const json& j) {
-  protocol::ClientStats r;
-  const std::uint64_t pid = unsigned_field(j, "pid", std::nullopt);
-  if (pid > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
-    throw ProtocolViolation{"protocol: field 'pid' is not a process id"};
-  r.pid = static_cast<std::int64_t>(pid);
-  r.program = string_field(j, "program");
-  r.instance = string_field(j, "instance");
-  r.hits = unsigned_field(j, "hits", std::nullopt);
-  r.misses = unsigned_field(j, "misses", std::nullopt);
-  const json& fallbacks = field(j, "fallbacks");
-  if (!fallbacks.is_object())
-    throw ProtocolViolation{"protocol: field 'fallbacks' must be an object of reason -> count"};
-  if (fallbacks.size() > protocol::kMaxFallbackReasons)
-    throw ProtocolViolation{fmt::format("protocol: client_stats 'fallbacks' names more than {} reasons",
-                                        protocol::kMaxFallbackReasons)};
-  for (auto it = fallbacks.begin(); it != fallbacks.end(); ++it) {
-    if (!it.value().is_number_unsigned())
-      throw ProtocolViolation{fmt::format("protocol: fallback count '{}' must be a non-negative integer",
-                                          it.key().substr(0, protocol::kMaxReasonNameBytes))};
-    r.fallbacks[it.key()] = it.value().get<std::uint64_t>();
-  }
-  r.loads = unsigned_field(j, "loads", 0);
-  r.swaps = unsigned_field(j, "swaps", 0);
-  r.final = bool_field(j, "final");
-  if (auto problem = protocol::client_stats_problem(r)) throw ProtocolViolation{*problem};
-  return r;
-}
-
-void on_client_stats(Server& server, Session& session, const json& j) {
-  protocol::ClientStats r = client_stats_of(j);
+// The codec checked every field and limit: a well-formed report whose counters went down is
+// counted as rejected and ignored.
+void on_client_stats(Server& server, Session& session, const protocol::ClientStats& r) {
   if (!session.stats_instance().empty() && session.stats_instance() != r.instance)
-    throw ProtocolViolation{fmt::format("protocol: this connection reports counters for instance '{}', not '{}'",
-                                        session.stats_instance(), r.instance)};
+    throw ProtocolViolation(fmt::format("protocol: this connection reports counters for instance '{}', not '{}'",
+                                        session.stats_instance(), r.instance));
   session.set_stats_instance(r.instance);
   switch (server.client_stats().record(r, session.id(), unix_ms_now())) {
     case ClientStatsBook::Outcome::counted: server.metrics().add(Counter::client_stats_received); break;
@@ -240,49 +136,36 @@ void on_client_stats(Server& server, Session& session, const json& j) {
   }
 }
 
-void on_zero_stats(Server& server, Session& session, const json&) {
+void on_zero_stats(Server& server, Session& session, const protocol::ZeroStats&) {
   spdlog::info("client counters zeroed by client pid {} (uid {})", session.peer_pid(), session.peer_uid());
   server.client_stats().zero(unix_ms_now());
   save_client_stats(server.client_stats(), server.queue(), /*force=*/true,
                     [&io = server.io(), self = session.shared_from_this(),
                      slot = session.reserve_reply()](bool committed, const std::string& error) {
                       asio::post(io, [self, slot, committed, error] {
-                        self->fill_reply(slot, committed ? reply_frame("ok", {{"zeroed", true}})
+                        self->fill_reply(slot, committed ? reply_frame(protocol::StatsZeroed{})
                                                          : error_frame("commit failed: " + error));
                       });
                     });
 }
 
-void on_prewarm(Server& server, Session& session, const json& j) {
-  const json& keys = field(j, "keys");
-  if (!keys.is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
-  std::string proposer;
-  if (j.contains("proposer")) proposer = string_field(j, "proposer");
-  if (!proposer.empty()) {
+void on_prewarm(Server& server, Session& session, const protocol::Prewarm& p) {
+  if (!p.proposer.empty()) {
     // The same comma list the daemon's `proposer` setting takes ("builtin,cublaslt").
-    const auto names = search::parse_proposer_list(proposer);
-    if (const auto* err = std::get_if<std::string>(&names))
-      throw ProtocolViolation{"protocol: proposer: " + *err};
+    const auto names = search::parse_proposer_list(p.proposer);
+    if (const auto* err = std::get_if<std::string>(&names)) throw ProtocolViolation("protocol: proposer: " + *err);
   }
-  JobBudgets budgets;
-  if (const auto b = j.find("budgets"); b != j.end()) {
-    if (!b->is_object()) throw ProtocolViolation{"protocol: field 'budgets' must be an object"};
-    budgets.rounds = unsigned_field(*b, "rounds", 0);
-    budgets.candidates = unsigned_field(*b, "candidates", 0);
-    budgets.wall_seconds = unsigned_field(*b, "wall_seconds", 0);
-    budgets.llm_tokens = unsigned_field(*b, "llm_tokens", 0);
-  }
+  const JobBudgets budgets{p.budgets.rounds, p.budgets.candidates, p.budgets.wall_seconds, p.budgets.llm_tokens};
   std::vector<PrewarmRequest> requests;
   Rejected rejected;
-  for (const auto& k : keys) {
-    if (!k.is_string()) throw ProtocolViolation{"protocol: prewarm keys must be strings"};
-    auto canon = canonical_key(k.get<std::string>(), server.home_device());
+  for (const std::string& key : p.keys) {
+    auto canon = canonical_key(key, server.home_device());
     if (canon.index() == 1) {
       server.metrics().add(Counter::miss_keys_rejected);
-      rejected.add(k.get<std::string>(), std::get<1>(canon));
+      rejected.add(key, std::get<1>(canon));
       continue;
     }
-    requests.push_back({std::move(std::get<0>(canon)), proposer, budgets});
+    requests.push_back({std::move(std::get<0>(canon)), p.proposer, budgets});
   }
   const std::size_t asked = requests.size();
   auto work_added = server.hooks().work_added;
@@ -293,90 +176,70 @@ void on_prewarm(Server& server, Session& session, const json& j) {
         for (const Refused& x : refused) rejected.add(x.key, x.message);  // the bound on queued jobs
         const std::size_t queued = asked - refused.size();
         asio::post(io, [self, slot, r, queued, list = std::move(rejected.list)] {
-          self->fill_reply(slot, r.committed ? reply_frame("ok", {{"queued", queued}, {"rejected", list}})
+          self->fill_reply(slot, r.committed ? reply_frame(protocol::PrewarmOk{queued, list})
                                              : error_frame("commit failed: " + r.error));
         });
         if (r.committed && work_added) work_added();
       });
 }
 
-// At most this many top jobs in a status reply (a job's entry is at most ~1.1 KB: job_json).
-constexpr std::uint64_t kMaxTopJobs = 500;
-
-void on_status(Server& server, Session& session, const json& j) {
-  const auto top = static_cast<std::size_t>(std::min(unsigned_field(j, "jobs", 0), kMaxTopJobs));
-  json status = server.hooks().status(top);
-  if (status.contains("top_jobs")) {
-    session.reply(reply_fitting_list("status", std::move(status), "top_jobs"));
-    return;
-  }
-  session.reply(reply_frame("status", std::move(status)));
+void on_status(Server& server, Session& session, const protocol::StatusQuery& q) {
+  const auto top = static_cast<std::size_t>(std::min(q.jobs, protocol::kMaxTopJobs));
+  const protocol::Status status = server.hooks().status(top);
+  session.reply(status.top_jobs ? reply_fitting_list(status, "top_jobs") : reply_frame(status));
 }
 
-void on_stats(Server& server, Session& session, const json&) {
-  session.reply(reply_frame("stats", server.hooks().stats()));
+void on_stats(Server& server, Session& session, const protocol::StatsQuery&) {
+  session.reply(reply_frame(server.hooks().stats()));
 }
 
-// The jobs of given keys, for a client that follows its own (kdctl prewarm). Bounded so that the
-// reply fits a frame: kMaxJobsPerRequest entries of at most ~1.1 KB (job_json).
-constexpr std::size_t kMaxJobsPerRequest = 500;
-
-void on_jobs(Server& server, Session& session, const json& j) {
-  const json& keys = field(j, "keys");
-  if (!keys.is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
-  if (keys.size() > kMaxJobsPerRequest)
-    throw ProtocolViolation{fmt::format("protocol: jobs asks for {} keys; at most {} per request", keys.size(),
-                                        kMaxJobsPerRequest)};
-  json list = json::array();
-  std::vector<std::string> lookups;        // the canonical lines of the keys that parse
-  std::vector<std::size_t> lookup_entries;  // their entries in `list`
-  for (const auto& k : keys) {
-    if (!k.is_string()) throw ProtocolViolation{"protocol: jobs keys must be strings"};
-    const std::string& raw = k.get_ref<const std::string&>();
+// The jobs of given keys, for a client that follows its own (kdctl prewarm); the codec bounds
+// their number (protocol::kMaxJobsPerRequest) so that the reply fits a frame.
+void on_jobs(Server& server, Session& session, const protocol::JobsQuery& q) {
+  protocol::JobsReply reply;
+  std::vector<std::string> lookups;         // the canonical lines of the keys that parse
+  std::vector<std::size_t> lookup_entries;  // their entries in reply.jobs
+  for (const std::string& raw : q.keys) {
     auto canon = canonical_key(raw, server.home_device());
     if (canon.index() == 1) {
-      list.push_back({{"key", echo_key(raw)},
-                      {"state", "invalid"},
-                      {"reason", protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes)}});
+      protocol::JobEntry& invalid = reply.jobs.emplace_back();
+      invalid.key = echo_key(raw);
+      invalid.state = "invalid";
+      invalid.reason = protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes);
       continue;
     }
     lookups.push_back(std::move(std::get<0>(canon)));
-    lookup_entries.push_back(list.size());
-    list.push_back({{"key", raw}, {"state", "unknown"}});
+    lookup_entries.push_back(reply.jobs.size());
+    reply.jobs.push_back({raw, "unknown"});
   }
   // By key in the jobs database, in one read transaction: no scan, whatever the queue holds.
   const std::vector<std::optional<Job>> found = server.queue().find_each(lookups);
   for (std::size_t i = 0; i < found.size(); ++i) {
     if (!found[i]) continue;
     const Job& job = *found[i];
-    json& entry = list[lookup_entries[i]];
-    const json raw = std::move(entry["key"]);  // as asked, so that the client finds its own spelling
-    entry = job_json(job);
-    entry["key"] = raw;
+    protocol::JobEntry& entry = reply.jobs[lookup_entries[i]];
+    std::string raw = std::move(entry.key);  // as asked, so that the client finds its own spelling
+    entry = job_entry(job);
+    entry.key = std::move(raw);
     if (job.state == JobState::running && server.hooks().progress)
-      entry["progress"] = protocol::truncate_utf8(server.hooks().progress(job.key), kMaxJobTextBytes);
+      entry.progress = protocol::truncate_utf8(server.hooks().progress(job.key), kMaxJobTextBytes);
   }
-  session.reply(reply_fitting_list("jobs", {{"jobs", std::move(list)}}, "jobs"));
+  session.reply(reply_fitting_list(reply, "jobs"));
 }
 
 // Another process (kdctl import or evict) wrote the cache: re-read its generation and tell the
 // subscribers, so that they load the new records now instead of at a restart.
 constexpr std::size_t kMaxNoticesPerChange = 256;
 
-void on_cache_changed(Server& server, Session& session, const json& j) {
+void on_cache_changed(Server& server, Session& session, const protocol::CacheChanged& c) {
   std::vector<std::string> keys;
-  std::size_t named = 0;
-  if (const auto it = j.find("keys"); it != j.end()) {
-    if (!it->is_array()) throw ProtocolViolation{"protocol: field 'keys' must be an array of key lines"};
-    named = it->size();
-    for (const auto& k : *it) {
-      if (!k.is_string()) throw ProtocolViolation{"protocol: cache_changed keys must be strings"};
-      if (keys.size() >= kMaxNoticesPerChange) continue;
-      auto canon = canonical_key(k.get<std::string>(), server.home_device());
-      if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
-    }
+  for (const std::string& k : c.keys) {
+    if (keys.size() >= kMaxNoticesPerChange) break;
+    auto canon = canonical_key(k, server.home_device());
+    if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
   }
-  spdlog::info("client pid {} changed the cache ({} key(s)); re-reading its generation", session.peer_pid(), named);
+  spdlog::info("client pid {} changed the cache ({} key(s)); re-reading its generation", session.peer_pid(),
+               c.keys.size());
   const auto slot = session.reserve_reply();
   server.queue().sync_generation([&server, self = session.shared_from_this(), slot, keys = std::move(keys)](
                                      const CommitResult& r, std::uint64_t before, std::uint64_t after) mutable {
@@ -389,18 +252,15 @@ void on_cache_changed(Server& server, Session& session, const json& j) {
       if (keys.empty()) server.notify_published("", after);
       for (const auto& key : keys) server.notify_published(key, after);
       spdlog::info("generation {} (was {}) published to {} subscriber(s)", after, before, subscribers);
-      self->fill_reply(slot, reply_frame("ok", {{"generation", after},
-                                                 {"previous_generation", before},
-                                                 {"subscribers", subscribers}}));
+      self->fill_reply(slot, reply_frame(protocol::CacheChangedOk{after, before, subscribers}));
     });
   });
 }
 
-void on_cancel(Server& server, Session& session, const json& j) {
-  const std::string raw = string_field(j, "key");
-  auto canon = canonical_key(raw, server.home_device());
+void on_cancel(Server& server, Session& session, const protocol::Cancel& c) {
+  auto canon = canonical_key(c.key, server.home_device());
   if (canon.index() == 1) {
-    session.reply(reply_frame("ok", {{"cancelled", false}, {"message", std::get<1>(canon)}}));
+    session.reply(reply_frame(protocol::CancelOk{false, std::get<1>(canon)}));
     return;
   }
   const std::string key = std::get<0>(canon);
@@ -409,7 +269,7 @@ void on_cancel(Server& server, Session& session, const json& j) {
                                  const CommitResult& r, bool found) {
     asio::post(server.io(), [&server, self, slot, key, r, found] {
       if (r.committed && found && server.hooks().cancelled) server.hooks().cancelled(key);
-      self->fill_reply(slot, r.committed ? reply_frame("ok", {{"cancelled", found}})
+      self->fill_reply(slot, r.committed ? reply_frame(protocol::CancelOk{found, std::nullopt})
                                          : error_frame("commit failed: " + r.error));
     });
   });
@@ -417,55 +277,37 @@ void on_cancel(Server& server, Session& session, const json& j) {
 
 // Which records an application hit since its last report (libkdispatch's usage marks): the
 // last-use times least-recently-used eviction goes by. No reply.
-void on_usage(Server& server, Session&, const json& j) {
-  const json& keys = field(j, "keys");
-  if (!keys.is_array() || keys.size() > protocol::kMaxUsageKeys)
-    throw ProtocolViolation{fmt::format("protocol: usage 'keys' must be an array of at most {} key lines",
-                                        protocol::kMaxUsageKeys)};
-  std::vector<std::string> lines;
-  lines.reserve(keys.size());
-  for (const auto& k : keys) {
-    if (!k.is_string()) throw ProtocolViolation{"protocol: usage keys must be strings"};
-    lines.push_back(k.get<std::string>());
-  }
-  server.queue().note_usage(lines, unix_ms_now());
-}
+void on_usage(Server& server, Session&, const protocol::Usage& u) { server.queue().note_usage(u.keys, unix_ms_now()); }
 
 // Removes finished jobs now (kdctl purge). Runs off the io thread; the reply says what went.
-void on_purge(Server& server, Session& session, const json& j) {
+void on_purge(Server& server, Session& session, const protocol::Purge& p) {
   PurgeRequest request;
-  if (const auto states = j.find("states"); states != j.end()) {
-    if (!states->is_array()) throw ProtocolViolation{"protocol: field 'states' must be an array of job states"};
-    for (const auto& name : *states) {
-      const auto state = name.is_string() ? job_state_from(name.get<std::string>()) : std::nullopt;
-      if (!state || *state == JobState::queued || *state == JobState::running) {
-        session.reply(error_frame("purge removes finished jobs: states are done, failed and cancelled, not " +
-                                  name.dump()));
-        return;
-      }
-      request.states.push_back(*state);
+  for (const std::string& name : p.states) {
+    const auto state = job_state_from(name);
+    if (!state || *state == JobState::queued || *state == JobState::running) {
+      session.reply(error_frame("purge removes finished jobs: states are done, failed and cancelled, not " +
+                                json(name).dump(-1, ' ', false, json::error_handler_t::replace)));
+      return;
     }
+    request.states.push_back(*state);
   }
-  const std::uint64_t older_than_s = unsigned_field(j, "older_than_s", 0);
   constexpr std::uint64_t kMaxAgeS = std::uint64_t{1} << 40;
-  request.before_unix_ms = unix_ms_now() - static_cast<std::int64_t>(std::min(older_than_s, kMaxAgeS) * 1000);
-  if (bool_field(j, "dry_run")) request.mode = PurgeRequest::Mode::count_only;
-  const bool dry_run = request.mode == PurgeRequest::Mode::count_only;
+  request.before_unix_ms = unix_ms_now() - static_cast<std::int64_t>(std::min(p.older_than_s, kMaxAgeS) * 1000);
+  if (p.dry_run) request.mode = PurgeRequest::Mode::count_only;
   if (!server.hooks().purge) {
     session.reply(error_frame("this daemon cannot purge"));
     return;
   }
-  spdlog::info("purge of finished jobs older than {} s requested by client pid {} (uid {}){}", older_than_s,
-               session.peer_pid(), session.peer_uid(), dry_run ? " (dry run)" : "");
+  spdlog::info("purge of finished jobs older than {} s requested by client pid {} (uid {}){}", p.older_than_s,
+               session.peer_pid(), session.peer_uid(), p.dry_run ? " (dry run)" : "");
   server.hooks().purge(
       std::move(request), [&io = server.io(), self = session.shared_from_this(), slot = session.reserve_reply(),
-                           dry_run](const std::optional<PurgeResult>& result, const std::string& error) {
+                           dry_run = p.dry_run](const std::optional<PurgeResult>& result, const std::string& error) {
         std::string frame;
         if (result) {
-          json removed = json::object();
-          for (const JobState s : {JobState::done, JobState::failed, JobState::cancelled})
-            removed[std::string(to_string(s))] = result->by_state[static_cast<std::size_t>(s)];
-          frame = reply_frame("ok", {{"removed", removed}, {"total", result->total()}, {"dry_run", dry_run}});
+          const auto of = [&](JobState s) { return result->by_state[static_cast<std::size_t>(s)]; };
+          frame = reply_frame(protocol::PurgeOk{
+              {of(JobState::done), of(JobState::failed), of(JobState::cancelled)}, result->total(), dry_run});
         } else {
           frame = error_frame("purge failed: " + error);
         }
@@ -473,9 +315,9 @@ void on_purge(Server& server, Session& session, const json& j) {
       });
 }
 
-void on_shutdown(Server& server, Session& session, const json&) {
+void on_shutdown(Server& server, Session& session, const protocol::Shutdown&) {
   spdlog::info("shutdown requested by client pid {} (uid {})", session.peer_pid(), session.peer_uid());
-  session.reply(reply_frame("ok"));
+  session.reply(reply_frame(protocol::ShutdownOk{}));
   if (server.hooks().shutdown) asio::post(server.io(), server.hooks().shutdown);
 }
 
@@ -484,41 +326,46 @@ struct RequestType {
   std::string_view type;
   Handler handle;
 };
+// A row: the request's type and its handler, called with the request decoded by the codec.
+template <class Request, void (*Handle)(Server&, Session&, const Request&)>
+constexpr RequestType row() {
+  return {Request::kType, [](Server& server, Session& session, const json& body) {
+            Handle(server, session, body.get<Request>());
+          }};
+}
 constexpr RequestType kRequests[] = {
-    {"hello", on_hello},       {"miss", on_miss},
-    {"subscribe", on_subscribe}, {"client_stats", on_client_stats},
-    {"prewarm", on_prewarm},   {"status", on_status},
-    {"stats", on_stats},       {"zero_stats", on_zero_stats},
-    {"cancel", on_cancel},     {"shutdown", on_shutdown},
-    {"jobs", on_jobs},         {"cache_changed", on_cache_changed},
-    {"usage", on_usage},       {"purge", on_purge},
+    row<protocol::Hello, on_hello>(),
+    row<protocol::Miss, on_miss>(),
+    row<protocol::Subscribe, on_subscribe>(),
+    row<protocol::ClientStats, on_client_stats>(),
+    row<protocol::Prewarm, on_prewarm>(),
+    row<protocol::StatusQuery, on_status>(),
+    row<protocol::StatsQuery, on_stats>(),
+    row<protocol::ZeroStats, on_zero_stats>(),
+    row<protocol::Cancel, on_cancel>(),
+    row<protocol::Shutdown, on_shutdown>(),
+    row<protocol::JobsQuery, on_jobs>(),
+    row<protocol::CacheChanged, on_cache_changed>(),
+    row<protocol::Usage, on_usage>(),
+    row<protocol::Purge, on_purge>(),
 };
 
 }  // namespace
 
 void Server::handle_payload(Session& session, const std::string& payload) {
   try {
-    const json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) throw ProtocolViolation{"protocol: bad JSON"};
-    if (!j.is_object()) throw ProtocolViolation{"protocol: payload is not a JSON object"};
-    const auto v = j.find("v");
-    if (v == j.end() || !v->is_number_integer())
-      throw ProtocolViolation{"protocol: missing version field 'v'"};
-    if (v->get<std::int64_t>() != protocol::kProtocolVersion)
-      throw ProtocolViolation{fmt::format("protocol: version {}, expected {}", v->dump(),
-                                          protocol::kProtocolVersion)};
-    const std::string type = string_field(j, "type");
+    const protocol::Envelope e = protocol::open_envelope(payload);
     for (const auto& r : kRequests) {
-      if (r.type == type) {
-        r.handle(*this, session, j);
+      if (r.type == e.type) {
+        r.handle(*this, session, e.body);
         return;
       }
     }
-    throw ProtocolViolation{fmt::format("protocol: unknown message type '{}'", type)};
+    throw ProtocolViolation(fmt::format("protocol: unknown message type '{}'", e.type));
   } catch (const ProtocolViolation& e) {
     metrics_.add(Counter::protocol_errors);
-    spdlog::debug("client pid {}: {}", session.peer_pid(), e.message);
-    session.fail(e.message);
+    spdlog::debug("client pid {}: {}", session.peer_pid(), e.what());
+    session.fail(e.what());
   } catch (const std::exception& e) {
     metrics_.add(Counter::protocol_errors);
     session.fail(std::string("protocol: ") + e.what());

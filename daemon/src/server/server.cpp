@@ -21,10 +21,7 @@ namespace kd::daemon {
 namespace asio = boost::asio;
 using local = asio::local::stream_protocol;
 
-std::string reply_frame(const char* type, nlohmann::json fields) {
-  fields["v"] = protocol::kProtocolVersion;
-  fields["type"] = type;
-  std::string payload = fields.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+std::string payload_frame(std::string_view type, const std::string& payload) {
   if (!protocol::fits_in_frame(payload.size())) {
     // Every reply is bounded where it is built; reaching this is a bug, and the client gets an
     // error instead of a frame it could not read (the connection stays).
@@ -37,16 +34,40 @@ std::string reply_frame(const char* type, nlohmann::json fields) {
 }
 
 std::string error_frame(const std::string& message) {
-  return protocol::encode_message(protocol::ErrorMessage{message});  // bounded: always fits
+  return protocol::encode(protocol::ErrorMessage{message});  // bounded: always fits
 }
 
-nlohmann::json job_json(const Job& j) {
-  return {{"key", j.key},
-          {"state", to_string(j.state)},
-          {"count", j.count},
-          {"priority", j.priority()},
-          {"attempts", j.attempts},
-          {"reason", protocol::truncate_utf8(j.reason, kMaxJobTextBytes)}};
+std::string object_fitting_list(std::string_view type, nlohmann::json object, const char* list) {
+  if (std::string payload = protocol::dump_payload(object); protocol::fits_in_frame(payload.size()))
+    return protocol::encode_frame(payload);
+  constexpr std::size_t kBudget = protocol::kMaxFramePayloadBytes - 64;  // room for "<list>_omitted"
+  const auto fits_with = [&](std::size_t n) {
+    nlohmann::json copy = object;
+    auto& a = copy[list];
+    a.erase(a.begin() + static_cast<std::ptrdiff_t>(n), a.end());
+    return protocol::dump_payload(copy).size() <= kBudget;
+  };
+  const std::size_t total = object[list].size();
+  std::size_t lo = 0, hi = total;  // the largest n that fits lies in [lo, hi)
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    (fits_with(mid) ? lo : hi) = mid;
+  }
+  auto& a = object[list];
+  a.erase(a.begin() + static_cast<std::ptrdiff_t>(lo), a.end());
+  object[std::string(list) + "_omitted"] = total - lo;
+  return payload_frame(type, protocol::dump_payload(object));
+}
+
+protocol::JobEntry job_entry(const Job& j) {
+  protocol::JobEntry e;
+  e.key = j.key;
+  e.state = std::string(to_string(j.state));
+  e.count = j.count;
+  e.priority = j.priority();
+  e.attempts = j.attempts;
+  e.reason = protocol::truncate_utf8(j.reason, kMaxJobTextBytes);
+  return e;
 }
 
 Server::Server(asio::io_context& io, const Config& config, JobQueue& queue, Metrics& metrics,
@@ -155,7 +176,7 @@ std::size_t Server::subscribers() const {
 void Server::notify_published(std::string key, std::uint64_t generation) {
   if (publish_observer_ && !key.empty()) publish_observer_(key);
   asio::post(io_, [this, key = std::move(key), generation] {
-    const std::string frame = protocol::encode_message(protocol::Published{key, generation});
+    const std::string frame = protocol::encode(protocol::Published{key, generation, std::nullopt});
     const auto sessions = sessions_;  // a push may drop a client that does not read
     for (const auto& s : sessions)
       if (s->subscribed()) s->push_notice(frame);
@@ -164,8 +185,7 @@ void Server::notify_published(std::string key, std::uint64_t generation) {
 
 void Server::notify_evicted(std::uint64_t generation, std::uint64_t records) {
   asio::post(io_, [this, generation, records] {
-    const std::string frame =
-        reply_frame("published", {{"key", ""}, {"generation", generation}, {"evicted", records}});
+    const std::string frame = reply_frame(protocol::Published{"", generation, records});
     const auto sessions = sessions_;
     for (const auto& s : sessions)
       if (s->subscribed()) s->push_notice(frame);

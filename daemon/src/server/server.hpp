@@ -19,6 +19,7 @@
 #include "config/config.hpp"
 #include "http/metrics.hpp"
 #include "key/gemm_key.hpp"
+#include "protocol/status.hpp"
 #include "queue/job_queue.hpp"
 #include "stats/client_stats.hpp"
 
@@ -31,8 +32,8 @@ struct ServerHooks {
   std::function<void()> shutdown;                       // a client sent shutdown
   std::function<void()> work_added;                     // misses or prewarm were committed
   std::function<void(const std::string& key)> cancelled;  // a job was cancelled
-  std::function<nlohmann::json(std::size_t top_jobs)> status;  // the status object
-  std::function<nlohmann::json()> stats;                       // the stats object
+  std::function<protocol::Status(std::size_t top_jobs)> status;  // the status reply
+  std::function<protocol::Stats()> stats;                        // the stats reply
   std::function<std::string(const std::string& key)> progress;  // a running job's progress line
   // Runs a purge off the io thread; `done` runs on another thread (post to the io thread).
   std::function<void(PurgeRequest, std::function<void(const std::optional<PurgeResult>&, const std::string& error)> done)>
@@ -97,16 +98,27 @@ private:
   std::uint64_t next_session_id_ = 1;
 };
 
-// Frames of the daemon's replies ({"v":1,"type":...} plus fields). Never throw for what a client
+// Frames of the daemon's replies, encoded by the protocol's codec. Never throw for what a client
 // sent (only std::bad_alloc): invalid UTF-8 is replaced, an error message is cut to
 // protocol::kMaxErrorMessageBytes, and a reply over the frame limit becomes an error frame saying
 // so (every reply is bounded where it is built; this is the last line of defence).
-std::string reply_frame(const char* type, nlohmann::json fields = nlohmann::json::object());
+std::string payload_frame(std::string_view type, const std::string& payload);
+template <class Reply>
+std::string reply_frame(const Reply& reply) {
+  return payload_frame(Reply::kType, protocol::to_payload(reply));
+}
 std::string error_frame(const std::string& message);
+// A reply whose array `list` is cut from its end until the frame fits; `<list>_omitted` then
+// says how many entries were left out. For replies whose list length the client chooses.
+std::string object_fitting_list(std::string_view type, nlohmann::json object, const char* list);
+template <class Reply>
+std::string reply_fitting_list(const Reply& reply, const char* list) {
+  return object_fitting_list(Reply::kType, protocol::to_object(reply), list);
+}
 
 // A job as the status and jobs replies show it: key, state, count, priority, attempts, reason (cut
 // to kMaxJobTextBytes, as is a progress line), so that an entry stays under ~1.1 KB.
 inline constexpr std::size_t kMaxJobTextBytes = 256;
-nlohmann::json job_json(const Job& job);
+protocol::JobEntry job_entry(const Job& job);
 
 }  // namespace kd::daemon

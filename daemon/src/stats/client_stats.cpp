@@ -88,11 +88,10 @@ std::uint64_t CallCounters::fallbacks_total() const noexcept {
   return n;
 }
 
-json CallCounters::to_json() const {
-  json j = raw_json(*this);
-  j["fallbacks_total"] = fallbacks_total();
-  j["calls"] = saturating_add(hits, fallbacks_total());
-  return j;
+protocol::ClientCounters CallCounters::wire() const {
+  const std::uint64_t failed_over = fallbacks_total();
+  return {hits,  misses, {fallbacks.begin(), fallbacks.end()}, failed_over, saturating_add(hits, failed_over),
+          loads, swaps};
 }
 
 CallCounters counters_of(const protocol::ClientStats& report) {
@@ -205,7 +204,7 @@ std::size_t ClientStatsBook::live() const {
                                                 [](const auto& i) { return i.second.connection != 0; }));
 }
 
-json ClientStatsBook::to_json() const {
+protocol::ClientsReport ClientStatsBook::report() const {
   const std::lock_guard lock(mu_);
   std::vector<const std::pair<const std::string, Instance>*> live;
   for (const auto& entry : instances_)
@@ -219,30 +218,20 @@ json ClientStatsBook::to_json() const {
   std::partial_sort(live.begin(), live.begin() + static_cast<std::ptrdiff_t>(considered), live.end(),
                     [&](const auto* a, const auto* b) { return calls(a) > calls(b); });
   live.resize(considered);
-  std::vector<std::pair<const std::pair<const std::string, Instance>*, json>> listed;
+  protocol::ClientsReport out{since_unix_ms_, processes_seen_, live_count, 0, totals_.wire(), {}};
   std::size_t bytes = 0;
   for (const auto* entry : live) {
-    json j = entry->second.last.to_json();
-    j["pid"] = entry->second.pid;
-    j["program"] = entry->second.program;
-    j["instance"] = entry->first;
-    j["first_report_unix_ms"] = entry->second.first_report_unix_ms;
-    j["last_report_unix_ms"] = entry->second.last_report_unix_ms;
-    bytes += j.dump(-1, ' ', false, json::error_handler_t::replace).size() + 1;
+    protocol::LiveClient c{entry->second.pid, entry->second.program, entry->first,
+                           entry->second.first_report_unix_ms, entry->second.last_report_unix_ms,
+                           entry->second.last.wire()};
+    bytes += protocol::dump_payload(c).size() + 1;
     if (bytes > kMaxLiveListedBytes) break;
-    listed.emplace_back(entry, std::move(j));
+    out.live.push_back(std::move(c));
   }
-  std::sort(listed.begin(), listed.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.first->second.pid, a.first->first) < std::tie(b.first->second.pid, b.first->first);
-  });
-  json list = json::array();
-  for (auto& [entry, j] : listed) list.push_back(std::move(j));
-  return {{"since_unix_ms", since_unix_ms_},
-          {"processes_seen", processes_seen_},
-          {"processes_live", live_count},
-          {"live_omitted", live_count - listed.size()},
-          {"totals", totals_.to_json()},
-          {"live", std::move(list)}};
+  std::sort(out.live.begin(), out.live.end(),
+            [](const auto& a, const auto& b) { return std::tie(a.pid, a.instance) < std::tie(b.pid, b.instance); });
+  out.live_omitted = live_count - out.live.size();
+  return out;
 }
 
 std::pair<std::string, std::uint64_t> ClientStatsBook::serialize() const {

@@ -35,6 +35,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/messages.hpp"
+#include "protocol/status.hpp"
 
 namespace kd::daemon {
 
@@ -51,9 +52,9 @@ struct CallCounters {
   std::uint64_t swaps = 0;
 
   std::uint64_t fallbacks_total() const noexcept;
-  // {"hits","misses","fallbacks":{reason: n},"fallbacks_total","calls","loads","swaps"}; calls
-  // is hits + fallbacks_total (every call ends as one of the two).
-  nlohmann::json to_json() const;
+  // As the status and stats replies show them: with fallbacks_total and calls = hits +
+  // fallbacks_total (every call ends as one of the two).
+  protocol::ClientCounters wire() const;
   bool operator==(const CallCounters&) const = default;
 };
 
@@ -64,7 +65,7 @@ public:
   static constexpr std::size_t kMaxGone = 1024;
   static constexpr std::chrono::hours kGoneRetention{24};
   static constexpr std::size_t kMaxTotalReasons = 64;
-  // to_json() lists at most this many live processes (those with the most calls), in at most
+  // report() lists at most this many live processes (those with the most calls), in at most
   // this many bytes of JSON, so that the stats reply stays far below the protocol's frame limit
   // however many clients are live (one process's entry is at most ~6.5 KB: a 256-byte program
   // name and 64 fallback reasons of 64 bytes). The reply's `live_omitted` counts the others.
@@ -87,11 +88,10 @@ public:
 
   CallCounters totals() const;
   std::size_t live() const;
-  // {"since_unix_ms","processes_seen","processes_live","live_omitted","totals":{...},"live":[{pid,
-  // program, instance, first_report_unix_ms, last_report_unix_ms, <counters>}...]} (live sorted by
-  // pid; the processes_live with the most calls, within kMaxLiveListed and kMaxLiveListedBytes;
-  // live_omitted = processes_live - live.size()).
-  nlohmann::json to_json() const;
+  // The stats reply's `clients`: totals and the live processes (sorted by pid; the processes_live
+  // with the most calls, within kMaxLiveListed and kMaxLiveListedBytes; live_omitted =
+  // processes_live - live.size()).
+  protocol::ClientsReport report() const;
 
   // Persistence. serialize() returns the text and the change number it holds; saved() marks that
   // number stored; dirty() says whether a change is not yet stored.

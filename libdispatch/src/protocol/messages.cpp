@@ -1,194 +1,127 @@
 #include "protocol/messages.hpp"
 
-#include <algorithm>
 #include <cstdlib>
-
-#include <nlohmann/json.hpp>
+#include <limits>
 
 #include "protocol/frame.hpp"
 
 namespace kd::protocol {
-namespace {
 
 using nlohmann::json;
 
-template <class... F>
-struct Overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
-
-json to_object(const Message& m) {
-  json j = std::visit(
-      Overloaded{
-          [](const Hello& h) { return json{{"type", "hello"}, {"pid", h.pid}, {"client", h.client}}; },
-          [](const Miss& x) { return json{{"type", "miss"}, {"key", x.key}, {"count", x.count}}; },
-          [](const Subscribe&) { return json{{"type", "subscribe"}}; },
-          [](const ClientStats& c) {
-            json o{{"type", "client_stats"}, {"pid", c.pid},           {"program", c.program},
-                   {"instance", c.instance}, {"hits", c.hits},        {"misses", c.misses},
-                   {"fallbacks", c.fallbacks}, {"loads", c.loads},    {"swaps", c.swaps}};
-            if (c.final) o["final"] = true;
-            return o;
-          },
-          [](const Usage& u) { return json{{"type", "usage"}, {"keys", u.keys}}; },
-          [](const Published& p) {
-            return json{{"type", "published"}, {"key", p.key}, {"generation", p.generation}};
-          },
-          [](const ErrorMessage& e) {
-            return json{{"type", "error"}, {"message", truncate_utf8(e.message, kMaxErrorMessageBytes)}};
-          },
-          [](const Acknowledged& a) {
-            json o{{"type", a.type}};
-            if (!a.features.empty()) o["features"] = a.features;
-            return o;
-          },
-      },
-      m);
-  j["v"] = kProtocolVersion;
-  return j;
+void to_json(json& j, const HelloOk& m) {
+  j = {{"version", m.version}, {"daemon", m.daemon}, {"generation", m.generation}};
+  if (!m.features.empty()) j["features"] = m.features;
+}
+// Read leniently: a client needs only its features, and what older daemons sent varies.
+void from_json(const json& j, HelloOk& m) {
+  field::optional(j, "version", m.version);
+  field::optional(j, "daemon", m.daemon);
+  field::optional(j, "generation", m.generation);
+  field::optional(j, "features", m.features);
 }
 
-// Field readers: a missing or mistyped field is a ProtocolError naming it.
-struct FieldError {
-  std::string message;
-};
+void to_json(json& j, const Subscribed& m) { j = {{"generation", m.generation}}; }
+void from_json(const json& j, Subscribed& m) { field::required(j, "generation", m.generation); }
 
-std::string string_field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end() || !it->is_string())
-    throw FieldError{std::string("protocol: field '") + name + "' must be a string"};
-  return it->get<std::string>();
+void to_json(json& j, const Published& m) {
+  j = {{"key", m.key}, {"generation", m.generation}};
+  field::put_optional(j, "evicted", m.evicted);
+}
+void from_json(const json& j, Published& m) {
+  field::required(j, "key", m.key);
+  field::required(j, "generation", m.generation);
+  field::optional(j, "evicted", m.evicted);
 }
 
-std::uint64_t unsigned_field(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end() || !it->is_number_unsigned())
-    throw FieldError{std::string("protocol: field '") + name + "' must be a non-negative integer"};
-  return it->get<std::uint64_t>();
+void to_json(json& j, const ErrorMessage& m) {
+  j = {{"message", truncate_utf8(m.message, kMaxErrorMessageBytes)}};
+}
+void from_json(const json& j, ErrorMessage& m) { field::required(j, "message", m.message); }
+
+void to_json(json& j, const Hello& m) { j = {{"pid", m.pid}, {"client", m.client}}; }
+void from_json(const json& j, Hello& m) {
+  std::uint64_t pid = 0;
+  field::required(j, "pid", pid);
+  m.pid = static_cast<std::int64_t>(pid);
+  field::required(j, "client", m.client);
 }
 
-std::uint64_t optional_unsigned(const json& j, const char* name) {
-  return j.contains(name) ? unsigned_field(j, name) : 0;
+void to_json(json& j, const MissEntry& m) { j = {{"key", m.key}, {"count", m.count}}; }
+void from_json(const json& j, MissEntry& m) {
+  field::required(j, "key", m.key);
+  field::optional(j, "count", m.count);
 }
 
-bool optional_bool(const json& j, const char* name) {
-  auto it = j.find(name);
-  if (it == j.end()) return false;
-  if (!it->is_boolean()) throw FieldError{std::string("protocol: field '") + name + "' must be a boolean"};
-  return it->get<bool>();
-}
-
-// Absent: none. Present: an array of strings.
-std::vector<std::string> optional_strings(const json& j, const char* name) {
-  std::vector<std::string> out;
-  auto it = j.find(name);
-  if (it == j.end()) return out;
-  if (!it->is_array()) throw FieldError{std::string("protocol: field '") + name + "' must be an array of strings"};
-  for (const json& e : *it) {
-    if (!e.is_string()) throw FieldError{std::string("protocol: field '") + name + "' must be an array of strings"};
-    out.push_back(e.get<std::string>());
+// One key goes as `key` and `count`, the form every daemon has read; a batch as `keys`.
+void to_json(json& j, const Miss& m) {
+  if (m.keys.size() == 1) {
+    to_json(j, m.keys.front());
+  } else {
+    j = {{"keys", m.keys}};
   }
-  return out;
+  if (m.hits != 0) j["hits"] = m.hits;
+  if (m.ack) j["ack"] = true;
+}
+void from_json(const json& j, Miss& m) {
+  if (j.contains("keys")) {
+    field::required(j, "keys", m.keys, "an array of {key, count} objects");
+  } else {
+    from_json(j, m.keys.emplace_back());
+  }
+  field::optional(j, "hits", m.hits);
+  field::optional(j, "ack", m.ack);
 }
 
-Message decode_client_stats(const json& j) {
-  ClientStats c;
-  c.pid = static_cast<std::int64_t>(unsigned_field(j, "pid"));
-  c.program = string_field(j, "program");
-  c.instance = string_field(j, "instance");
-  c.hits = unsigned_field(j, "hits");
-  c.misses = unsigned_field(j, "misses");
+void to_json(json& j, const Subscribe&) { j = json::object(); }
+void from_json(const json&, Subscribe&) {}
+
+void to_json(json& j, const ClientStats& m) {
+  j = {{"pid", m.pid},          {"program", m.program},     {"instance", m.instance},
+       {"hits", m.hits},        {"misses", m.misses},       {"fallbacks", m.fallbacks},
+       {"loads", m.loads},      {"swaps", m.swaps}};
+  if (m.final) j["final"] = true;
+}
+
+// Every field is checked before the daemon counts anything: a report outside the limits is a
+// protocol error.
+void from_json(const json& j, ClientStats& m) {
+  std::uint64_t pid = 0;
+  field::required(j, "pid", pid);
+  if (pid > static_cast<std::uint64_t>(std::numeric_limits<std::int32_t>::max()))
+    field::fail("protocol: field 'pid' is not a process id");
+  m.pid = static_cast<std::int64_t>(pid);
+  field::required(j, "program", m.program);
+  field::required(j, "instance", m.instance);
+  field::required(j, "hits", m.hits);
+  field::required(j, "misses", m.misses);
   const auto f = j.find("fallbacks");
   if (f == j.end() || !f->is_object())
-    throw FieldError{"protocol: field 'fallbacks' must be an object of reason -> count"};
+    field::fail("protocol: field 'fallbacks' must be an object of reason -> count");
   if (f->size() > kMaxFallbackReasons)
-    throw FieldError{"protocol: client_stats 'fallbacks' names more than " +
-                     std::to_string(kMaxFallbackReasons) + " reasons"};
+    field::fail("protocol: client_stats 'fallbacks' names more than " + std::to_string(kMaxFallbackReasons) +
+                " reasons");
   for (auto it = f->begin(); it != f->end(); ++it) {
     if (!it.value().is_number_unsigned())
-      throw FieldError{"protocol: fallback count '" + it.key() + "' must be a non-negative integer"};
-    c.fallbacks[it.key()] = it.value().get<std::uint64_t>();
+      field::fail("protocol: fallback count '" + truncate_utf8(it.key(), kMaxReasonNameBytes) +
+                  "' must be a non-negative integer");
+    m.fallbacks.emplace(it.key(), it.value().get<std::uint64_t>());
   }
-  c.loads = optional_unsigned(j, "loads");
-  c.swaps = optional_unsigned(j, "swaps");
-  c.final = optional_bool(j, "final");
-  if (auto problem = client_stats_problem(c)) throw FieldError{*problem};
-  return c;
+  field::optional(j, "loads", m.loads);
+  field::optional(j, "swaps", m.swaps);
+  field::optional(j, "final", m.final);
+  if (auto problem = client_stats_problem(m)) field::fail(std::move(*problem));
 }
 
-using Decoder = Message (*)(const json&);
-
-struct TypeEntry {
-  std::string_view type;
-  Decoder decode;
-};
-
-// One row per message type.
-constexpr TypeEntry kTypes[] = {
-    {"hello",
-     [](const json& j) -> Message {
-       return Hello{static_cast<std::int64_t>(unsigned_field(j, "pid")), string_field(j, "client")};
-     }},
-    {"miss",
-     [](const json& j) -> Message { return Miss{string_field(j, "key"), unsigned_field(j, "count")}; }},
-    {"subscribe", [](const json&) -> Message { return Subscribe{}; }},
-    {"client_stats", decode_client_stats},
-    {"usage",
-     [](const json& j) -> Message {
-       Usage u{optional_strings(j, "keys")};
-       if (u.keys.size() > kMaxUsageKeys)
-         throw FieldError{"protocol: usage names more than " + std::to_string(kMaxUsageKeys) + " keys"};
-       return u;
-     }},
-    {"published",
-     [](const json& j) -> Message {
-       return Published{string_field(j, "key"), unsigned_field(j, "generation")};
-     }},
-    {"error", [](const json& j) -> Message { return ErrorMessage{string_field(j, "message")}; }},
-    {"hello_ok",
-     [](const json& j) -> Message { return Acknowledged{"hello_ok", optional_strings(j, "features")}; }},
-    {"ok", [](const json&) -> Message { return Acknowledged{"ok", {}}; }},
-};
-
-}  // namespace
-
-std::string to_json(const Message& m) {
-  return to_object(m).dump(-1, ' ', false, json::error_handler_t::replace);
+void to_json(json& j, const Usage& m) { j = {{"keys", m.keys}}; }
+void from_json(const json& j, Usage& m) {
+  const std::string expected = "an array of at most " + std::to_string(kMaxUsageKeys) + " key lines";
+  field::required(j, "keys", m.keys, expected);
+  if (m.keys.size() > kMaxUsageKeys) field::mistyped("keys", expected);
 }
 
-std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {
-  if (text.size() <= max_bytes) return std::string(text);
-  constexpr std::string_view kEllipsis = "...";
-  std::size_t cut = max_bytes > kEllipsis.size() ? max_bytes - kEllipsis.size() : 0;
-  // Back up over continuation bytes (10xxxxxx) so that a multi-byte character is not split.
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
-  return std::string(text.substr(0, cut)) + std::string(kEllipsis.substr(0, std::min(kEllipsis.size(), max_bytes)));
-}
-
-std::string encode_message(const Message& m) { return encode_frame(to_json(m)); }
-
-std::variant<Message, ProtocolError> decode_message(std::string_view payload) noexcept {
-  try {
-    const json j = json::parse(payload, nullptr, /*allow_exceptions=*/false);
-    if (j.is_discarded()) return ProtocolError{"protocol: bad JSON"};
-    if (!j.is_object()) return ProtocolError{"protocol: payload is not a JSON object"};
-    auto v = j.find("v");
-    if (v == j.end() || !v->is_number_integer())
-      return ProtocolError{"protocol: missing version field 'v'"};
-    if (v->get<std::int64_t>() != kProtocolVersion)
-      return ProtocolError{"protocol: version " + std::to_string(v->get<std::int64_t>()) +
-                           ", expected " + std::to_string(kProtocolVersion)};
-    const std::string type = string_field(j, "type");
-    for (const TypeEntry& t : kTypes)
-      if (t.type == type) return t.decode(j);
-    return ProtocolError{"protocol: unknown message type '" + type + "'"};
-  } catch (const FieldError& e) {
-    return ProtocolError{e.message};
-  } catch (const std::exception& e) {
-    return ProtocolError{std::string("protocol: ") + e.what()};
-  }
+std::string encode_message(const ClientMessage& m) {
+  return std::visit([](const auto& message) { return encode(message); }, m);
 }
 
 std::optional<std::string> client_stats_problem(const ClientStats& s) {

@@ -1,18 +1,20 @@
-// The daemon protocol's messages. Every payload is a JSON object with "v": 1 and "type".
+// The messages libkdispatch's application runtime and kdispatchd exchange (PROTOCOL.md), with
+// their JSON conversions (codec.hpp). The operator's requests are in requests.hpp, the status and
+// stats replies in status.hpp.
 //
 //   client -> daemon   {"v":1,"type":"hello","pid":1234,"client":"libkdispatch"}
 //                      {"v":1,"type":"miss","key":"<full key line>","count":3}
+//                      {"v":1,"type":"miss","keys":[{"key":"...","count":1},...],"hits":9,"ack":true}
 //                      {"v":1,"type":"subscribe"}
 //                      {"v":1,"type":"client_stats","pid":1234,"program":"python3",
 //                       "instance":"9f3a...","hits":10,"misses":2,"fallbacks":{"no_entry":2},
 //                       "loads":1,"swaps":0}
 //                      {"v":1,"type":"usage","keys":["<full key line>", ...]}
-//   daemon -> client   {"v":1,"type":"hello_ok","features":["client_stats"],...}
+//   daemon -> client   {"v":1,"type":"hello_ok","version":1,"daemon":"0.1.0","generation":4,
+//                       "features":["client_stats","usage"]}
+//                      {"v":1,"type":"ok","generation":4}                      (to subscribe)
 //                      {"v":1,"type":"published","key":"<full key line>","generation":42}
 //                      {"v":1,"type":"error","message":"..."}
-//
-// Unknown fields are ignored (forward compatibility); a missing or mistyped field, another
-// version or an unknown type is a ProtocolError.
 #pragma once
 
 #include <cstdint>
@@ -24,9 +26,9 @@
 #include <variant>
 #include <vector>
 
-namespace kd::protocol {
+#include "protocol/codec.hpp"
 
-inline constexpr int kProtocolVersion = 1;
+namespace kd::protocol {
 
 // Optional messages a daemon announces in hello_ok's `features`. A client sends such a message
 // only to a daemon that announced it: an older daemon answers an unknown type with an error and
@@ -34,25 +36,75 @@ inline constexpr int kProtocolVersion = 1;
 inline constexpr std::string_view kFeatureClientStats = "client_stats";
 inline constexpr std::string_view kFeatureUsage = "usage";
 
+// ---- daemon -> client ----
+
+struct HelloOk {
+  static constexpr std::string_view kType = "hello_ok";
+  std::uint64_t version = kProtocolVersion;
+  std::string daemon;                 // kdispatchd's version; empty from daemons that did not say
+  std::uint64_t generation = 0;
+  std::vector<std::string> features;  // the optional client messages it accepts; absent from older daemons
+  bool operator==(const HelloOk&) const = default;
+};
+// The reply to subscribe.
+struct Subscribed {
+  static constexpr std::string_view kType = "ok";
+  std::uint64_t generation = 0;
+  bool operator==(const Subscribed&) const = default;
+};
+// A winner was committed, or another process changed the record of `key`; `key` is empty when the
+// daemon does not know which keys changed, and after an eviction batch (`evicted` records).
+struct Published {
+  static constexpr std::string_view kType = "published";
+  std::string key;
+  std::uint64_t generation = 0;
+  std::optional<std::uint64_t> evicted;
+  bool operator==(const Published&) const = default;
+};
+// An error message is cut to this many bytes (truncate_utf8) when it is encoded, so it always fits
+// a frame.
+inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
+struct ErrorMessage {
+  static constexpr std::string_view kType = "error";
+  std::string message;
+  bool operator==(const ErrorMessage&) const = default;
+};
+
+// ---- client -> daemon ----
+
 struct Hello {
-  std::int64_t pid = 0;
+  static constexpr std::string_view kType = "hello";
+  using Reply = HelloOk;
+  std::int64_t pid = 0;  // non-negative on the wire
   std::string client;
   bool operator==(const Hello&) const = default;
 };
-struct Miss {
-  std::string key;  // full key line, device part included
+struct MissEntry {
+  std::string key;  // a key line (a full key with device part from applications)
   std::uint64_t count = 1;
+  bool operator==(const MissEntry&) const = default;
+};
+// One key (written as `key` and `count`) or a batch (`keys`). With `ack`, the daemon answers
+// MissAck (requests.hpp) after the commit; without, nothing.
+struct Miss {
+  static constexpr std::string_view kType = "miss";
+  std::vector<MissEntry> keys;
+  std::uint64_t hits = 0;  // cache hits since the last report (written when nonzero)
+  bool ack = false;
   bool operator==(const Miss&) const = default;
 };
 struct Subscribe {
+  static constexpr std::string_view kType = "subscribe";
+  using Reply = Subscribed;
   bool operator==(const Subscribe&) const = default;
 };
 // A process's call counters, cumulative since its dispatcher started (kd_init), so a report that
 // is lost or repeated changes nothing: the daemon counts the difference to the last report of the
 // same `instance`. Fallback reasons are named as kd_fallback_reason_name() names them; zero counts
-// are left out. `final` marks the last report, sent while the process exits.
+// are left out. `final` marks the last report, sent while the process exits. No reply.
 struct ClientStats {
-  std::int64_t pid = 0;
+  static constexpr std::string_view kType = "client_stats";
+  std::int64_t pid = 0;  // a process id: 0 to INT32_MAX on the wire
   std::string program;   // the process's short name (program_invocation_short_name)
   std::string instance;  // random id of this dispatcher: a pid the kernel reuses is another instance
   std::uint64_t hits = 0;
@@ -63,59 +115,55 @@ struct ClientStats {
   bool final = false;
   bool operator==(const ClientStats&) const = default;
 };
-// The full key lines of the records a process hit since its last report (libkdispatch's usage
-// marks), at most kMaxUsageKeys per message: the daemon's least-recently-used eviction goes by them.
-inline constexpr std::size_t kMaxUsageKeys = 2048;
-struct Usage {
-  std::vector<std::string> keys;
-  bool operator==(const Usage&) const = default;
-};
-struct Published {
-  std::string key;
-  std::uint64_t generation = 0;
-  bool operator==(const Published&) const = default;
-};
-struct ErrorMessage {
-  std::string message;
-  bool operator==(const ErrorMessage&) const = default;
-};
-
-// A daemon reply the client needs few fields of (`hello_ok` to hello, `ok` to subscribe).
-struct Acknowledged {
-  std::string type;                   // "hello_ok" or "ok"
-  std::vector<std::string> features;  // hello_ok's optional messages the daemon accepts
-  bool operator==(const Acknowledged&) const = default;
-};
-
-using Message =
-    std::variant<Hello, Miss, Subscribe, ClientStats, Usage, Published, ErrorMessage, Acknowledged>;
-
-struct ProtocolError {
-  std::string message;  // "protocol: bad JSON: ...", "protocol: version 2, expected 1", ...
-};
-
 // Limits of a client_stats message, so that what one client sends stays small in the daemon.
-inline constexpr std::size_t kMaxProgramBytes = 256;      // printable ASCII
+inline constexpr std::size_t kMaxProgramBytes = 256;     // printable ASCII
 inline constexpr std::size_t kMaxInstanceBytes = 64;     // [A-Za-z0-9_-]
 inline constexpr std::size_t kMaxFallbackReasons = 64;   // names of 1..64 bytes of [a-z0-9_]
 inline constexpr std::size_t kMaxReasonNameBytes = 64;
-// What breaks those limits ("protocol: client_stats 'instance' ..."), or nullopt.
+// What breaks those limits ("protocol: client_stats 'instance' ..."), or nullopt. from_json
+// checks it.
 std::optional<std::string> client_stats_problem(const ClientStats& s);
 
-// Text a peer sent, or made from what it sent, cut to at most `max_bytes` bytes (on a UTF-8
-// character boundary, "..." included) so that echoing it back stays small.
-std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
-// An error message is cut to this many bytes (truncate_utf8) when it is encoded.
-inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
+// The full key lines of the records a process hit since its last report (libkdispatch's usage
+// marks), at most kMaxUsageKeys per message: the daemon's least-recently-used eviction goes by
+// them. No reply.
+inline constexpr std::size_t kMaxUsageKeys = 2048;
+struct Usage {
+  static constexpr std::string_view kType = "usage";
+  std::vector<std::string> keys;
+  bool operator==(const Usage&) const = default;
+};
 
-// The JSON payload of a message (not framed). Invalid UTF-8 in strings is replaced (U+FFFD), so
-// this never throws for text a peer sent.
-std::string to_json(const Message& m);
-// A complete frame: encode_frame(to_json(m)). Throws as encode_frame does (a Published or Miss
-// key longer than the frame; error messages are bounded and always fit).
-std::string encode_message(const Message& m);
+void to_json(nlohmann::json& j, const HelloOk& m);
+void from_json(const nlohmann::json& j, HelloOk& m);
+void to_json(nlohmann::json& j, const Subscribed& m);
+void from_json(const nlohmann::json& j, Subscribed& m);
+void to_json(nlohmann::json& j, const Published& m);
+void from_json(const nlohmann::json& j, Published& m);
+void to_json(nlohmann::json& j, const ErrorMessage& m);
+void from_json(const nlohmann::json& j, ErrorMessage& m);
+void to_json(nlohmann::json& j, const Hello& m);
+void from_json(const nlohmann::json& j, Hello& m);
+void to_json(nlohmann::json& j, const MissEntry& m);
+void from_json(const nlohmann::json& j, MissEntry& m);
+void to_json(nlohmann::json& j, const Miss& m);
+void from_json(const nlohmann::json& j, Miss& m);
+void to_json(nlohmann::json& j, const Subscribe& m);
+void from_json(const nlohmann::json& j, Subscribe& m);
+void to_json(nlohmann::json& j, const ClientStats& m);
+void from_json(const nlohmann::json& j, ClientStats& m);
+void to_json(nlohmann::json& j, const Usage& m);
+void from_json(const nlohmann::json& j, Usage& m);
+
+// What libkdispatch sends, and what it reads from the daemon.
+using ClientMessage = std::variant<Hello, Miss, Subscribe, ClientStats, Usage>;
+using DaemonMessage = std::variant<HelloOk, Subscribed, Published, ErrorMessage>;
+// A complete frame. Throws as encode does (a Miss whose key is longer than a frame).
+std::string encode_message(const ClientMessage& m);
 // Never throws.
-std::variant<Message, ProtocolError> decode_message(std::string_view json_payload) noexcept;
+inline std::variant<DaemonMessage, ProtocolError> decode_daemon_message(std::string_view payload) noexcept {
+  return decode_one_of<HelloOk, Subscribed, Published, ErrorMessage>(payload);
+}
 
 // Where the daemon listens: $KD_SOCKET, else $XDG_RUNTIME_DIR/kdispatch.sock, else
 // <cache_dir>/kdispatch.sock.

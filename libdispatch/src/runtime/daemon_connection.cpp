@@ -63,7 +63,7 @@ void DaemonConnection::try_connect(Clock::time_point now) {
   send(protocol::Hello{static_cast<std::int64_t>(::getpid()), "libkdispatch"});
   send(protocol::Subscribe{});
   for (const auto& [key, count] : reported_) {
-    send(protocol::Miss{key, count});
+    send(protocol::Miss{{{key, count}}});
     ++reports_sent_;
   }
   flush(now);
@@ -80,7 +80,7 @@ void DaemonConnection::disconnect(Clock::time_point now, const std::string& why)
   next_attempt_ = now + backoff_;
 }
 
-void DaemonConnection::send(const protocol::Message& m) { out_ += protocol::encode_message(m); }
+void DaemonConnection::send(const protocol::ClientMessage& m) { out_ += protocol::encode_message(m); }
 
 void DaemonConnection::report_miss(const std::string& full_key_line, std::uint64_t count) {
   auto it = reported_.find(full_key_line);
@@ -91,7 +91,7 @@ void DaemonConnection::report_miss(const std::string& full_key_line, std::uint64
   }
   reported_.emplace(full_key_line, count);
   if (fd_ >= 0) {
-    send(protocol::Miss{full_key_line, count});
+    send(protocol::Miss{{{full_key_line, count}}});
     ++reports_sent_;
     flush(Clock::now());
   }
@@ -103,7 +103,7 @@ void DaemonConnection::send_stats(const protocol::ClientStats& report) {
   flush(Clock::now());
 }
 
-void DaemonConnection::note_features(const protocol::Acknowledged& hello_ok) {
+void DaemonConnection::note_features(const protocol::HelloOk& hello_ok) {
   const auto& f = hello_ok.features;
   if (std::find(f.begin(), f.end(), protocol::kFeatureClientStats) != f.end())
     stats_session_ = ++stats_sessions_;
@@ -116,7 +116,7 @@ void DaemonConnection::send_usage(const protocol::Usage& report) {
   flush(Clock::now());
 }
 
-void DaemonConnection::queue_final(const protocol::Message& m) noexcept {
+void DaemonConnection::queue_final(const protocol::ClientMessage& m) noexcept {
   if (fd_ < 0) return;
   try {
     out_ += protocol::encode_message(m);
@@ -134,10 +134,10 @@ void DaemonConnection::send_final_stats(const protocol::ClientStats& report) noe
     for (ssize_t n; stats_session_ == 0 && (n = ::recv(fd_, buf, sizeof buf, MSG_DONTWAIT)) > 0;) {
       in_.feed(std::string_view(buf, static_cast<std::size_t>(n)));
       for (auto next = in_.next(); std::holds_alternative<std::string>(next); next = in_.next()) {
-        const auto decoded = protocol::decode_message(std::get<std::string>(next));
-        const auto* m = std::get_if<protocol::Message>(&decoded);
-        const auto* a = m != nullptr ? std::get_if<protocol::Acknowledged>(m) : nullptr;
-        if (a != nullptr && a->type == "hello_ok") note_features(*a);
+        const auto decoded = protocol::decode_daemon_message(std::get<std::string>(next));
+        const auto* m = std::get_if<protocol::DaemonMessage>(&decoded);
+        const auto* a = m != nullptr ? std::get_if<protocol::HelloOk>(m) : nullptr;
+        if (a != nullptr) note_features(*a);
       }
     }
     if (stats_session_ == 0) return;
@@ -189,17 +189,17 @@ std::vector<protocol::Published> DaemonConnection::on_readable(Clock::time_point
       disconnect(now, std::string(protocol::to_string(*err)));
       break;
     }
-    auto decoded = protocol::decode_message(std::get<std::string>(next));
+    auto decoded = protocol::decode_daemon_message(std::get<std::string>(next));
     if (auto* perr = std::get_if<protocol::ProtocolError>(&decoded)) {
       disconnect(now, perr->message);
       break;
     }
-    const auto& m = std::get<protocol::Message>(decoded);
+    const auto& m = std::get<protocol::DaemonMessage>(decoded);
     if (auto* p = std::get_if<protocol::Published>(&m)) {
       events.push_back(*p);
     } else if (auto* e = std::get_if<protocol::ErrorMessage>(&m)) {
       spdlog::warn("kdispatch: daemon says: {}", e->message);
-    } else if (auto* a = std::get_if<protocol::Acknowledged>(&m); a != nullptr && a->type == "hello_ok") {
+    } else if (auto* a = std::get_if<protocol::HelloOk>(&m)) {
       note_features(*a);
     }
   }

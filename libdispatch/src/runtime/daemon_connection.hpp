@@ -70,7 +70,7 @@ public:
   // Sends a usage report now (or as soon as the socket takes it). Requires accepts_usage().
   void send_usage(const protocol::Usage& report);
   // Exit path: appends `m` to what send_final_stats sends next; sends nothing itself.
-  void queue_final(const protocol::Message& m) noexcept;
+  void queue_final(const protocol::ClientMessage& m) noexcept;
 
   std::uint64_t reports_sent() const noexcept { return reports_sent_; }
   std::uint64_t reports_dropped() const noexcept { return reports_dropped_; }
@@ -78,9 +78,9 @@ public:
 private:
   void try_connect(Clock::time_point now);
   void disconnect(Clock::time_point now, const std::string& why);
-  void send(const protocol::Message& m);
+  void send(const protocol::ClientMessage& m);
   void flush(Clock::time_point now);
-  void note_features(const protocol::Acknowledged& hello_ok);
+  void note_features(const protocol::HelloOk& hello_ok);
 
   DaemonConnectionOptions options_;
   int fd_ = -1;

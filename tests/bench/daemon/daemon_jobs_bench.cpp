@@ -92,7 +92,7 @@ void BM_TimeToFirstStatus(benchmark::State& state) {
     test::DaemonProcess d(g_dir, {}, kToml);  // returns once the socket accepts
     const auto status = daemon::Client::status(d.socket());
     const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (status.at("jobs").at("cancelled").get<std::uint64_t>() == 0) state.SkipWithError("no jobs seen");
+    if (status.jobs.cancelled == 0) state.SkipWithError("no jobs seen");
     state.SetIterationTime(s);
     d.stop(SIGTERM);
   }
@@ -132,7 +132,7 @@ void BM_FirstStartOfAnUnindexedCache(benchmark::State& state) {
     (void)daemon::Client::status(d.socket());
     state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
     // The index is built in the background meanwhile: how long until status counts every job.
-    while (daemon::Client::status(d.socket()).at("bounds").at("jobs_indexing").get<bool>())
+    while (daemon::Client::status(d.socket()).bounds.value().jobs_indexing)
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     indexing_s = std::chrono::duration<double>(Clock::now() - start).count();
     d.stop(SIGTERM);

@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   status_thread.join();
 
   // Every acknowledged miss is in the queue.
-  const json st = kd::daemon::Client::status(daemon.socket());
+  const kd::protocol::Status st = kd::daemon::Client::status(daemon.socket());
   std::sort(status_ms.begin(), status_ms.end());
   const auto pct = [&](double p) {
     return status_ms.empty() ? 0.0 : status_ms[static_cast<std::size_t>(p * (status_ms.size() - 1))];
@@ -107,9 +107,9 @@ int main(int argc, char** argv) {
   std::printf("misses/s: %.0f\n", static_cast<double>(m1 - m0) / elapsed);
   std::printf("status requests: %zu, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", status_ms.size(),
               pct(0.50), pct(0.99), status_ms.empty() ? 0.0 : status_ms.back());
-  std::printf("jobs queued: %s, LMDB transactions: %s, client errors: %llu\n",
-              st.at("jobs").at("queued").dump().c_str(),
-              st.at("transactions_committed").dump().c_str(),
+  std::printf("jobs queued: %llu, LMDB transactions: %llu, client errors: %llu\n",
+              static_cast<unsigned long long>(st.jobs.queued),
+              static_cast<unsigned long long>(st.transactions_committed),
               static_cast<unsigned long long>(errors.load()));
   return errors == 0 ? 0 : 1;
 }

@@ -209,11 +209,11 @@ TEST_F(DaemonCacheDoctor, ADamagedCopyIsRebuiltWithAJobIndexTheDaemonStartsOn) {
 
   // The daemon reads the rebuilt index and counts as they are: no indexing, the same counts.
   test::DaemonProcess daemon(dir, {}, "workers = \"none\"\nbackup_interval_s = 0\n");
-  const json status = daemon::Client::status(daemon.socket());
-  EXPECT_EQ(status.at("bounds").at("jobs_indexing"), false);
-  EXPECT_EQ(status.at("jobs").at("queued"), t.parsed.of(JobState::queued));
-  EXPECT_EQ(status.at("jobs").at("done"), t.parsed.of(JobState::done));
-  EXPECT_EQ(status.at("jobs").at("cancelled"), t.parsed.of(JobState::cancelled));
+  const protocol::Status status = daemon::Client::status(daemon.socket());
+  EXPECT_EQ(status.bounds.value().jobs_indexing, false);
+  EXPECT_EQ(status.jobs.queued, t.parsed.of(JobState::queued));
+  EXPECT_EQ(status.jobs.done, t.parsed.of(JobState::done));
+  EXPECT_EQ(status.jobs.cancelled, t.parsed.of(JobState::cancelled));
   const int exit_status = daemon.stop(SIGTERM);
   EXPECT_TRUE(WIFEXITED(exit_status) && WEXITSTATUS(exit_status) == 0) << daemon.log();
   EXPECT_EQ(daemon.log().find("indexing the jobs"), std::string::npos) << daemon.log();

@@ -54,7 +54,7 @@ TEST(DaemonHttp, StatusShowsCountsButNoPathsOrKeys) {
   const std::string key = test::test_key(7);
   Client c(d.socket());
   ASSERT_EQ(c.request({{"type", "miss"}, {"key", key}, {"ack", true}}).at("type"), "ok");
-  const std::string socket_status = Client::status(d.socket(), 5).dump();
+  const std::string socket_status = protocol::to_payload(Client::status(d.socket(), 5));
   ASSERT_NE(socket_status.find(d.cache_dir().string()), std::string::npos);  // socket clients see all
 
   const std::string text = test::http_get(d.metrics_port(), "/status");

@@ -92,7 +92,7 @@ std::string daemon_toml(std::uint64_t max_cache_bytes) {
 
 // The dispatcher has read hello_ok and reports to the daemon (so it is subscribed, and its usage
 // reports are accepted).
-bool reporting(const DaemonProcess& d) { return Client::status(d.socket()).at("clients_reporting") == 1; }
+bool reporting(const DaemonProcess& d) { return Client::status(d.socket()).clients_reporting == 1; }
 
 DispatcherOptions dispatcher_options(const DaemonProcess& d) {
   DispatcherOptions o;
@@ -159,14 +159,14 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
   Dispatcher disp(dispatcher_options(d), std::make_unique<HostLoader>());
   ASSERT_TRUE(eventually([&] { return hits(disp, 1) && hits(disp, 2); }));
   ASSERT_TRUE(eventually([&] { return reporting(d); }));
-  const auto generation = Client::status(d.socket()).at("generation").get<std::uint64_t>();
+  const auto generation = Client::status(d.socket()).generation;
 
   publish_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});  // the newest
   EXPECT_TRUE(eventually([&] { return !hits(disp, 1) && !hits(disp, 2); })) << d.log();
-  const json s = Client::status(d.socket());
-  EXPECT_EQ(s.at("bounds").at("records_evicted"), 2);
-  EXPECT_GT(s.at("generation").get<std::uint64_t>(), generation + 2);  // the two publishes, an eviction
-  EXPECT_LE(s.at("bounds").at("cache_bytes").get<std::uint64_t>(), 180000u);
+  const protocol::Status s = Client::status(d.socket());
+  EXPECT_EQ(s.bounds.value().records_evicted, 2u);
+  EXPECT_GT(s.generation, generation + 2);  // the two publishes, an eviction
+  EXPECT_LE(s.bounds.value().cache_bytes, 180000u);
 }
 
 TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
@@ -193,7 +193,7 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
     return w.get_raw(kUsageDb, test_key(1)).has_value();
   })) << d.log();
   publish_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});
-  ASSERT_TRUE(eventually([&] { return Client::status(d.socket()).at("bounds").at("records_evicted") == 1; }))
+  ASSERT_TRUE(eventually([&] { return Client::status(d.socket()).bounds.value().records_evicted == 1; }))
       << d.log();
   CacheWriter w(cache);
   EXPECT_TRUE(w.get_raw("records", test_key(1)).has_value());

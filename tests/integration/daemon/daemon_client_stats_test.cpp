@@ -28,7 +28,7 @@ json report(const std::string& instance, std::uint64_t hits, std::uint64_t no_en
           {"loads", 2},             {"swaps", 1}};
 }
 
-json clients_of(const std::filesystem::path& socket) { return Client::stats(socket).at("clients"); }
+json clients_of(const std::filesystem::path& socket) { return Client::stats(socket).clients.value(); }
 
 // Reports are fire-and-forget: a status request on the same connection answers after they were
 // handled (replies come in request order, and the io thread handles frames in order).
@@ -71,9 +71,9 @@ TEST(DaemonClientStats, AggregatesLiveAndExitedProcesses) {
   c = clients_of(d.socket());
   EXPECT_EQ(c.at("totals").at("hits"), 17);
 
-  const json status = Client::status(d.socket());
-  EXPECT_EQ(status.at("clients_reporting"), 1);
-  EXPECT_EQ(status.at("client_totals").at("hits"), 17);
+  const protocol::Status status = Client::status(d.socket());
+  EXPECT_EQ(status.clients_reporting, 1u);
+  EXPECT_EQ(status.client_totals.value().hits, 17u);
   const std::string metrics = test::http_get(d.metrics_port(), "/metrics");
   EXPECT_NE(metrics.find("kdispatch_app_hits_total 17\n"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("kdispatch_app_misses_total 4\n"), std::string::npos);
@@ -127,10 +127,10 @@ TEST(DaemonClientStats, MalformedReportsDropTheClientAndAreCounted) {
     c.send(report("down", 9, 0));
     sync(c);
   }
-  const json s = Client::stats(d.socket());
-  EXPECT_EQ(s.at("counters").at("protocol_errors"), bad.size() + 1);
-  EXPECT_EQ(s.at("counters").at("client_stats_rejected"), 1);
-  EXPECT_EQ(s.at("clients").at("totals").at("hits"), 1 + 10);  // "first" and "down" only
+  const protocol::Stats s = Client::stats(d.socket());
+  EXPECT_EQ(s.counters.at("protocol_errors"), bad.size() + 1);
+  EXPECT_EQ(s.counters.at("client_stats_rejected"), 1u);
+  EXPECT_EQ(s.clients.value().totals.hits, 1u + 10);  // "first" and "down" only
   EXPECT_TRUE(d.running());
 }
 

@@ -105,8 +105,8 @@ TEST(DaemonRobustness, BoundedFrameFuzzLeavesTheDaemonServing) {
   EXPECT_GT(error_frames, kInputs / 2);
   const json s = bystander.request({{"type", "status"}});
   EXPECT_EQ(s.at("type"), "status");
-  const json stats = Client::stats(d.socket());
-  EXPECT_GT(stats.at("counters").at("protocol_errors").get<std::uint64_t>(), std::uint64_t{kInputs / 2});
+  const protocol::Stats stats = Client::stats(d.socket());
+  EXPECT_GT(stats.counters.at("protocol_errors"), std::uint64_t{kInputs / 2});
 }
 
 TEST(DaemonRobustness, SlowClientIsDroppedOthersServed) {
@@ -174,14 +174,14 @@ TEST(DaemonRobustness, KillNineDuringQueueWritesLosesNothingAcknowledged) {
   }
   ASSERT_FALSE(acked.empty());
   DaemonProcess d(dir.path());
-  const json s = Client::status(d.socket(), kKeys + 10);
+  const protocol::Status s = Client::status(d.socket(), kKeys + 10);
   std::map<std::string, std::uint64_t> stored;
-  for (const auto& j : s.at("top_jobs")) stored[j.at("key")] = j.at("count");
+  for (const auto& j : s.top_jobs.value()) stored[j.key] = j.count.value();
   std::uint64_t stored_total = 0;
   for (const auto& [k, n] : stored) stored_total += n;
   for (const auto& [k, n] : acked) EXPECT_GE(stored[test_key(k)], n) << "key " << k;
   EXPECT_LE(stored_total, sent_total);
-  EXPECT_EQ(s.at("jobs").at("queued").get<std::size_t>(), stored.size());
+  EXPECT_EQ(s.jobs.queued, stored.size());
 }
 
 // Prometheus text exposition 0.0.4, checked line by line.

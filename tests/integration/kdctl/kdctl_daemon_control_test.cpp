@@ -158,8 +158,7 @@ TEST_F(KdctlDaemonControl, PrewarmOfTenThousandShapesQueuesThemAll) {
   EXPECT_NE(r.err.find("queued 10000/10000"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("queued 10000 shapes on " + socket()), std::string::npos) << r.out;
   EXPECT_NE(r.err.find("the daemon cannot search"), std::string::npos) << r.err;
-  const json status = Client::status(daemon_->socket());
-  EXPECT_EQ(status.at("jobs").at("queued"), 10000);
+  EXPECT_EQ(Client::status(daemon_->socket()).jobs.queued, 10000u);
   const auto states = states_of(daemon_->socket(), shapes);
   EXPECT_EQ(std::count(states.begin(), states.end(), "queued"), 10000);
 }
@@ -196,7 +195,7 @@ TEST_F(KdctlDaemonControl, PrewarmBeyondTheQueueBoundSaysWhichShapesHaveNoJob) {
   EXPECT_NE(displaced.err.find("2 shape(s) have no job"), std::string::npos) << displaced.err;
   EXPECT_EQ(states_of(daemon_->socket(), both),
             (std::vector<std::string>{"unknown", "unknown", "queued", "queued", "queued", "queued", "queued"}));
-  EXPECT_EQ(Client::status(daemon_->socket()).at("bounds").at("jobs_dropped"), 9);
+  EXPECT_EQ(Client::status(daemon_->socket()).bounds.value().jobs_dropped, 9u);
 }
 
 // kdctl import into the live daemon's cache: the daemon is told, status and stats agree on the new
@@ -221,14 +220,14 @@ TEST_F(KdctlDaemonControl, ImportAndEvictIntoALiveCacheTellTheDaemonAndItsSubscr
   EXPECT_EQ(notice->at("type"), "published");
   EXPECT_EQ(notice->at("generation"), g0 + 5);
   EXPECT_EQ(notice->at("key"), full(bf16_shape(1024), kH100));
-  EXPECT_EQ(Client::status(daemon_->socket()).at("generation"), g0 + 5);
-  EXPECT_EQ(Client::stats(daemon_->socket()).at("generation"), g0 + 5);
+  EXPECT_EQ(Client::status(daemon_->socket()).generation, g0 + 5);
+  EXPECT_EQ(Client::stats(daemon_->socket()).generation, g0 + 5);
 
   const KdctlRun e = kdctl({"evict", "--cache-dir", cache(), "--socket", socket(), "--key-pattern", "*m=1024 *"});
   ASSERT_EQ(e.rc, 0) << e.out << e.err;
   EXPECT_NE(e.out.find("1 of 5 record(s) evicted"), std::string::npos) << e.out;
   EXPECT_NE(e.out.find("told it; generation " + std::to_string(g0 + 6)), std::string::npos) << e.out;
-  EXPECT_EQ(Client::status(daemon_->socket()).at("generation"), g0 + 6);
+  EXPECT_EQ(Client::status(daemon_->socket()).generation, g0 + 6);
   bool seen = false;
   while (auto n = subscriber.receive(std::chrono::seconds(5))) {
     if (n->at("generation") == g0 + 6) {
@@ -261,7 +260,7 @@ TEST_F(KdctlDaemonControl, AnUntoldWriteIsNoticedWithinSeconds) {
   ASSERT_TRUE(notice.has_value());
   EXPECT_EQ(notice->at("type"), "published");
   EXPECT_EQ(notice->at("generation"), g0 + 3);
-  EXPECT_EQ(Client::status(daemon_->socket()).at("generation"), g0 + 3);
+  EXPECT_EQ(Client::status(daemon_->socket()).generation, g0 + 3);
 }
 
 // kill -9 of the daemon at a random moment of a prewarm (after its first acknowledged batch), 50
@@ -359,7 +358,7 @@ TEST_F(KdctlDaemonControl, KillNineDuringImportTearsNoRecord) {
   EXPECT_GE(untold, 10u) << "too few kills landed inside an import: the test proves little";
   std::printf("imports that outlived their daemon: %zu of %d\n", untold, kRounds);
   start_daemon();
-  const std::uint64_t daemon_generation = Client::status(daemon_->socket()).at("generation");
+  const std::uint64_t daemon_generation = Client::status(daemon_->socket()).generation;
   daemon_.reset();
   const CacheWriter cache_writer(cache());
   EXPECT_EQ(daemon_generation, cache_writer.generation());

@@ -45,10 +45,10 @@ protected:
   std::string socket() const { return daemon_ ? daemon_->socket().string() : (tmp_.path() / "none.sock").string(); }
   std::vector<std::string> queued_keys() {
     std::vector<std::string> keys;
-    // Named: a range-for over status(...).at(...) would iterate a destroyed temporary.
-    const json status = daemon::Client::status(daemon_->socket(), 100);
-    for (const json& j : status.at("top_jobs"))
-      if (j.at("state") == "queued") keys.push_back(j.at("key").get<std::string>());
+    // Named: a range-for over status(...).top_jobs would iterate a destroyed temporary.
+    const protocol::Status status = daemon::Client::status(daemon_->socket(), 100);
+    for (const protocol::JobEntry& j : status.top_jobs.value())
+      if (j.state == "queued") keys.push_back(j.key);
     std::sort(keys.begin(), keys.end());
     return keys;
   }

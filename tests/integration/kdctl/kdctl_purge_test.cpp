@@ -46,9 +46,9 @@ TEST(KdctlPurge, ThroughTheDaemonSaysWhatItRemoved) {
   const auto r = run_kdctl(tmp.path(), {"purge", socket, "--state", "cancelled"});
   EXPECT_EQ(r.rc, 0) << r.err;
   EXPECT_NE(r.out.find("removed 2 finished job(s): 0 done, 0 failed, 2 cancelled"), std::string::npos) << r.out;
-  const json s = daemon::Client::status(d.socket());
-  EXPECT_EQ(s.at("jobs").at("cancelled"), 0);
-  EXPECT_EQ(s.at("jobs").at("queued"), 1);
+  const protocol::Status s = daemon::Client::status(d.socket());
+  EXPECT_EQ(s.jobs.cancelled, 0u);
+  EXPECT_EQ(s.jobs.queued, 1u);
 }
 
 TEST(KdctlPurge, WithoutADaemonItPurgesTheCacheItself) {
@@ -66,9 +66,9 @@ TEST(KdctlPurge, WithoutADaemonItPurgesTheCacheItself) {
   EXPECT_NE(r.out.find("no daemon answers"), std::string::npos) << r.out;
 
   DaemonProcess again(tmp.path(), {}, "workers = \"none\"\n");
-  const json s = daemon::Client::status(again.socket());
-  EXPECT_EQ(s.at("jobs").at("cancelled"), 0);
-  EXPECT_EQ(s.at("jobs").at("queued"), 1);
+  const protocol::Status s = daemon::Client::status(again.socket());
+  EXPECT_EQ(s.jobs.cancelled, 0u);
+  EXPECT_EQ(s.jobs.queued, 1u);
   // A daemon that holds the cache but is not reached on the socket given: nothing is touched.
   const auto held = run_kdctl(tmp.path(), {"purge", cache, nobody});
   EXPECT_EQ(held.rc, 1);

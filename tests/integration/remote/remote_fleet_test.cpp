@@ -76,6 +76,9 @@ void miss(const DaemonProcess& d, const std::vector<std::string>& keys) {
   ASSERT_EQ(c.request({{"type", "miss"}, {"keys", list}, {"ack", true}}).at("type"), "ok");
 }
 
+// The daemon's remote tier as its status reply shows it.
+protocol::RemoteStatus remote_of(const DaemonProcess& d) { return Client::status(d.socket()).remote.value(); }
+
 std::string job_state(const DaemonProcess& d, const std::string& key) {
   Client c(d.socket());
   const json r = c.request({{"type", "jobs"}, {"keys", json::array({key})}});
@@ -119,9 +122,9 @@ TEST(RemoteFleet, ARecordImportedIntoOneDaemonReachesTheOthersAndTheirClients) {
     notified = frame && frame->value("type", "") == "published" && frame->value("key", "") == k;
   }
   EXPECT_TRUE(notified) << "b's subscribed client hears of the record without a search";
-  const json status = Client::status(b.socket());
-  EXPECT_EQ(status.at("remote").at("counters").at("imports"), 1) << status.dump();
-  EXPECT_EQ(Client::status(a.socket()).at("remote").at("counters").at("pushes"), 1);
+  const protocol::RemoteStatus status = remote_of(b);
+  EXPECT_EQ(status.counters.counts.at("imports"), 1u) << json(status).dump();
+  EXPECT_EQ(remote_of(a).counters.counts.at("pushes"), 1u);
   const std::string metrics = test::http_get(b.metrics_port(), "/metrics");
   EXPECT_NE(metrics.find("kdispatch_remote_imports_total 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("kdispatch_remote_connected 1"), std::string::npos);
@@ -132,7 +135,7 @@ TEST(RemoteFleet, RedisDownLeavesEveryDaemonServingAndTheyCatchUpWhenItReturns) 
   test::RedisServer redis(dir.path() / "redis");
   DaemonProcess a(made(dir.path() / "a"), {}, fleet_toml(redis));
   DaemonProcess b(made(dir.path() / "b"), {}, fleet_toml(redis));
-  ASSERT_TRUE(eventually([&] { return Client::status(a.socket()).at("remote").at("connected") == true; }));
+  ASSERT_TRUE(eventually([&] { return remote_of(a).connected; }));
   redis.kill();
   const std::string k = test_key(32);
   miss(b, {k});
@@ -140,14 +143,14 @@ TEST(RemoteFleet, RedisDownLeavesEveryDaemonServingAndTheyCatchUpWhenItReturns) 
                                                      a.cache_dir().string(), "--socket", a.socket().string()});
   ASSERT_EQ(imported.rc, 0) << imported.out << imported.err;
   EXPECT_TRUE(cached(a, k)) << "the local cache took the record while Redis is down";
-  ASSERT_TRUE(eventually([&] { return Client::status(a.socket()).at("remote").at("connected") == false; }));
-  EXPECT_TRUE(eventually([&] { return Client::status(a.socket()).at("remote").at("pending_pushes") == 1; }));
+  ASSERT_TRUE(eventually([&] { return !remote_of(a).connected; }));
+  EXPECT_TRUE(eventually([&] { return remote_of(a).pending_pushes == 1; }));
   EXPECT_EQ(job_state(b, k), "queued");
   redis.start();  // back on the same port, empty
   ASSERT_TRUE(eventually([&] { return job_state(b, k) == "done"; })) << a.log() << b.log();
   EXPECT_TRUE(cached(b, k));
   EXPECT_TRUE(a.running() && b.running());
-  EXPECT_GE(Client::status(a.socket()).at("remote").at("counters").at("outages"), 1);
+  EXPECT_GE(remote_of(a).counters.counts.at("outages"), 1u);
 }
 
 TEST(RemoteFleet, TenThousandGarbageValuesNeverTakeADaemonDown) {
@@ -181,11 +184,10 @@ TEST(RemoteFleet, TenThousandGarbageValuesNeverTakeADaemonDown) {
   miss(d, {good});
   ASSERT_TRUE(eventually([&] { return job_state(d, good) == "done"; })) << d.log();
   ASSERT_TRUE(eventually([&] {
-    const json counters = Client::status(d.socket()).at("remote").at("counters");
     std::uint64_t total = 0;
-    for (const auto& entry : counters.at("rejected").items()) total += entry.value().get<std::uint64_t>();
+    for (const auto& [reason, n] : remote_of(d).counters.rejected) total += n;
     return total == 2000;
-  })) << Client::status(d.socket()).dump();
+  })) << json(remote_of(d)).dump();
   EXPECT_TRUE(d.running());
 
   // kdctl remote pull reads all 10,001 values, skips each bad one by name and imports the good one.
@@ -243,7 +245,7 @@ TEST(RemoteFleet, ThePasswordComesFromAFileAndNeverShows) {
   std::ofstream(file) << secret << "\n";
   ::chmod(file.c_str(), 0600);
   DaemonProcess d(made(dir.path() / "d"), {}, fleet_toml(redis, "remote_password_file = \"" + file.string() + "\"\n"));
-  ASSERT_TRUE(eventually([&] { return Client::status(d.socket()).at("remote").at("connected") == true; })) << d.log();
+  ASSERT_TRUE(eventually([&] { return remote_of(d).connected; })) << d.log();
   const std::string k = test_key(9);
   {
     daemon::RedisLogin l;
@@ -256,7 +258,7 @@ TEST(RemoteFleet, ThePasswordComesFromAFileAndNeverShows) {
   ASSERT_TRUE(eventually([&] { return job_state(d, k) == "done"; })) << d.log();
   const auto printed = test::run_daemon_command({"--config", (dir.path() / "d" / "kdispatchd.toml").string(),
                                                  "--print-config"});
-  for (const std::string& text : {d.log(), Client::status(d.socket()).dump(), printed.output,
+  for (const std::string& text : {d.log(), protocol::to_payload(Client::status(d.socket())), printed.output,
                                   test::http_get(d.metrics_port(), "/metrics"),
                                   test::http_get(d.metrics_port(), "/status")})
     EXPECT_EQ(text.find(secret), std::string::npos) << text;

@@ -228,13 +228,13 @@ TEST(RemoteTier, RecordsThatNeedTheGateAreHeldBackWhereItCannotRunAndSaidSo) {
   Member m(fleet_config(redis, dir.path() / "cache", RemoteTrust::verify), {}, "no search backend: no GPU here");
   m.miss(k);
   ASSERT_TRUE(eventually([&] { return m.tier->counters().get(RemoteCounter::unverified) == 1; }))
-      << m.tier->status().dump();
+      << nlohmann::json(m.tier->status()).dump();
   EXPECT_EQ(m.state(k), JobState::queued) << "not published without this machine's gate";
   EXPECT_EQ(m.tier->counters().get(RemoteCounter::imports), 0u);
-  const auto status = m.tier->status();
-  EXPECT_EQ(status["held_back"], 1);
-  EXPECT_NE(status["gate"].get<std::string>().find("unavailable"), std::string::npos) << status.dump();
-  EXPECT_NE(status["gate"].get<std::string>().find("no GPU here"), std::string::npos) << status.dump();
+  const protocol::RemoteStatus status = m.tier->status();
+  EXPECT_EQ(status.held_back, 1u);
+  EXPECT_NE(status.gate.find("unavailable"), std::string::npos) << status.gate;
+  EXPECT_NE(status.gate.find("no GPU here"), std::string::npos) << status.gate;
 }
 
 // Every kind of bad value the tier can hold, under keys this daemon misses; one good record among
@@ -329,7 +329,7 @@ TEST(RemoteTier, RedisDownLeavesTheDaemonWorkingLocallyAndItCatchesUp) {
   std::vector<std::unique_ptr<JobRunner>> runners;
   runners.push_back(std::make_unique<CountingRunner>(searches, 50ms));
   Member m(fleet_config(redis, dir.path() / "cache", RemoteTrust::trusted), std::move(runners));
-  ASSERT_TRUE(eventually([&] { return m.tier->status()["connected"] == true; }));
+  ASSERT_TRUE(eventually([&] { return m.tier->status().connected; }));
   redis.kill();
   const std::string k = key(64);
   m.miss(k);
@@ -337,8 +337,9 @@ TEST(RemoteTier, RedisDownLeavesTheDaemonWorkingLocallyAndItCatchesUp) {
   EXPECT_EQ(searches.load(), 1);
   EXPECT_GE(m.tier->counters().get(RemoteCounter::searched_unleased), 1u);
   // The job is done when its record is committed; the tier hears of the winner just after.
-  EXPECT_TRUE(eventually([&] { return m.tier->status()["connected"] == false; }));
-  EXPECT_TRUE(eventually([&] { return m.tier->status()["pending_pushes"] == 1; })) << m.tier->status().dump();
+  EXPECT_TRUE(eventually([&] { return !m.tier->status().connected; }));
+  EXPECT_TRUE(eventually([&] { return m.tier->status().pending_pushes == 1; }))
+      << nlohmann::json(m.tier->status()).dump();
   redis.start();  // back, empty
   ASSERT_TRUE(eventually([&] {
     try {
@@ -348,7 +349,8 @@ TEST(RemoteTier, RedisDownLeavesTheDaemonWorkingLocallyAndItCatchesUp) {
     }
   })) << "the record published during the outage reaches the tier when it returns";
   // The push lands in Redis before the tier drops it from its pending list.
-  EXPECT_TRUE(eventually([&] { return m.tier->status()["pending_pushes"] == 0; })) << m.tier->status().dump();
+  EXPECT_TRUE(eventually([&] { return m.tier->status().pending_pushes == 0; }))
+      << nlohmann::json(m.tier->status()).dump();
   EXPECT_GE(m.tier->counters().get(RemoteCounter::outages), 1u);
 }
 

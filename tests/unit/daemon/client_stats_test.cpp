@@ -31,13 +31,13 @@ TEST(ClientStatsBook, CumulativeReportsCountTheirDifference) {
   EXPECT_EQ(t.misses, 3u);
   EXPECT_EQ(t.fallbacks.at("no_entry"), 3u);
   EXPECT_EQ(t.fallbacks_total(), 3u);
-  EXPECT_EQ(t.to_json()["calls"], 18);
+  EXPECT_EQ(t.wire().calls, 18u);
   EXPECT_EQ(book.live(), 1u);
-  const auto j = book.to_json();
-  EXPECT_EQ(j["processes_seen"], 1);
-  ASSERT_EQ(j["live"].size(), 1u);
-  EXPECT_EQ(j["live"][0]["hits"], 15);
-  EXPECT_EQ(j["live"][0]["program"], "server");
+  const protocol::ClientsReport r = book.report();
+  EXPECT_EQ(r.processes_seen, 1u);
+  ASSERT_EQ(r.live.size(), 1u);
+  EXPECT_EQ(r.live[0].counters.hits, 15u);
+  EXPECT_EQ(r.live[0].program, "server");
 }
 
 TEST(ClientStatsBook, ANewProcessWithTheSamePidCountsFromZeroAndExitedOnesStay) {
@@ -47,7 +47,7 @@ TEST(ClientStatsBook, ANewProcessWithTheSamePidCountsFromZeroAndExitedOnesStay) 
   EXPECT_EQ(book.live(), 0u);
   book.record(report("second", 3, 0, 42), 2, kT0 + 20);  // the kernel reused pid 42
   EXPECT_EQ(book.totals().hits, 10u);
-  EXPECT_EQ(book.to_json()["processes_seen"], 2);
+  EXPECT_EQ(book.report().processes_seen, 2u);
   EXPECT_EQ(book.live(), 1u);
 }
 
@@ -86,7 +86,7 @@ TEST(ClientStatsBook, ZeroStartsTheTotalsOverButKeepsBaselines) {
   book.record(report("a", 5, 1), 1, kT0);
   book.zero(kT0 + 100);
   EXPECT_EQ(book.totals(), CallCounters{});
-  EXPECT_EQ(book.to_json()["since_unix_ms"], kT0 + 100);
+  EXPECT_EQ(book.report().since_unix_ms, kT0 + 100);
   book.record(report("a", 7, 1), 1, kT0 + 200);
   EXPECT_EQ(book.totals().hits, 2u);  // only what happened after the zero
   EXPECT_EQ(book.totals().misses, 0u);
@@ -111,11 +111,11 @@ TEST(ClientStatsBook, TheLiveListShowsTheBusiestProcessesUpToTheLimit) {
   const std::size_t n = ClientStatsBook::kMaxLiveListed + 5;
   for (std::size_t i = 0; i < n; ++i)
     book.record(report("p" + std::to_string(i), i, 0, static_cast<std::int64_t>(i)), i + 1, kT0);
-  const auto j = book.to_json();
-  EXPECT_EQ(j["processes_live"], n);
-  ASSERT_EQ(j["live"].size(), ClientStatsBook::kMaxLiveListed);
-  EXPECT_EQ(j["live"][0]["pid"], 5);  // the five quietest are left out; the rest by pid
-  EXPECT_EQ(j["live"].back()["pid"], n - 1);
+  const protocol::ClientsReport r = book.report();
+  EXPECT_EQ(r.processes_live, n);
+  ASSERT_EQ(r.live.size(), ClientStatsBook::kMaxLiveListed);
+  EXPECT_EQ(r.live[0].pid, 5);  // the five quietest are left out; the rest by pid
+  EXPECT_EQ(r.live.back().pid, static_cast<std::int64_t>(n - 1));
 }
 
 TEST(ClientStatsBook, DisconnectedInstancesAreKeptForALimitedTimeAndNumber) {
@@ -149,7 +149,7 @@ TEST(ClientStatsBook, PersistsTotalsAndBaselines) {
   EXPECT_FALSE(restarted.dirty());
   EXPECT_EQ(restarted.totals(), book.totals());
   EXPECT_EQ(restarted.live(), 0u);  // nobody is connected to the new daemon yet
-  EXPECT_EQ(restarted.to_json()["since_unix_ms"], kT0);
+  EXPECT_EQ(restarted.report().since_unix_ms, kT0);
   restarted.record(report("a", 6, 2), 7, kT0 + 2000);  // a re-sends its cumulative counters
   EXPECT_EQ(restarted.totals().hits, 7u);
   EXPECT_EQ(restarted.totals().misses, 2u);

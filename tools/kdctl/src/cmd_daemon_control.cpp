@@ -13,8 +13,6 @@
 #include <string>
 #include <thread>
 
-#include <nlohmann/json.hpp>
-
 #include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
 #include "daemon_link.hpp"
@@ -24,7 +22,6 @@
 namespace kd::kdctl {
 namespace {
 
-using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct StopArgs : DaemonArgs {
@@ -51,20 +48,20 @@ bool daemon_exited(const std::filesystem::path& cache_dir, long long pid) {
 int run_stop(const StopArgs& a) {
   const std::filesystem::path socket = socket_of(a);
   std::optional<daemon::Client> client;
-  json status;
+  protocol::Status status;
   try {
     client.emplace(socket);
-    status = client->request({{"type", "status"}}, std::chrono::seconds(10));
+    status = daemon::reply_or_throw(client->call(protocol::StatusQuery{}, std::chrono::seconds(10)));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kdctl stop: no kdispatchd answers on %s; nothing to stop (%s)\n", socket.c_str(), e.what());
     return kFailure;
   }
-  const long long pid = status.value("pid", 0LL);
-  const std::filesystem::path cache_dir = status.value("cache_dir", "");
+  const long long pid = status.pid;
+  const std::filesystem::path cache_dir = status.cache_dir;
   try {
-    const json reply = client->request({{"type", "shutdown"}}, std::chrono::seconds(10));
-    if (reply.value("type", "") != "ok") {
-      std::fprintf(stderr, "kdctl stop: kdispatchd (pid %lld) refused: %s\n", pid, reply.value("message", "").c_str());
+    const auto answer = client->call(protocol::Shutdown{}, std::chrono::seconds(10));
+    if (const auto* refused = std::get_if<protocol::ErrorMessage>(&answer)) {
+      std::fprintf(stderr, "kdctl stop: kdispatchd (pid %lld) refused: %s\n", pid, refused->message.c_str());
       return kFailure;
     }
   } catch (const std::exception& e) {
@@ -103,19 +100,19 @@ int run_cancel(const CancelArgs& a) {
   const GemmKey& key = std::get<GemmKey>(parsed);
   const std::string canonical = key.device ? key.full_line() : key.shape_line();
   const std::filesystem::path socket = socket_of(a);
-  json reply;
+  daemon::Answer<protocol::CancelOk> answer;
   try {
     daemon::Client client(socket);
-    reply = client.request({{"type", "cancel"}, {"key", canonical}});
+    answer = client.call(protocol::Cancel{canonical});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kdctl cancel: daemon at %s not reachable: %s\n", socket.c_str(), e.what());
     return kFailure;
   }
-  if (reply.value("type", "") != "ok") {
-    std::fprintf(stderr, "kdctl cancel: daemon refused: %s\n", reply.value("message", "").c_str());
+  if (const auto* refused = std::get_if<protocol::ErrorMessage>(&answer)) {
+    std::fprintf(stderr, "kdctl cancel: daemon refused: %s\n", refused->message.c_str());
     return kFailure;
   }
-  if (!reply.value("cancelled", false)) {
+  if (!std::get<protocol::CancelOk>(answer).cancelled) {
     std::fprintf(stderr, "kdctl cancel: no queued or running job for %s; nothing cancelled\n", canonical.c_str());
     return kFailure;
   }

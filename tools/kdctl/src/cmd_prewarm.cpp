@@ -8,7 +8,6 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
@@ -26,12 +25,11 @@
 namespace kd::kdctl {
 namespace {
 
-using nlohmann::json;
 
 struct PrewarmArgs : DaemonArgs {
   std::string file;
   std::string proposer;
-  int rounds = 0, candidates = 0, wall_s = 0;
+  std::uint64_t rounds = 0, candidates = 0, wall_s = 0;  // 0: the daemon's default
   int timeout_s = 0;  // 0: wait until every shape is settled
   std::size_t batch = 0;  // shapes per request; 0: kDefaultBatchShapes
   bool no_wait = false;
@@ -61,18 +59,11 @@ bool settled(const std::string& state) {
 }
 
 // The request of one batch: shapes [begin, end) with the flags' proposer and budgets.
-json prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shapes, std::size_t begin,
-                     std::size_t end) {
-  json request{{"type", "prewarm"},
-               {"keys", std::vector<std::string>(shapes.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                 shapes.begin() + static_cast<std::ptrdiff_t>(end))}};
-  if (!a.proposer.empty()) request["proposer"] = a.proposer;
-  json budgets = json::object();
-  if (a.rounds) budgets["rounds"] = a.rounds;
-  if (a.candidates) budgets["candidates"] = a.candidates;
-  if (a.wall_s) budgets["wall_seconds"] = a.wall_s;
-  if (!budgets.empty()) request["budgets"] = budgets;
-  return request;
+protocol::Prewarm prewarm_request(const PrewarmArgs& a, const std::vector<std::string>& shapes, std::size_t begin,
+                                  std::size_t end) {
+  return {{shapes.begin() + static_cast<std::ptrdiff_t>(begin), shapes.begin() + static_cast<std::ptrdiff_t>(end)},
+          a.proposer,
+          {a.rounds, a.candidates, a.wall_s, 0}};
 }
 
 // One past the last shape of the batch that starts at `begin`: at most `max_shapes` shapes and
@@ -137,26 +128,26 @@ int queue_shapes(const PrewarmArgs& a, const std::filesystem::path& socket, cons
   std::size_t queued = 0, not_queued = 0;
   for (std::size_t begin = 0; begin < shapes.size();) {
     const std::size_t end = batch_end(shapes, begin, max_shapes);
-    json reply;
+    daemon::Answer<protocol::PrewarmOk> answer;
     try {
-      reply = client->request(prewarm_request(a, shapes, begin, end));
+      answer = client->call(prewarm_request(a, shapes, begin, end));
     } catch (const std::exception& e) {
       std::fprintf(stderr, "kdctl prewarm: daemon at %s not reachable after %zu of %zu shapes were queued (those "
                            "stay queued): %s\n",
                    socket.c_str(), queued, shapes.size(), e.what());
       return kFailure;
     }
-    if (reply.value("type", "") == "error") {
+    if (const auto* refused = std::get_if<protocol::ErrorMessage>(&answer)) {
       std::fprintf(stderr, "kdctl prewarm: daemon refused%s: %s\n",
                    queued > 0 ? fmt::format(" after {} of {} shapes were queued", queued, shapes.size()).c_str() : "",
-                   reply.value("message", "").c_str());
+                   refused->message.c_str());
       return kFailure;
     }
-    for (const json& r : reply.value("rejected", json::array()))
-      std::fprintf(stderr, "kdctl prewarm: the daemon rejected %s: %s\n", r.value("key", "").c_str(),
-                   r.value("message", "").c_str());
+    const auto& reply = std::get<protocol::PrewarmOk>(answer);
+    for (const protocol::RejectedKey& r : reply.rejected)
+      std::fprintf(stderr, "kdctl prewarm: the daemon rejected %s: %s\n", r.key.c_str(), r.message.c_str());
     const std::size_t sent = end - begin;
-    const std::size_t taken = std::min<std::size_t>(reply.value("queued", sent), sent);
+    const std::size_t taken = std::min<std::size_t>(reply.queued, sent);
     queued += taken;
     not_queued += sent - taken;
     begin = end;
@@ -187,18 +178,13 @@ std::map<std::string, ShapeState> job_states(daemon::Client& client, const std::
   std::map<std::string, ShapeState> states;
   for (std::size_t begin = 0; begin < shapes.size(); begin += kJobsPerRequest) {
     const std::size_t end = std::min(shapes.size(), begin + kJobsPerRequest);
-    const json reply = client.request(
-        {{"type", "jobs"},
-         {"keys", std::vector<std::string>(shapes.begin() + static_cast<std::ptrdiff_t>(begin),
-                                           shapes.begin() + static_cast<std::ptrdiff_t>(end))}});
-    if (reply.value("type", "") != "jobs")
-      throw Error(ErrorDomain::data, 0, "kdispatchd: " + reply.value("message", reply.dump()));
-    for (const json& j : reply.value("jobs", json::array())) {
-      const std::string state = j.value("state", "");
-      if (state == "unknown")
-        states[j.value("key", "")] = {std::string(kNotQueued), std::string(kNotQueuedDetail)};
+    const protocol::JobsReply reply = daemon::reply_or_throw(client.call(protocol::JobsQuery{
+        {shapes.begin() + static_cast<std::ptrdiff_t>(begin), shapes.begin() + static_cast<std::ptrdiff_t>(end)}}));
+    for (const protocol::JobEntry& j : reply.jobs) {
+      if (j.state == "unknown")
+        states[j.key] = {std::string(kNotQueued), std::string(kNotQueuedDetail)};
       else
-        states[j.value("key", "")] = {state, state == "running" ? j.value("progress", "") : j.value("reason", "")};
+        states[j.key] = {j.state, (j.state == "running" ? j.progress : j.reason).value_or("")};
     }
   }
   return states;
@@ -244,13 +230,10 @@ int run_prewarm(const PrewarmArgs& a) {
     std::map<std::string, ShapeState> now;
     try {
       daemon::Client client(socket);
-      const json status = client.request({{"type", "status"}});
-      if (status.value("type", "") != "status")
-        throw Error(ErrorDomain::data, 0, "kdispatchd: " + status.value("message", status.dump()));
-      if (cache_dir.empty()) cache_dir = status.value("cache_dir", "");
-      if (!status["search_backend"].value("available", false)) {
-        std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n",
-                     status["search_backend"].value("message", "").c_str());
+      const protocol::Status status = daemon::reply_or_throw(client.call(protocol::StatusQuery{}));
+      if (cache_dir.empty()) cache_dir = status.cache_dir;
+      if (!status.search_backend.available) {
+        std::fprintf(stderr, "kdctl prewarm: the daemon cannot search: %s\n", status.search_backend.message.c_str());
         return kNoGpu;
       }
       now = job_states(client, shapes);

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cache_snapshot.hpp"
 #include "ctl_client/ctl_client.hpp"
@@ -24,8 +23,6 @@
 
 namespace kd::kdctl {
 namespace {
-
-using nlohmann::json;
 
 struct PurgeArgs {
   std::string socket;
@@ -82,18 +79,18 @@ std::optional<int> purge_through_daemon(const std::filesystem::path& socket, con
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  json states = json::array();
-  for (const auto s : p.states) states.push_back(daemon::to_string(s));
-  const json reply = client->request(
-      {{"type", "purge"}, {"states", states}, {"older_than_s", p.older_than_s}, {"dry_run", dry_run}},
-      std::chrono::minutes(10));
-  if (reply.value("type", "") != "ok") {
-    std::fprintf(stderr, "kdctl purge: the daemon says: %s\n", reply.value("message", "no reason given").c_str());
+  protocol::Purge request{{}, p.older_than_s, dry_run};
+  for (const auto s : p.states) request.states.emplace_back(daemon::to_string(s));
+  const auto answer = client->call(request, std::chrono::minutes(10));
+  if (const auto* refused = std::get_if<protocol::ErrorMessage>(&answer)) {
+    std::fprintf(stderr, "kdctl purge: the daemon says: %s\n", refused->message.c_str());
     return kFailure;
   }
+  const protocol::PurgedJobs& by_state = std::get<protocol::PurgeOk>(answer).removed;
   std::array<std::uint64_t, daemon::kJobStateCount> removed{};
-  for (const auto s : kFinished)
-    removed[static_cast<std::size_t>(s)] = reply.at("removed").value(std::string(daemon::to_string(s)), 0ULL);
+  removed[static_cast<std::size_t>(daemon::JobState::done)] = by_state.done;
+  removed[static_cast<std::size_t>(daemon::JobState::failed)] = by_state.failed;
+  removed[static_cast<std::size_t>(daemon::JobState::cancelled)] = by_state.cancelled;
   print(removed, dry_run, "");
   return kOk;
 }

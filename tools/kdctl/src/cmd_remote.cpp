@@ -59,7 +59,7 @@ std::optional<daemon::RedisLogin> login_of(const char* cmd, const RemoteArgs& a)
   if (url.empty()) {
     try {
       const auto s = daemon::Client::status(socket_of(a.daemon));
-      if (s.contains("remote")) url = s["remote"].value("url", "");
+      if (s.remote) url = s.remote->url;
     } catch (const std::exception&) {
       // no daemon to ask
     }
@@ -126,14 +126,14 @@ int run_status(const RemoteArgs& a) {
   }
   try {
     const auto s = daemon::Client::status(socket_of(a.daemon));
-    if (!s.contains("remote")) {
+    if (!s.remote) {
       std::printf("kdispatchd (%s): no remote tier configured\n", socket_of(a.daemon).c_str());
     } else {
-      const auto& r = s["remote"];
+      const protocol::RemoteStatus& r = *s.remote;
       std::printf("kdispatchd (%s): %s, trust %s, gate %s\n", socket_of(a.daemon).c_str(),
-                  r.value("connected", false) ? "connected" : ("not connected: " + r.value("last_error", "")).c_str(),
-                  r.value("trust", "").c_str(), r.value("gate", "").c_str());
-      std::printf("  %s\n", r["counters"].dump().c_str());
+                  r.connected ? "connected" : ("not connected: " + r.last_error).c_str(), r.trust.c_str(),
+                  r.gate.c_str());
+      std::printf("  %s\n", nlohmann::json(r.counters).dump().c_str());
     }
   } catch (const std::exception&) {
     std::printf("kdispatchd: not reachable on %s\n", socket_of(a.daemon).c_str());

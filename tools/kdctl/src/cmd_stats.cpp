@@ -108,7 +108,7 @@ void print(const CacheStats& s) {
 
 // What kdispatchd says, when it serves this cache: its stats reply, else why not.
 struct DaemonView {
-  std::optional<nlohmann::json> stats;
+  std::optional<protocol::Stats> stats;
   std::string unreachable;  // when !stats: the socket and the failure
 };
 
@@ -120,22 +120,28 @@ DaemonView query_daemon(const std::filesystem::path& socket) {
   }
 }
 
+// The daemon's client counters, or nullptr with why there are none in `why`.
+const protocol::ClientsReport* clients_of(const DaemonView& d, std::string& why) {
+  if (!d.stats) {
+    why = d.unreachable;
+    return nullptr;
+  }
+  if (!d.stats->clients) {
+    why = "this kdispatchd does not collect client counters (it predates client_stats)";
+    return nullptr;
+  }
+  return &*d.stats->clients;
+}
+
 // The client counters object for --json: the daemon's `clients` plus "available": true, or
 // "available": false with the reason.
 nlohmann::json clients_json(const DaemonView& d) {
-  if (!d.stats) return {{"available", false}, {"reason", d.unreachable}};
-  const auto c = d.stats->find("clients");
-  if (c == d.stats->end() || !c->is_object())
-    return {{"available", false},
-            {"reason", "this kdispatchd does not collect client counters (it predates client_stats)"}};
+  std::string why;
+  const protocol::ClientsReport* c = clients_of(d, why);
+  if (c == nullptr) return {{"available", false}, {"reason", why}};
   nlohmann::json j = *c;
   j["available"] = true;
   return j;
-}
-
-std::uint64_t number(const nlohmann::json& j, const char* name) {
-  const auto it = j.find(name);
-  return it != j.end() && it->is_number_unsigned() ? it->get<std::uint64_t>() : 0;
 }
 
 std::string local_time(std::int64_t unix_ms) {
@@ -150,47 +156,42 @@ std::string percent(std::uint64_t part, std::uint64_t whole) {
   return whole == 0 ? "-" : fmt::format("{:.1f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
-void print_clients(const nlohmann::json& c) {
-  if (!c.value("available", false)) {
+void print_clients(const DaemonView& d) {
+  std::string why;
+  const protocol::ClientsReport* c = clients_of(d, why);
+  if (c == nullptr) {
     std::printf("\nclient counters: unavailable: %s\n  (kdispatchd collects hits, misses and fallbacks "
                 "from applications; KD_STATS=1 prints one process's own at exit)\n",
-                c.value("reason", "").c_str());
+                why.c_str());
     return;
   }
-  const nlohmann::json& t = c.contains("totals") ? c["totals"] : nlohmann::json::object();
-  const std::uint64_t calls = number(t, "calls"), hits = number(t, "hits");
+  const protocol::ClientCounters& t = c->totals;
   std::printf("\nclient counters (reported to kdispatchd by %llu process(es) since %s; %llu reporting now)\n",
-              static_cast<unsigned long long>(number(c, "processes_seen")),
-              local_time(c.value("since_unix_ms", std::int64_t{0})).c_str(),
-              static_cast<unsigned long long>(number(c, "processes_live")));
+              static_cast<unsigned long long>(c->processes_seen), local_time(c->since_unix_ms).c_str(),
+              static_cast<unsigned long long>(c->processes_live));
   std::printf("  calls %llu: hits %llu (%s), fallbacks %llu (misses %llu)\n",
-              static_cast<unsigned long long>(calls), static_cast<unsigned long long>(hits),
-              percent(hits, calls).c_str(), static_cast<unsigned long long>(number(t, "fallbacks_total")),
-              static_cast<unsigned long long>(number(t, "misses")));
-  std::printf("  loads %llu, swaps %llu\n", static_cast<unsigned long long>(number(t, "loads")),
-              static_cast<unsigned long long>(number(t, "swaps")));
-  if (const auto f = t.find("fallbacks"); f != t.end() && f->is_object() && !f->empty()) {
+              static_cast<unsigned long long>(t.calls), static_cast<unsigned long long>(t.hits),
+              percent(t.hits, t.calls).c_str(), static_cast<unsigned long long>(t.fallbacks_total),
+              static_cast<unsigned long long>(t.misses));
+  std::printf("  loads %llu, swaps %llu\n", static_cast<unsigned long long>(t.loads),
+              static_cast<unsigned long long>(t.swaps));
+  if (!t.fallbacks.empty()) {
     Table reasons({{"FALLBACK REASON"}, {"CALLS", Align::right}, {"OF CALLS", Align::right}});
-    for (auto it = f->begin(); it != f->end(); ++it) {
-      const std::uint64_t n = it.value().is_number_unsigned() ? it.value().get<std::uint64_t>() : 0;
-      reasons.add({it.key(), std::to_string(n), percent(n, calls)});
-    }
+    for (const auto& [reason, n] : t.fallbacks) reasons.add({reason, std::to_string(n), percent(n, t.calls)});
     std::printf("\n%s", reasons.render().c_str());
   }
-  const auto live = c.find("live");
-  if (live == c.end() || !live->is_array() || live->empty()) return;
+  if (c->live.empty()) return;
   Table table({{"PID", Align::right}, {"PROGRAM"}, {"CALLS", Align::right}, {"HITS", Align::right},
                {"MISSES", Align::right}, {"FALLBACKS", Align::right}, {"LOADS", Align::right},
                {"SWAPS", Align::right}});
-  for (const nlohmann::json& p : *live)
-    table.add({std::to_string(p.value("pid", std::int64_t{0})), p.value("program", ""),
-               std::to_string(number(p, "calls")), std::to_string(number(p, "hits")),
-               std::to_string(number(p, "misses")), std::to_string(number(p, "fallbacks_total")),
-               std::to_string(number(p, "loads")), std::to_string(number(p, "swaps"))});
+  for (const protocol::LiveClient& p : c->live)
+    table.add({std::to_string(p.pid), p.program, std::to_string(p.counters.calls), std::to_string(p.counters.hits),
+               std::to_string(p.counters.misses), std::to_string(p.counters.fallbacks_total),
+               std::to_string(p.counters.loads), std::to_string(p.counters.swaps)});
   std::printf("\n%s", table.render().c_str());
-  if (const std::uint64_t omitted = number(c, "live_omitted"); omitted > 0)
+  if (c->live_omitted > 0)
     std::printf("  (%llu more live process(es) not listed: the list shows those with the most calls)\n",
-                static_cast<unsigned long long>(omitted));
+                static_cast<unsigned long long>(c->live_omitted));
 }
 
 std::filesystem::path socket_of(const StatsArgs& a, const std::filesystem::path& cache_dir) {
@@ -200,18 +201,19 @@ std::filesystem::path socket_of(const StatsArgs& a, const std::filesystem::path&
 // kdctl stats --zero: the daemon starts its client counter totals over (and commits that).
 int run_zero(const StatsArgs& a) {
   const std::filesystem::path socket = socket_of(a, resolve_cache_dir(a.cache_dir));
-  nlohmann::json reply;
+  daemon::Answer<protocol::StatsZeroed> answer;
   try {
     daemon::Client client(socket);
-    reply = client.request({{"type", "zero_stats"}});
+    answer = client.call(protocol::ZeroStats{});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kdctl stats: cannot zero the client counters: no kdispatchd running on %s (%s)\n",
                  socket.c_str(), e.what());
     return kFailure;
   }
-  if (reply.value("type", "") != "ok" || !reply.value("zeroed", false)) {
+  const auto* zeroed = std::get_if<protocol::StatsZeroed>(&answer);
+  if (zeroed == nullptr || !zeroed->zeroed) {
     std::fprintf(stderr, "kdctl stats: kdispatchd did not zero the client counters: %s\n",
-                 reply.value("message", reply.dump()).c_str());
+                 zeroed == nullptr ? std::get<protocol::ErrorMessage>(answer).message.c_str() : "it said it did not");
     return kFailure;
   }
   std::printf("client counters zeroed\n");
@@ -227,18 +229,16 @@ int run_stats(const StatsArgs& a) {
   if (a.json) {
     nlohmann::json j = to_json(s);
     j["clients"] = clients_json(d);
-    j["daemon"] = d.stats ? *d.stats : nlohmann::json(nullptr);
+    j["daemon"] = d.stats ? protocol::to_object(*d.stats) : nlohmann::json(nullptr);
     std::printf("%s\n", j.dump(2).c_str());
     return kOk;
   }
   print(s);
-  print_clients(clients_json(d));
+  print_clients(d);
   if (d.stats) {
     std::printf("\ndaemon counters:\n");
-    const auto counters = d.stats->find("counters");
-    if (counters != d.stats->end() && counters->is_object())
-      for (auto it = counters->begin(); it != counters->end(); ++it)
-        std::printf("  %-32s %s\n", it.key().c_str(), it.value().dump().c_str());
+    for (const auto& [name, n] : d.stats->counters)
+      std::printf("  %-32s %llu\n", name.c_str(), static_cast<unsigned long long>(n));
   }
   return kOk;
 }

@@ -4,7 +4,7 @@
 #include <variant>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
+#include <vector>
 
 #include "commands.hpp"
 #include "ctl_client/ctl_client.hpp"
@@ -15,8 +15,6 @@
 namespace kd::kdctl {
 namespace {
 
-using nlohmann::json;
-
 // "bf16 4096x16x4096" for a key line (its type and m x n x k); the line itself when it does not parse.
 std::string short_key(const std::string& line) {
   const auto parsed = parse_key(line);
@@ -26,27 +24,25 @@ std::string short_key(const std::string& line) {
 }
 
 // One line per runner of the status reply's `runners`: which GPU, what it does, what it did.
-void print_runners(const json& runners) {
-  if (!runners.is_array() || runners.empty()) return;
-  for (const json& r : runners) {
-    std::string doing = r.value("state", "");
-    if (r.contains("key")) doing += " " + short_key(r.value("key", ""));
-    if (r.contains("progress")) doing += " (" + r.value("progress", "") + ")";
-    if (r.contains("origin"))
-      doing += fmt::format(" [{}-started, {:.0f}% of the GPU]", r.value("origin", ""), 100 * r.value("duty_cycle", 0.0));
-    const int pid = r.value("worker_pid", 0);
-    std::printf("  runner %llu on GPU %d, %s (%s): %s; %llu jobs finished, %llu published, %llu workers lost; "
+void print_runners(const std::vector<protocol::RunnerEntry>& runners) {
+  for (const protocol::RunnerEntry& r : runners) {
+    std::string doing = r.state;
+    if (r.key) doing += " " + short_key(*r.key);
+    if (r.progress) doing += " (" + *r.progress + ")";
+    if (r.origin) doing += fmt::format(" [{}-started, {:.0f}% of the GPU]", *r.origin, 100 * r.duty_cycle.value_or(1.0));
+    std::printf("  runner %llu on GPU %lld, %s (%s): %s; %llu jobs finished, %llu published, %llu workers lost; "
                 "evaluations %.1f s, paused %.1f s for the GPU policy%s\n",
-                r.value("index", 0ULL), r.value("ordinal", -1), r.value("gpu", "").c_str(),
-                r.value("arch", "").c_str(), doing.c_str(), r.value("jobs_finished", 0ULL), r.value("published", 0ULL),
-                r.value("workers_lost", 0ULL), r.value("evaluating_ms", 0.0) / 1000, r.value("paused_ms", 0.0) / 1000,
-                pid > 0 ? fmt::format(", worker pid {}", pid).c_str() : "");
+                static_cast<unsigned long long>(r.index), static_cast<long long>(r.ordinal), r.gpu.c_str(),
+                r.arch.c_str(), doing.c_str(), static_cast<unsigned long long>(r.jobs_finished),
+                static_cast<unsigned long long>(r.published), static_cast<unsigned long long>(r.workers_lost),
+                static_cast<double>(r.evaluating_ms) / 1000, static_cast<double>(r.paused_ms) / 1000,
+                r.worker_pid > 0 ? fmt::format(", worker pid {}", r.worker_pid).c_str() : "");
   }
 }
 
 int run_status(const DaemonArgs& a, bool as_json) {
   const std::filesystem::path socket = socket_of(a);
-  json status;
+  protocol::Status status;
   try {
     status = daemon::Client::status(socket, 20);
   } catch (const std::exception& e) {
@@ -54,45 +50,47 @@ int run_status(const DaemonArgs& a, bool as_json) {
     return kFailure;
   }
   if (as_json) {
-    std::printf("%s\n", status.dump(2).c_str());
+    std::printf("%s\n", protocol::to_object(status).dump(2).c_str());
     return kOk;
   }
-  const json& jobs = status["jobs"];
-  std::printf("kdispatchd %s, pid %d, up %lld s, cache %s, generation %llu\n", status.value("daemon", "").c_str(),
-              status.value("pid", 0), status.value("uptime_s", 0LL), status.value("cache_dir", "").c_str(),
-              status.value("generation", 0ULL));
-  std::printf("search: %s\n", status["search_backend"].value("message", "").c_str());
-  if (const auto p = status.find("search_policy"); p != status.end() && p->is_object())
+  const auto u = [](std::uint64_t v) { return static_cast<unsigned long long>(v); };
+  const protocol::JobCounts& jobs = status.jobs;
+  std::printf("kdispatchd %s, pid %lld, up %lld s, cache %s, generation %llu\n", status.daemon.c_str(),
+              static_cast<long long>(status.pid), static_cast<long long>(status.uptime_s), status.cache_dir.c_str(),
+              u(status.generation));
+  std::printf("search: %s\n", status.search_backend.message.c_str());
+  if (const auto& p = status.search_policy)
     std::printf("GPU policy: a search started by an application's miss takes at most %.0f%% of its GPU's time "
                 "(search_duty_cycle), a prewarm %.0f%% (prewarm_duty_cycle)\n",
-                100 * p->value("search_duty_cycle", 1.0), 100 * p->value("prewarm_duty_cycle", 1.0));
-  print_runners(status.value("runners", json::array()));
-  std::printf("jobs: %d queued, %d running, %d done, %d failed, %d cancelled; %d clients, %d subscribers\n",
-              jobs.value("queued", 0), jobs.value("running", 0), jobs.value("done", 0), jobs.value("failed", 0),
-              jobs.value("cancelled", 0), status.value("clients", 0), status.value("subscribers", 0));
-  if (const auto t = status.find("client_totals"); t != status.end() && t->is_object())
+                100 * p->search_duty_cycle, 100 * p->prewarm_duty_cycle);
+  if (status.runners) print_runners(*status.runners);
+  std::printf("jobs: %llu queued, %llu running, %llu done, %llu failed, %llu cancelled; %llu clients, %llu "
+              "subscribers\n",
+              u(jobs.queued), u(jobs.running), u(jobs.done), u(jobs.failed), u(jobs.cancelled), u(status.clients),
+              u(status.subscribers));
+  if (const auto& t = status.client_totals)
     std::printf("client calls: %llu hits, %llu misses, %llu fallbacks (%llu process(es) reporting; kdctl stats "
                 "has the reasons)\n",
-                t->value("hits", 0ULL), t->value("misses", 0ULL), t->value("fallbacks_total", 0ULL),
-                status.value("clients_reporting", 0ULL));
-  if (const auto b = status.find("bounds"); b != status.end() && b->is_object())
+                u(t->hits), u(t->misses), u(t->fallbacks_total), u(status.clients_reporting));
+  if (const auto& b = status.bounds)
     std::printf("bounds: records %llu of %llu bytes (%llu evicted), queued jobs at most %llu (%llu dropped), "
-                "finished jobs kept %llu s (%llu purged)\n",
-                b->value("cache_bytes", 0ULL), b->value("max_cache_bytes", 0ULL), b->value("records_evicted", 0ULL),
-                b->value("max_queued_jobs", 0ULL), b->value("jobs_dropped", 0ULL), b->value("job_retention_s", 0ULL),
-                b->value("jobs_purged", 0ULL));
-  if (const auto r = status.find("remote"); r != status.end() && r->is_object()) {  // issue 31: the fleet's tier
-    const json c = r->value("counters", json::object());
+                "finished jobs kept %lld s (%llu purged)\n",
+                u(b->cache_bytes), u(b->max_cache_bytes), u(b->records_evicted), u(b->max_queued_jobs),
+                u(b->jobs_dropped), static_cast<long long>(b->job_retention_s), u(b->jobs_purged));
+  if (const auto& r = status.remote) {  // issue 31: the fleet's tier
+    const auto count = [&](const char* name) {
+      const auto it = r->counters.counts.find(name);
+      return u(it == r->counters.counts.end() ? 0 : it->second);
+    };
     std::printf("remote tier: %s %s%s, trust %s, gate %s; %llu imported, %llu pushed, %llu held back, %llu lease "
                 "wait(s) (kdctl remote status has more)\n",
-                r->value("url", "").c_str(), r->value("connected", false) ? "connected" : "not connected",
-                r->value("connected", false) ? "" : (": " + r->value("last_error", "")).c_str(),
-                r->value("trust", "").c_str(), r->value("gate", "").c_str(), c.value("imports", 0ULL),
-                c.value("pushes", 0ULL), r->value("held_back", 0ULL), c.value("lease_waits", 0ULL));
+                r->url.c_str(), r->connected ? "connected" : "not connected",
+                r->connected ? "" : (": " + r->last_error).c_str(), r->trust.c_str(), r->gate.c_str(),
+                count("imports"), count("pushes"), u(r->held_back), count("lease_waits"));
   }
-  for (const json& j : status.value("top_jobs", json::array()))
-    std::printf("  %-9s %s%s%s\n", j.value("state", "").c_str(), j.value("key", "").c_str(),
-                j.contains("progress") ? "  " : "", j.value("progress", "").c_str());
+  for (const protocol::JobEntry& j : status.top_jobs.value_or(std::vector<protocol::JobEntry>{}))
+    std::printf("  %-9s %s%s%s\n", j.state.c_str(), j.key.c_str(), j.progress ? "  " : "",
+                j.progress.value_or("").c_str());
   return kOk;
 }
 

@@ -6,7 +6,6 @@
 #include <system_error>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "ctl_client/ctl_client.hpp"
 #include "protocol/messages.hpp"
@@ -14,8 +13,6 @@
 
 namespace kd::kdctl {
 namespace {
-
-using nlohmann::json;
 
 // The daemon announces at most 256 keys per notice (PROTOCOL.md, cache_changed); any `published`
 // makes a client refresh its whole snapshot, so the others load as well.
@@ -49,34 +46,36 @@ DaemonNotice tell_daemon_cache_changed(const std::filesystem::path& socket, cons
                                        const std::vector<std::string>& keys) {
   using Outcome = DaemonNotice::Outcome;
   std::optional<daemon::Client> client;
-  json status;
+  daemon::Answer<protocol::Status> answer;
   try {
     client.emplace(socket);
-    status = client->request({{"type", "status"}}, kNoticeTimeout);
+    answer = client->call(protocol::StatusQuery{}, kNoticeTimeout);
   } catch (const std::exception&) {
     return {Outcome::no_daemon,
             fmt::format("no kdispatchd answers on {}: the cache was written directly; running applications "
                         "see the change at their next generation poll",
                         socket.string())};
   }
-  const std::string served = status.value("cache_dir", "");
-  if (status.value("type", "") != "status" || !same_directory(served, cache_dir))
+  const auto* status = std::get_if<protocol::Status>(&answer);
+  const std::string served = status != nullptr ? status->cache_dir : std::string();
+  if (status == nullptr || !same_directory(served, cache_dir))
     return {Outcome::other_cache,
             fmt::format("the kdispatchd on {} serves another cache ({}): the cache was written directly", socket.string(),
                         served)};
-  const auto pid = status.value("pid", 0LL);
-  json named = json::array();
-  for (std::size_t i = 0; i < keys.size() && i < kMaxKeysPerNotice; ++i) named.push_back(keys[i]);
+  const auto pid = status->pid;
+  protocol::CacheChanged notice{{keys.begin(), keys.begin() + static_cast<std::ptrdiff_t>(
+                                                                 std::min(keys.size(), kMaxKeysPerNotice))},
+                                keys.size()};
   try {
-    const json reply = client->request({{"type", "cache_changed"}, {"keys", named}, {"count", keys.size()}},
-                                       kNoticeTimeout);
-    if (reply.value("type", "") != "ok")
+    const auto reply = client->call(notice, kNoticeTimeout);
+    if (const auto* refused = std::get_if<protocol::ErrorMessage>(&reply))
       return {Outcome::failed, fmt::format("kdispatchd (pid {}) on {} could not take the notice ({}); it reads the "
                                            "generation again within seconds",
-                                           pid, socket.string(), reply.value("message", reply.dump()))};
+                                           pid, socket.string(), refused->message)};
+    const auto& told = std::get<protocol::CacheChangedOk>(reply);
     return {Outcome::told, fmt::format("kdispatchd (pid {}) serves this cache: told it; generation {} published to {} "
                                        "subscriber(s)",
-                                       pid, reply.value("generation", 0ULL), reply.value("subscribers", 0ULL))};
+                                       pid, told.generation, told.subscribers)};
   } catch (const std::exception& e) {
     return {Outcome::failed, fmt::format("kdispatchd (pid {}) on {} went away before it was told ({}); a daemon reads "
                                          "the generation at its start",
