@@ -125,6 +125,13 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
   for (const ShapeListError& e : tally.errors())
     std::fprintf(stderr, "kdctl bench: %s:%zu: %s\n", e.file.c_str(), e.line, e.message.c_str());
   if (!tally.errors().empty()) return kUsage;
+  for (const ShapeCount& s : tally.sorted()) {
+    if (std::get<GemmKey>(parse_key(s.shape_line)).is_range()) {
+      std::fprintf(stderr, "kdctl bench: %s is a range of n; bench times exact shapes: list the n to time\n",
+                   s.shape_line.c_str());
+      return kUsage;
+    }
+  }
   const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
   CacheReader reader(dir);
   reader.refresh();
