@@ -9,6 +9,7 @@
 #include "cuda/driver.hpp"
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
+#include "range/range_search.hpp"
 #include "worker/worker_client.hpp"
 
 namespace kd::daemon {
@@ -89,8 +90,15 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     if (e.node->correct()) progress.candidate_evaluated();
     else progress.candidate_rejected(e.node->verdict);
   };
-  search::SearchOutcome out =
-      search::run_search(key, target, proposers, compiler_, backend_.get(), opts, observer);
+  // Issue 29: a range job (n=LO..HI) searches the candidates that serve every n of it and holds
+  // them to the range gate (search/src/range/range_search.hpp).
+  std::optional<search::range::RangeOutcome> ranged;
+  search::SearchOutcome plain;
+  if (key.is_range())
+    ranged = search::range::run_range_search(key, target, proposers, compiler_, backend_.get(), opts, observer);
+  else
+    plain = search::run_search(key, target, proposers, compiler_, backend_.get(), opts, observer);
+  const search::SearchOutcome& out = ranged ? ranged->search : plain;
   for (int i = restarts_before; i < backend_->restarts(); ++i) progress.worker_restarted();
 
   spdlog::info("search {} for {}: {} ({} candidates)", out.tree.search_id(), key.shape_line(),
@@ -103,6 +111,17 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     result.reason = "stopped";
     return result;
   }
+  const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
+  if (ranged) {
+    if (!ranged->winner) {
+      result.kind = JobOutcome::Kind::no_improvement;
+      result.reason = "no range winner: " + ranged->reason;
+      return result;
+    }
+    result.kind = JobOutcome::Kind::winner;
+    result.winner = search::range::make_range_record(*ranged, key.full_line(), versions);
+    return result;
+  }
   if (!out.winner) {
     const auto best = out.tree.best();
     std::string why = best ? "best correct candidate " + std::to_string(out.tree.node(*best).candidate_us) +
@@ -113,7 +132,6 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     result.reason = why;
     return result;
   }
-  const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
   result.kind = JobOutcome::Kind::winner;
   result.winner = search::make_record(out, *out.winner, key.full_line(), versions);
   return result;
