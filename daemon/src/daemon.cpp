@@ -115,7 +115,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
     spdlog::warn("{}", repair.message(config.cache_dir));
   }
   ClientStatsBook client_stats(unix_ms_now());  // outlives the queue, whose completions mark saves
-  JobQueue queue(config.cache_dir, QueueLimits{config.max_queued_jobs});
+  JobQueue queue(config.cache_dir, QueueLimits{config.max_queued_jobs, config.buckets});
   share_cache_with_group(config);  // the cache files exist now
   CacheBackups backups(queue.cache_env(), config.backup_interval);
   load_client_stats(client_stats, queue);

@@ -3,11 +3,15 @@
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
 #         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu search-duty
+#         e2e-variable
 # multi-gpu-prewarm: kdctl prewarm of a shape list on one GPU, then on every GPU, timed, with a
 # worker killed mid-way (tools/dev/device-multi-gpu.sh; KD_MG_* budgets). remote-gpu: two daemons
 # sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*). search-duty: an
 # application's step time while miss-started searches run beside it, per duty cycle
 # (tools/dev/device-search-duty.sh; KD_SD_*).
+# e2e-variable: issue 29's targets (tests/e2e/shim_variable_tokens_e2e.py): a BERT-style fp32 encoder over variable
+# batches (daemon buckets: default) and a graph-captured decode over vLLM's capture sizes (buckets: vllm), each
+# prewarmed with its recorded n merged into buckets; KD_E2E_* budgets, KD_E2E_VAR_TARGETS (bert,decode).
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
@@ -134,6 +138,23 @@ for stage in "$@"; do
         >"$logs/e2e-decode-bench.log" 2>&1
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
+    e2e-variable)
+      for target in ${KD_E2E_VAR_TARGETS:-bert decode}; do
+        c=/tmp/kd-e2e-var-$target; rm -rf "$c"; mkdir -p "$c"
+        buckets=default; [[ $target == decode ]] && buckets=vllm
+        kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --buckets "$buckets" \
+          >"$logs/e2e-var-$target-daemon.log" 2>&1 &
+        dpid=$!
+        for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+        pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-2} --max-candidates ${KD_E2E_CANDIDATES:-24} --wall-seconds ${KD_E2E_WALL:-8}"
+        t0=$(date +%s)
+        python3 tests/e2e/shim_variable_tokens_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --kdctl "$bundle/bin/kdctl" \
+          --workdir /tmp/kd-e2e-var-$target-work --targets "$target" --prewarm-cmd "$pre" \
+          --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-var-$target.log" 2>&1
+        summary+=("e2e-variable $target rc=$? in $(( $(date +%s) - t0 )) s")
+        kill "$dpid"; wait "$dpid" 2>/dev/null
+      done
+      ;;
     bench-registry)
       bench_registry_launch --benchmark_min_time=0.2 >"$logs/bench-registry.log" 2>&1
       summary+=("bench-registry rc=$?")
@@ -182,7 +203,7 @@ for f in "$logs"/full*-prewarm.log; do [[ -f $f ]] && tail -50 "$f" | cut -c1-16
 for f in "$logs"/full*-bench.log; do [[ -f $f ]] && cut -c1-160 "$f"; done
 for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]+) .* m=([0-9]+) n=([0-9]+) k=([0-9]+).*kdispatch builtin family/\1 \2x\3x\4/' "$f" | cut -c1-200; done
 [[ -f $logs/verify.log ]] && cat "$logs/verify.log"
-for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
+for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log "$logs"/e2e-var-bert.log "$logs"/e2e-var-decode.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
 [[ -f $logs/e2e-decode-bench.log ]] && cut -c1-170 "$logs/e2e-decode-bench.log"
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 [[ -f $logs/multi-gpu.log ]] && cat "$logs/multi-gpu.log"

@@ -231,6 +231,14 @@ std::optional<std::string> parse_workers(Config& c, const std::string& text) {
   return std::nullopt;
 }
 
+// The buckets of token counts a miss queues (key/n_buckets.hpp).
+std::optional<std::string> parse_buckets(Config& c, const std::string& text) {
+  auto parsed = NBuckets::parse(text);
+  if (auto* err = std::get_if<std::string>(&parsed)) return *err + " (default, vllm, off or a list of edges)";
+  c.buckets = std::get<NBuckets>(std::move(parsed));
+  return std::nullopt;
+}
+
 // A comma list of proposers (search/src/driver/proposer_table.hpp): "builtin,cublaslt".
 std::optional<std::string> parse_proposer(Config& c, const std::string& text) {
   auto names = search::parse_proposer_list(text);
@@ -328,6 +336,11 @@ constexpr ConfigKey kConfigKeys[] = {
     {"max_queued_jobs", "KD_MAX_QUEUED_JOBS", "100000",
      "queued jobs at most; a new one beyond takes the place of a lower-priority one or is dropped",
      parse_max_queued_jobs},
+    {"buckets", "KD_BUCKETS", "default",
+     "what a miss for an untuned token count n queues (issue 29): its bucket's range of n. default (powers "
+     "of two to 64, then doubling to 16384), vllm (vLLM's capture sizes 1, 2, 4, 8..512 by 8), off (each n "
+     "alone) or a list of edges: E, A..B+STEP, A..B*FACTOR",
+     parse_buckets},
     {"maintenance_interval_ms", "KD_MAINTENANCE_INTERVAL_MS", "60000",
      "how often usage reports are stored, old jobs purged and the cache size checked",
      millis_into<&Config::maintenance_interval>},

@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "driver/proposer_table.hpp"
+#include "key/n_buckets.hpp"
 #include "remote/remote_settings.hpp"
 
 namespace kd::daemon {
@@ -76,6 +77,8 @@ struct Config {
   std::chrono::seconds job_retention{0};  // 0: finished jobs are kept
   std::uint64_t max_queued_jobs = 0;
   std::chrono::milliseconds maintenance_interval{0};
+  // Issue 29: what a miss for an untuned n queues (queue/miss_buckets.hpp).
+  NBuckets buckets;
   // The fleet's shared tier (issue 31; remote/remote_tier.hpp): off while remote.endpoint is empty.
   RemoteSettings remote;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -99,10 +100,13 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text) {
 
 double estimate_call_us(std::string_view canonical_line) {
   const auto parsed = parse_key(canonical_line);
-  const auto* key = std::get_if<GemmKey>(&parsed);
-  if (key == nullptr) return 0;
-  const double compute_us = flops(*key) / (kNominalTflops * 1e6);
-  const double memory_us = static_cast<double>(min_bytes(*key)) / (kNominalTBps * 1e6);
+  const auto* parsed_key = std::get_if<GemmKey>(&parsed);
+  if (parsed_key == nullptr) return 0;
+  // A range's calls (issue 29) are estimated at its geometric middle.
+  const GemmKey key = parsed_key->at_n(static_cast<std::int64_t>(
+      std::sqrt(static_cast<double>(parsed_key->n) * static_cast<double>(parsed_key->n_last()))));
+  const double compute_us = flops(key) / (kNominalTflops * 1e6);
+  const double memory_us = static_cast<double>(min_bytes(key)) / (kNominalTBps * 1e6);
   return std::max(compute_us, memory_us);
 }
 

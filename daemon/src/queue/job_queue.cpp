@@ -1,5 +1,7 @@
 #include "queue/job_queue.hpp"
 
+#include "queue/miss_buckets.hpp"
+
 #include <algorithm>
 #include <future>
 #include <utility>
@@ -203,6 +205,18 @@ std::optional<std::string> JobQueue::admit(JobTxn& jt, const Job& job, QueueTall
   return std::nullopt;
 }
 
+const std::string& JobQueue::job_key_of_miss(JobTxn& jt, const std::string& line) {
+  thread_local std::string bucket;  // the writer thread's; valid until the next call
+  auto ranged = bucket_line(line, limits_.buckets);
+  if (!ranged) return line;
+  // A bucket searched without a winner lets its calls be searched one n at a time.
+  if (const auto job = jt.get(*ranged);
+      job && job->state == JobState::done && !lmdb::get(jt.txn(), jt.dbs().records, *ranged))
+    return line;
+  bucket = std::move(*ranged);
+  return bucket;
+}
+
 void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
   Pending p;
   p.done = std::move(done);
@@ -210,14 +224,15 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
     const auto now = unix_ms_now();
     for (const auto& m : misses) {
       if (m.key.empty() || m.key.size() > kMaxJobKeyBytes) continue;
-      const auto before = jt.get(m.key);
+      const std::string& key = job_key_of_miss(jt, m.key);  // issue 29: its bucket's range
+      const auto before = jt.get(key);
       Job job;
       if (before) {
         job = *before;
       } else {
-        job.key = m.key;
+        job.key = key;
         job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(m.key);
+        job.est_call_us = estimate_call_us(key);
         job.origin = JobOrigin::miss;
       }
       job.count += m.count;

@@ -38,6 +38,7 @@
 
 #include "queue/job.hpp"
 #include "queue/job_store.hpp"
+#include "key/n_buckets.hpp"
 #include "store/cache_store.hpp"
 
 namespace kd::daemon {
@@ -68,6 +69,9 @@ struct Refused {
 
 struct QueueLimits {
   std::uint64_t max_queued_jobs = 100000;
+  // Issue 29: a miss queues the bucket of its n (queue/miss_buckets.hpp); none by default here,
+  // the daemon passes its `buckets` setting.
+  NBuckets buckets;
 };
 
 // What purge() removes: finished jobs in `states` (empty: done, failed and cancelled; queued and
@@ -108,7 +112,9 @@ public:
   JobQueue& operator=(const JobQueue&) = delete;
 
   // Adds counts to existing jobs (any state) or creates queued jobs for unseen keys (within the
-  // bound). Keys longer than kMaxJobKeyBytes are ignored.
+  // bound). Keys longer than kMaxJobKeyBytes are ignored. A miss counts for the job of its n's
+  // bucket (limits().buckets: the same key with n=LO..HI), unless that bucket's job is done
+  // without a record (no range won), when it counts for its own n.
   void report_misses(std::vector<MissReport> misses, Completion done);
   // Creates queued jobs, or re-queues failed/cancelled ones; queued/running/done jobs keep their
   // state (a done key needs an explicit evict to be searched again). A full key whose record is
@@ -196,6 +202,8 @@ public:
 private:
   struct Pending;
   void submit(Pending item);
+  // The job key a miss's canonical line counts for (report_misses); writer thread only.
+  const std::string& job_key_of_miss(JobTxn& jt, const std::string& line);
   void run_sync(Pending item);
   void writer_loop();
   void commit_group(std::vector<Pending>& group);

@@ -5,6 +5,7 @@
 #include "driver/publish.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/verdict.hpp"
+#include "range/range_search.hpp"
 #include "worker/worker_parent.hpp"
 
 namespace kd::daemon {
@@ -29,7 +30,10 @@ public:
       : backend_(worker::default_worker_spawn(ordinal, cache_dir), kWatchdog) {}
   std::optional<std::string> unavailable() const override { return std::nullopt; }
   GateResult verify(const Record& record) override {
-    const eval::Verdict v = backend_.evaluate(search::evaluation_request(record));
+    // A range record (issue 29) is gated at the points its search checked.
+    const eval::Verdict v = record.key_line.find("..") != std::string::npos
+                                ? search::range::verify_range_record(backend_, record)
+                                : backend_.evaluate(search::evaluation_request(record));
     return {v.correct(), fmt::format("{}: {}", eval::to_string(v.rule), v.detail)};
   }
 

@@ -13,6 +13,7 @@
 #include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
 #include "eval/verdict.hpp"
+#include "range/range_search.hpp"
 #include "sched/duty_cycle.hpp"
 #include "worker/worker_parent.hpp"
 
@@ -118,7 +119,15 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   };
   // Issue 29 item 4: a miss-started search keeps to its share of the GPU (full speed at 1).
   DutyCycleBackend paced(*backend_, budgets.duty_cycle, progress, stop);
-  search::SearchOutcome out = search::run_search(key, target, proposers, compiler_, &paced, opts, observer);
+  // Issue 29: a range job (n=LO..HI) searches the candidates that serve every n of it and holds
+  // them to the range gate (search/src/range/range_search.hpp).
+  std::optional<search::range::RangeOutcome> ranged;
+  search::SearchOutcome plain;
+  if (key.is_range())
+    ranged = search::range::run_range_search(key, target, proposers, compiler_, &paced, opts, observer);
+  else
+    plain = search::run_search(key, target, proposers, compiler_, &paced, opts, observer);
+  const search::SearchOutcome& out = ranged ? ranged->search : plain;
   for (; restarts_seen < backend_->restarts(); ++restarts_seen) progress.worker_restarted();
   worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
 
@@ -133,6 +142,17 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     result.reason = "stopped";
     return result;
   }
+  const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
+  if (ranged) {
+    if (!ranged->winner) {
+      result.kind = JobOutcome::Kind::no_improvement;
+      result.reason = "no range winner: " + ranged->reason;
+      return result;
+    }
+    result.kind = JobOutcome::Kind::winner;
+    result.winner = search::range::make_range_record(*ranged, key.full_line(), versions);
+    return result;
+  }
   if (!out.winner) {
     const auto best = out.tree.best();
     std::string why = best ? "best correct candidate " + std::to_string(out.tree.node(*best).candidate_us) +
@@ -143,7 +163,6 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     result.reason = why;
     return result;
   }
-  const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
   result.kind = JobOutcome::Kind::winner;
   result.winner = search::make_record(out, *out.winner, key.full_line(), versions);
   return result;

@@ -30,9 +30,9 @@ private:
 
 class DaemonProcess {
 public:
-  // Writes <dir>/kdispatchd.toml (`toml` text), starts the daemon with --config on it plus
-  // `extra_args`, and waits until the socket answers (throws std::runtime_error after 20 s, with
-  // the daemon's log).
+  // Writes <dir>/kdispatchd.toml (`toml` text, after `buckets = "off"` unless `toml` or
+  // `extra_args` set buckets), starts the daemon with --config on it plus `extra_args`, and waits
+  // until the socket answers (throws std::runtime_error after 20 s, with the daemon's log).
   DaemonProcess(std::filesystem::path dir, std::vector<std::string> extra_args = {},
                 std::string toml = "");
   // SIGKILL and reap when still running.

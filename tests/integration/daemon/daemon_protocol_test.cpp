@@ -141,6 +141,42 @@ TEST(DaemonProtocol, PrewarmAndCancel) {
   EXPECT_EQ(c.request({{"type", "status"}}).at("jobs").at("queued"), 2);
 }
 
+// Issue 29: misses for untuned n queue their bucket's range (one job per bucket); prewarm queues
+// ranges and exact keys as sent; the jobs request answers for range keys.
+TEST(DaemonProtocol, MissesQueueBucketsAndPrewarmTakesRanges) {
+  test::HiddenGpus no_gpu;
+  test::TempDir dir;
+  DaemonProcess d(dir.path(), {"--buckets", "default"});
+  Client c(d.socket());
+  const auto key_n = [](const std::string& n) {
+    std::string k = test_key(1);
+    k.replace(k.find(" n=1 "), 5, " n=" + n + " ");
+    return k;
+  };
+  json misses = json::array();
+  for (const char* n : {"40", "41", "64", "100", "2"}) misses.push_back({{"key", key_n(n)}, {"count", 1}});
+  ASSERT_EQ(c.request({{"type", "miss"}, {"keys", misses}, {"ack", true}}).at("accepted"), 5);
+  const json p = c.request({{"type", "prewarm"}, {"keys", {key_n("129..256"), key_n("300")}}});
+  ASSERT_EQ(p.at("queued"), 2) << p.dump();
+  const json bad = c.request({{"type", "prewarm"}, {"keys", {key_n("256..129")}}});
+  ASSERT_EQ(bad.at("rejected").size(), 1u);
+  EXPECT_NE(bad.at("rejected")[0].at("message").get<std::string>().find("the range is inverted"), std::string::npos);
+
+  const json jobs = c.request({{"type", "jobs"},
+                               {"keys", {key_n("33..64"), key_n("65..128"), key_n("2"), key_n("40"),
+                                         key_n("129..256"), key_n("300")}}});
+  const auto& list = jobs.at("jobs");
+  ASSERT_EQ(list.size(), 6u) << jobs.dump();
+  EXPECT_EQ(list[0].at("state"), "queued");
+  EXPECT_EQ(list[0].at("count"), 3) << "n=40, 41 and 64 are one job";
+  EXPECT_EQ(list[1].at("state"), "queued");
+  EXPECT_EQ(list[2].at("state"), "queued") << "n=2 is alone in its bucket";
+  EXPECT_EQ(list[3].at("state"), "unknown") << "no job of n=40's own";
+  EXPECT_EQ(list[4].at("state"), "queued");
+  EXPECT_EQ(list[5].at("state"), "queued");
+  EXPECT_EQ(c.request({{"type", "status"}}).at("jobs").at("queued"), 5);
+}
+
 TEST(DaemonProtocol, SubscribeAndShutdownMessage) {
   test::TempDir dir;
   DaemonProcess d(dir.path());

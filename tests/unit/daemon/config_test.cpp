@@ -148,5 +148,20 @@ TEST(Config, ProposerIsACommaListOfKnownProposers) {
   EXPECT_NE(error.find("unknown proposer 'cublas'"), std::string::npos) << error;
 }
 
+TEST(Config, BucketsDefaultToPowersOfTwoAndNameABadSpec) {
+  const Config d = load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}}});
+  EXPECT_EQ(d.buckets, NBuckets::standard());
+  const Config v = load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}, {"KD_BUCKETS", "vllm"}}});
+  EXPECT_EQ(v.buckets.edges().size(), 67u);
+  std::string error = "no error";
+  try {
+    load_config(CommandLine{}, Env{{{"KD_CONFIG", "/dev/null"}, {"KD_BUCKETS", "8..64"}}});
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("KD_BUCKETS"), std::string::npos) << error;
+  EXPECT_NE(error.find("a run needs a step"), std::string::npos) << error;
+}
+
 }  // namespace
 }  // namespace kd::daemon

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kdctl_runner.hpp"
+#include "store/cache_store.hpp"
 #include "support/temp_dir.hpp"
 #include "test_cache.hpp"
 
@@ -102,6 +103,51 @@ TEST_F(KdctlCache, ShowByShapeLinePicksTheGpu) {
 
   const auto unique = kdctl({"show", bf16_shape(8192)});
   EXPECT_EQ(unique.rc, 0) << unique.err;
+}
+
+// A range record (issue 29): bf16_shape(4096)'s key standing for n=129..256.
+std::string range_shape() {
+  std::string line = bf16_shape(4096);
+  line.replace(line.find(" n=16 "), 6, " n=129..256 ");
+  return line;
+}
+std::string shape_at(int n) {
+  std::string line = bf16_shape(4096);
+  line.replace(line.find(" n=16 "), 6, " n=" + std::to_string(n) + " ");
+  return line;
+}
+
+TEST_F(KdctlCache, ShowPrintsARangeAndTheNItWasCheckedAt) {
+  {
+    CacheWriter w(cache());
+    Record r = test_record(full(range_shape(), kH100), std::chrono::seconds(60));
+    r.plan.launches[0].grid = {8, 4, 1};
+    r.plan.launches[0].grid_rule[1] = GridRule{.offset = 63, .div = 64};
+    r.validation_report = R"({"trials":5,"range":{"lo":129,"hi":256,"checked":[129,131,182,192,193,256],)"
+                          R"("timed":[{"n":129,"candidate_us":9.5,"baseline_us":11.0,"verdict":"passed"},)"
+                          R"({"n":182,"candidate_us":10.25,"baseline_us":12.0,"verdict":"passed"},)"
+                          R"({"n":256,"candidate_us":12.0,"baseline_us":14.5,"verdict":"passed"}]}})";
+    w.publish(r);
+  }
+  const auto by_range = kdctl({"show", full(range_shape(), kH100)});
+  ASSERT_EQ(by_range.rc, 0) << by_range.err;
+  EXPECT_NE(by_range.out.find("range:      n=129..256; checked at n=129, 131, 182, 192, 193, 256; timed at n=129 "
+                              "(9.50 us vs cuBLAS 11.00 us), 182 (10.25 us vs cuBLAS 12.00 us), 256 (12.00 us vs "
+                              "cuBLAS 14.50 us)"),
+            std::string::npos)
+      << by_range.out;
+  EXPECT_NE(by_range.out.find("\"grid_rule\":[null,{\"div\":64,\"offset\":63},null]"), std::string::npos)
+      << by_range.out;
+
+  // An n the range serves finds the range record; one outside finds nothing.
+  const auto covered = kdctl({"show", full(shape_at(200), kH100)});
+  ASSERT_EQ(covered.rc, 0) << covered.err;
+  EXPECT_NE(covered.out.find("the range record below serves n=200"), std::string::npos) << covered.out;
+  EXPECT_NE(covered.out.find("key:        " + full(range_shape(), kH100)), std::string::npos) << covered.out;
+  EXPECT_EQ(kdctl({"show", full(shape_at(300), kH100)}).rc, 1);
+  // The exact record of n=16 is still its own.
+  const auto exact = kdctl({"show", full(bf16_shape(4096), kH100)});
+  EXPECT_EQ(exact.out.find("range:"), std::string::npos) << exact.out;
 }
 
 TEST_F(KdctlCache, ShowMissingOrBadKey) {

@@ -78,20 +78,25 @@ std::size_t batch_end(const std::vector<std::string>& shapes, std::size_t begin,
   return end;
 }
 
+// A key's n as the table prints it: "16", or a range "33..64" (issue 29).
+std::string n_text(const GemmKey& key) {
+  return key.is_range() ? fmt::format("{}..{}", key.n, key.n_hi) : std::to_string(key.n);
+}
+
 void print_table(const std::vector<std::string>& shapes, const std::map<std::string, ShapeState>& st,
                  const std::filesystem::path& cache_dir) {
   std::optional<DevicePart> device;
   if (const auto devs = list_devices(); !devs.empty()) device = DevicePart{devs[0].arch, devs[0].name, devs[0].sms};
   CacheReader reader(cache_dir);
   reader.refresh();
-  std::printf("\n%-8s %-5s %7s %5s %6s  %10s %9s %8s  %s\n", "op", "dtype", "m", "n", "k", "cuBLAS_us",
+  std::printf("\n%-8s %-5s %7s %11s %6s  %10s %9s %8s  %s\n", "op", "dtype", "m", "n", "k", "cuBLAS_us",
               "tuned_us", "speedup", "outcome");
   for (const std::string& line : shapes) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     const ShapeState s = st.count(line) ? st.at(line) : ShapeState{};
     std::string cublas = "-", tuned = "-", speedup = "-", outcome = s.state;
     if (device) {
-      const auto hit = reader.lookup(key.with_device(*device).full_line());
+      const auto hit = reader.lookup_covering(key.with_device(*device).full_line());
       if (const Record* r = std::get_if<Record>(&hit)) {
         cublas = fmt::format("{:.1f}", r->baseline_us);
         tuned = fmt::format("{:.1f}", r->candidate_us);
@@ -105,8 +110,8 @@ void print_table(const std::vector<std::string>& shapes, const std::map<std::str
     } else if (!s.detail.empty()) {
       outcome += ": " + s.detail;
     }
-    std::printf("%-8s %-5s %7lld %5lld %6lld  %10s %9s %8s  %s\n", "gemm", std::string(to_string(key.a)).c_str(),
-                static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
+    std::printf("%-8s %-5s %7lld %11s %6lld  %10s %9s %8s  %s\n", "gemm", std::string(to_string(key.a)).c_str(),
+                static_cast<long long>(key.m), n_text(key).c_str(), static_cast<long long>(key.k),
                 cublas.c_str(), tuned.c_str(), speedup.c_str(), outcome.c_str());
   }
 }
@@ -249,9 +254,9 @@ int run_prewarm(const PrewarmArgs& a) {
       ShapeState& before = states[key];
       if (s.state != before.state || s.detail != before.detail) {
         const GemmKey k = std::get<GemmKey>(parse_key(key));
-        std::printf("[%5.0fs] %s %lldx%lldx%lld: %s%s%s\n",
+        std::printf("[%5.0fs] %s %lldx%sx%lld: %s%s%s\n",
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                    std::string(to_string(k.a)).c_str(), static_cast<long long>(k.m), static_cast<long long>(k.n),
+                    std::string(to_string(k.a)).c_str(), static_cast<long long>(k.m), n_text(k).c_str(),
                     static_cast<long long>(k.k), s.state.c_str(), s.detail.empty() ? "" : ": ", s.detail.c_str());
         std::fflush(stdout);
         before = s;
@@ -274,7 +279,9 @@ int run_prewarm(const PrewarmArgs& a) {
 
 void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<PrewarmArgs>();
-  sub.add_option("file", a->file, "Shape list: canonical key lines or `linear` shorthand, # comments")->required();
+  sub.add_option("file", a->file,
+                 "Shape list: canonical key lines or `linear` shorthand, # comments; n may be a range n=LO..HI")
+      ->required();
   add_daemon_flags(sub, *a);
   sub.add_option("--proposer", a->proposer, "Proposer for these jobs (default: the daemon's)");
   sub.add_option("--rounds", a->rounds, "Search rounds per shape (default: the daemon's)");
@@ -288,8 +295,11 @@ void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
              "stops mid-way keeps every batch it acknowledged (\"queued N/M\" on stderr).\n"
              "A shape left without a job (the daemon's queue is full, max_queued_jobs: it refused the shape or gave its\n"
              "place to one of higher priority) is listed as \"not queued\".\n"
+             "A range n=LO..HI is searched as one job whose kernel serves every n of it (kdctl show prints where it\n"
+             "was checked); a range that shares an n with another shape of an otherwise equal key is a bad line.\n"
              "Exit codes: 0 every shape settled (or queued, with --no-wait), 1 no daemon, the daemon refused a "
-             "request, some shapes have no job, or --timeout passed, 2 unreadable shape lines (named file:line) or no shapes, 4 the daemon has no "
+             "request, some shapes have no job, or --timeout passed, 2 unreadable shape lines (named file:line, also\n"
+             "inverted, open or overlapping ranges) or no shapes, 4 the daemon has no "
              "GPU to search with (the shapes stay queued).");
   sub.callback([a, &action] { action = [a] { return run_prewarm(*a); }; });
 }

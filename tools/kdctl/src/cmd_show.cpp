@@ -33,20 +33,44 @@ std::string_view kind_name(RecordKind k) {
   return k == RecordKind::nvrtc_kernel ? "nvrtc_kernel" : "cublaslt_algo";
 }
 
+// Whether a record of `stored` answers `asked`: the same key, or (issue 29) a range that covers
+// the exact n asked and equals it otherwise. Device parts are compared only when both have one.
+bool answers(const GemmKey& stored, const GemmKey& asked) {
+  GemmKey s = stored, a = asked;
+  if (!a.device) s.device.reset();
+  if (s == a) return true;
+  return s.is_range() && !a.is_range() && s.covers(a.n) && s.at_n(a.n) == a;
+}
+
 // The records KEY names: the exact full line, or every record of a shape line on a GPU whose name
-// contains `gpu_filter`.
+// contains `gpu_filter`; an exact KEY without a record of its own finds the range records that
+// serve it.
 std::vector<StoredRecord> find_records(const CacheSnapshot& cache, const GemmKey& key,
                                        const std::string& gpu_filter) {
-  std::vector<StoredRecord> found;
+  std::vector<StoredRecord> exact, covering;
   for (StoredRecord& s : cache.records()) {
     const auto parts = split_key(s.key_line);
-    if (!parts) continue;
-    const bool hit = key.device ? parts->key == key
-                                : parts->key.shape_line() == key.shape_line() &&
-                                      parts->key.device->gpu.find(gpu_filter) != std::string::npos;
-    if (hit) found.push_back(std::move(s));
+    if (!parts || !answers(parts->key, key)) continue;
+    if (!key.device && parts->key.device->gpu.find(gpu_filter) == std::string::npos) continue;
+    (parts->key.n_hi == key.n_hi && parts->key.n == key.n ? exact : covering).push_back(std::move(s));
   }
-  return found;
+  return exact.empty() ? covering : exact;
+}
+
+// "n=129..256; checked at n=129, 131, ...; timed at n=129 (12.1 us vs cuBLAS 14.0 us), ..." from a
+// range record's validation report; empty for an exact record.
+std::string range_summary(const nlohmann::json& report) {
+  const auto it = report.find("range");
+  if (!report.is_object() || it == report.end() || !it->is_object()) return {};
+  const nlohmann::json& r = *it;
+  std::string checked, timed;
+  for (const auto& n : r.value("checked", nlohmann::json::array()))
+    checked += fmt::format("{}{}", checked.empty() ? "" : ", ", n.dump());
+  for (const auto& t : r.value("timed", nlohmann::json::array()))
+    timed += fmt::format("{}{} ({:.2f} us vs cuBLAS {:.2f} us)", timed.empty() ? "" : ", ",
+                         t.value("n", nlohmann::json()).dump(), t.value("candidate_us", 0.0), t.value("baseline_us", 0.0));
+  return fmt::format("n={}..{}; checked at n={}; timed at n={}", r.value("lo", nlohmann::json()).dump(),
+                     r.value("hi", nlohmann::json()).dump(), checked, timed);
 }
 
 std::variant<search::SearchTree, std::string> load_tree(const CacheSnapshot& cache,
@@ -83,6 +107,8 @@ void print_record(const Record& r, std::uint64_t stored_bytes) {
   line("times", fmt::format("kernel {:.2f} us, cuBLAS {:.2f} us, {} at SM clock {} MHz",
                             r.candidate_us, r.baseline_us, format_speedup(r.baseline_us, r.candidate_us),
                             r.sm_clock_mhz));
+  const std::string range = range_summary(json_or_text(r.validation_report));
+  if (!range.empty()) line("range", range);
   line("validation", r.validation_report.empty() ? "-" : r.validation_report);
   line("search", r.search_id.empty() ? "-" : r.search_id);
   line("proposer", r.proposer);
@@ -164,6 +190,9 @@ int run_show(const ShowArgs& a) {
     return kFailure;
   }
   const StoredRecord* stored = &found.front();
+  const bool by_range = !key.is_range() && stored->key_line.find("..") != std::string::npos;
+  if (by_range && !a.json) std::printf("(no record of its own: the range record below serves n=%lld)\n",
+                                       static_cast<long long>(key.n));
   if (const auto* error = std::get_if<RecordError>(&stored->record)) {
     std::fprintf(stderr, "kdctl show: the record for %s is damaged: %s\n", stored->key_line.c_str(),
                  std::string(to_string(*error)).c_str());
@@ -205,7 +234,8 @@ void setup_show(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<ShowArgs>();
   sub.add_option("key", a->key,
                  "A full key line, a shape line (with --gpu when several GPUs have it), or `prompts` for "
-                 "the llm proposer's prompt files")
+                 "the llm proposer's prompt files; an exact n without a record of its own shows the range "
+                 "record serving it, with the n it was checked and timed at")
       ->required();
   sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
   sub.add_option("--gpu", a->gpu, "With a shape line: the GPU whose name contains this text");

@@ -15,6 +15,7 @@
 #include "driver/publish.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/cublaslt_enumeration.hpp"
+#include "range/range_search.hpp"
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
 #include "png_chart.hpp"
@@ -42,6 +43,8 @@ std::optional<DeviceInfo> gpu_or_complain(const char* cmd, int device) {
 }
 
 eval::Verdict evaluate(search::WorkerBackend& backend, const Record& r) {
+  // A range record (issue 29) is gated at the points its search checked.
+  if (r.key_line.find("..") != std::string::npos) return search::range::verify_range_record(backend, r);
   return backend.evaluate(search::evaluation_request(r));
 }
 
@@ -125,6 +128,13 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
   for (const ShapeListError& e : tally.errors())
     std::fprintf(stderr, "kdctl bench: %s:%zu: %s\n", e.file.c_str(), e.line, e.message.c_str());
   if (!tally.errors().empty()) return kUsage;
+  for (const ShapeCount& s : tally.sorted()) {
+    if (std::get<GemmKey>(parse_key(s.shape_line)).is_range()) {
+      std::fprintf(stderr, "kdctl bench: %s is a range of n; bench times exact shapes: list the n to time\n",
+                   s.shape_line.c_str());
+      return kUsage;
+    }
+  }
   const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
   CacheReader reader(dir);
   reader.refresh();

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "key/gemm_key.hpp"
+#include "key/n_buckets.hpp"
 
 namespace kd::kdctl {
 namespace {
@@ -38,7 +39,37 @@ std::optional<std::uint64_t> count_in_comment(std::string_view comment) {
   return std::nullopt;
 }
 
+// A key's class: its shape line with the n token's value left out, and its n range.
+struct Classified {
+  std::string cls;
+  std::int64_t lo = 0, hi = 0;
+};
+Classified classify(const GemmKey& key) {
+  std::string line = key.shape_line();
+  const auto span = n_token_span(line);  // always present in a shape line
+  line.replace(span->begin, span->end - span->begin, "*");
+  return {std::move(line), key.n, key.n_last()};
+}
+
+std::string n_text(std::int64_t lo, std::int64_t hi) {
+  return lo == hi ? fmt::format("n={}", lo) : fmt::format("n={}..{}", lo, hi);
+}
+
 }  // namespace
+
+std::string ShapeTally::overlap(const std::string& cls, std::int64_t lo, std::int64_t hi) const {
+  const auto it = placed_.find(cls);
+  if (it == placed_.end()) return {};
+  for (const Placed& p : it->second) {
+    if (p.lo == lo && p.hi == hi) return {};  // the same shape again: counts merge
+    if (p.hi < lo || hi < p.lo) continue;
+    if (exact_in_range_ == ExactInRange::merge && (p.lo == p.hi || lo == hi)) continue;  // merged by bucketed()
+    return fmt::format("{} overlaps {} of an otherwise equal key at {}:{}; one n must have one shape: drop one or "
+                       "split the range around the other",
+                       n_text(lo, hi), n_text(p.lo, p.hi), p.file, p.line);
+  }
+  return {};
+}
 
 void ShapeTally::add(std::istream& in, const std::string& name) {
   ++files_;
@@ -77,8 +108,51 @@ void ShapeTally::add(std::istream& in, const std::string& name) {
       error(bad->message);
       continue;
     }
-    counts_[std::get<GemmKey>(parsed).shape_line()] += calls;
+    const GemmKey& key = std::get<GemmKey>(parsed);
+    Classified c = classify(key);
+    if (std::string why = overlap(c.cls, c.lo, c.hi); !why.empty()) {
+      error(std::move(why));
+      continue;
+    }
+    auto& placed = placed_[c.cls];
+    if (std::none_of(placed.begin(), placed.end(), [&](const Placed& p) { return p.lo == c.lo && p.hi == c.hi; }))
+      placed.push_back({c.lo, c.hi, name, number});
+    counts_[key.shape_line()] += calls;
   }
+}
+
+std::vector<ShapeCount> ShapeTally::bucketed(const NBuckets& buckets) const {
+  std::map<std::string, std::uint64_t> merged;
+  for (const auto& [line, calls] : counts_) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    if (key.is_range()) {
+      merged[line] += calls;
+      continue;
+    }
+    // Into a range the lists give that holds n; else its bucket, unless that would overlap one.
+    const Classified c = classify(key);
+    const auto given = placed_.find(c.cls);
+    const auto ranges = given == placed_.end() ? std::vector<Placed>{} : given->second;
+    const auto covering = std::find_if(ranges.begin(), ranges.end(),
+                                       [&](const Placed& p) { return p.hi > p.lo && p.lo <= key.n && key.n <= p.hi; });
+    if (covering != ranges.end()) {
+      merged[key.with_n_range(covering->lo, covering->hi).shape_line()] += calls;
+      continue;
+    }
+    const auto bucket = buckets.bucket_of(key.n);
+    const bool clash = bucket && std::any_of(ranges.begin(), ranges.end(), [&](const Placed& p) {
+      return p.hi > p.lo && p.lo <= bucket->second && bucket->first <= p.hi;
+    });
+    const GemmKey into = !bucket || clash ? key : key.with_n_range(bucket->first, bucket->second);
+    // A bucket a key's other fields cannot hold (ldb >= n when tb=T) keeps the key exact.
+    const std::string into_line = into.shape_line();
+    merged[std::holds_alternative<GemmKey>(parse_key(into_line)) ? into_line : line] += calls;
+  }
+  std::vector<ShapeCount> shapes;
+  for (const auto& [line, calls] : merged) shapes.push_back({line, calls});
+  std::stable_sort(shapes.begin(), shapes.end(),
+                   [](const ShapeCount& a, const ShapeCount& b) { return a.calls > b.calls; });
+  return shapes;
 }
 
 std::vector<ShapeCount> ShapeTally::sorted() const {
@@ -89,15 +163,17 @@ std::vector<ShapeCount> ShapeTally::sorted() const {
   return shapes;
 }
 
-std::string format_shape_list(const std::vector<ShapeCount>& shapes,
-                              const std::vector<std::string>& sources) {
+std::string format_shape_list(const std::vector<ShapeCount>& shapes, const std::vector<std::string>& sources,
+                              const std::string& buckets) {
   std::uint64_t total = 0;
   for (const auto& s : shapes) total += s.calls;
   std::string out = fmt::format(
       "# kdispatch shape list, merged by kdctl record from {} file(s): {} shape(s), {} call(s).\n"
       "# Each shape follows a calls=N comment: how many recorded runs missed it (summed counts).\n"
+      "{}"
       "# Prewarm with: kdctl prewarm FILE\n",
-      sources.size(), shapes.size(), total);
+      sources.size(), shapes.size(), total,
+      buckets.empty() ? "" : fmt::format("# Token counts n merged into the buckets \"{}\" (n=LO..HI).\n", buckets));
   for (const auto& source : sources) out += fmt::format("# from: {}\n", source);
   for (const auto& s : shapes) out += fmt::format("# calls={}\n{}\n", s.calls, s.shape_line);
   return out;

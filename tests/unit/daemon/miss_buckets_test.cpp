@@ -1,0 +1,84 @@
+// Issue 29: an application's miss for an untuned n queues its bucket's range, one job per bucket;
+// a bucket searched without a winner lets its calls be searched one n at a time; prewarm keys are
+// queued as given.
+#include "queue/miss_buckets.hpp"
+
+#include <gtest/gtest.h>
+
+#include <future>
+
+#include "queue/job_queue.hpp"
+#include "support/temp_dir.hpp"
+
+namespace kd::daemon {
+namespace {
+
+std::string key(const std::string& n, const std::string& tb = "N", const std::string& ldb = "4096") {
+  return "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=" + tb + " m=4096 n=" + n + " k=4096 lda=4096 ldb=" + ldb +
+         " ldc=4096 batch=1 epilogue=none beta0=1 arch=sm_90 gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
+}
+
+void misses_sync(JobQueue& q, std::vector<MissReport> m) {
+  std::promise<CommitResult> p;
+  q.report_misses(std::move(m), [&](const CommitResult& r) { p.set_value(r); });
+  ASSERT_TRUE(p.get_future().get().committed);
+}
+
+TEST(MissBuckets, BucketLineOfAMiss) {
+  const NBuckets& d = NBuckets::standard();
+  EXPECT_EQ(bucket_line(key("40"), d), key("33..64"));
+  EXPECT_EQ(bucket_line(key("64"), d), key("33..64"));
+  EXPECT_EQ(bucket_line(key("3000"), d), key("2049..4096"));
+  EXPECT_EQ(bucket_line(key("2"), d), std::nullopt) << "alone in its bucket";
+  EXPECT_EQ(bucket_line(key("20000"), d), std::nullopt) << "above the last edge";
+  EXPECT_EQ(bucket_line(key("33..64"), d), std::nullopt) << "already a range";
+  EXPECT_EQ(bucket_line(key("40", "T", "40"), d), std::nullopt) << "ldb = n ties the key to its n";
+  EXPECT_EQ(bucket_line(key("40"), std::get<NBuckets>(NBuckets::parse("off"))), std::nullopt);
+  EXPECT_EQ(bucket_line("not a key", d), std::nullopt);
+  // A shape line (a daemon with GPUs of several models) gets a shape line's bucket.
+  const std::string shape = "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=768 n=200 k=768 lda=768 ldb=768 "
+                            "ldc=768 batch=1 epilogue=none beta0=1";
+  EXPECT_EQ(bucket_line(shape, d), "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=768 n=129..256 k=768 lda=768 "
+                                   "ldb=768 ldc=768 batch=1 epilogue=none beta0=1");
+}
+
+TEST(MissBuckets, MissesOfOneBucketAreOneJob) {
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  misses_sync(q, {{key("40"), 2}, {key("50"), 1}, {key("64"), 4}, {key("100"), 1}, {key("2"), 1}});
+  ASSERT_TRUE(q.find(key("33..64")));
+  EXPECT_EQ(q.find(key("33..64"))->count, 7u);
+  EXPECT_TRUE(q.find(key("65..128")));
+  EXPECT_TRUE(q.find(key("2")));
+  EXPECT_FALSE(q.find(key("40")));
+  EXPECT_EQ(q.counts().by_state[static_cast<std::size_t>(JobState::queued)], 3u);
+}
+
+TEST(MissBuckets, ABucketWithoutAWinnerLetsItsCallsBeSearchedAlone) {
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  misses_sync(q, {{key("40"), 1}});
+  q.update(key("33..64"), [](Job& j) {
+    j.state = JobState::done;
+    j.reason = "no range winner";
+  });
+  misses_sync(q, {{key("40"), 1}, {key("41"), 1}});
+  EXPECT_TRUE(q.find(key("40")));
+  EXPECT_TRUE(q.find(key("41")));
+  EXPECT_EQ(q.find(key("33..64"))->count, 1u);
+}
+
+TEST(MissBuckets, PrewarmQueuesKeysAsGiven) {
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  std::promise<CommitResult> done;
+  q.prewarm({{key("40"), "", {}}, {key("65..96"), "", {}}},
+            [&](const CommitResult& r, const std::vector<Refused>&) { done.set_value(r); });
+  ASSERT_TRUE(done.get_future().get().committed);
+  EXPECT_TRUE(q.find(key("40")));
+  EXPECT_TRUE(q.find(key("65..96")));
+  EXPECT_FALSE(q.find(key("33..64")));
+}
+
+}  // namespace
+}  // namespace kd::daemon

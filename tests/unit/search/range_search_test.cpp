@@ -1,0 +1,131 @@
+// The range search (issue 29) with real proposers and NVRTC and a scripted backend standing in for
+// the GPU: only range-capable candidates are searched, the range gate evaluates each point with
+// the plan its rule computes, and a candidate that loses at one timed point is not published.
+#include "range/range_search.hpp"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <mutex>
+
+#include "builtin/builtin_proposer.hpp"
+
+namespace kd::search::range {
+namespace {
+
+// Candidate time by the request's n (key line), baseline 100 us; every gate passes unless told.
+class ScriptedBackend final : public EvalBackend {
+public:
+  explicit ScriptedBackend(std::function<double(std::int64_t n)> time_us) : time_us_(std::move(time_us)) {}
+  eval::Verdict evaluate(const eval::EvalRequest& request) override {
+    const GemmKey key = std::get<GemmKey>(parse_key(request.key_line));
+    EXPECT_FALSE(key.is_range()) << "one shape per evaluation";
+    EXPECT_FALSE(request.plan.has_rules()) << "the plan is computed for the request's n";
+    requests.push_back(request);
+    eval::Verdict v;
+    const double us = time_us_(key.n);
+    if (request.options.timing == eval::Timing::skip) {
+      v.rule = eval::Rule::not_faster;
+      return v;
+    }
+    v.rule = us < 97 ? eval::Rule::passed : eval::Rule::not_faster;
+    v.candidate_time = eval::TimeStats{us, us, us, 20};
+    v.baseline_time = eval::TimeStats{100, 100, 100, 20};
+    return v;
+  }
+  double floor_us(const GemmKey&) override { return 1; }
+  std::vector<eval::EvalRequest> requests;
+
+private:
+  std::function<double(std::int64_t)> time_us_;
+};
+
+CompileService& compiler() {
+  static CompileService service;
+  return service;
+}
+
+const GemmKey kRange = std::get<GemmKey>(parse_key(
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=256 n=33..64 k=256 lda=256 ldb=256 ldc=256 batch=1 "
+    "epilogue=none beta0=1 arch=sm_80 gpu=\"NVIDIA A100\" sms=108"));
+
+SearchOptions small_budget() {
+  SearchOptions o;
+  o.budget.rounds = 0;
+  o.budget.max_candidates = 4;
+  return o;
+}
+
+TEST(RangeSearch, PublishesARangeThatWinsAtEveryTimedPoint) {
+  builtin::BuiltinProposer builtin;
+  const builtin::Target target{"sm_80", 108, 166912, 8};
+  ScriptedBackend backend([](std::int64_t) { return 50.0; });
+  const RangeOutcome out =
+      run_range_search(kRange, target, {&builtin}, compiler(), &backend, small_budget(), {});
+  ASSERT_TRUE(out.winner) << out.reason;
+  ASSERT_TRUE(out.candidate);
+  EXPECT_FALSE(out.points.timed.empty());
+  for (const Node& n : out.search.tree.nodes()) EXPECT_FALSE(n.family.empty()) << "only builtin configurations";
+  // The range gate's requests cover every checked point, each with the grid the rule computes.
+  const std::string& cubin = out.search.builds.at(*out.winner).cubin;
+  std::vector<std::int64_t> gated;
+  for (const auto& r : backend.requests) {
+    if (r.cubin != cubin) continue;
+    const GemmKey k = std::get<GemmKey>(parse_key(r.key_line));
+    gated.push_back(k.n);
+    EXPECT_EQ(r.plan, std::get<LaunchPlan>(plan_at_n(out.candidate->plan, k.n))) << "n=" << k.n;
+  }
+  for (const std::int64_t n : out.points.checked) EXPECT_TRUE(std::ranges::count(gated, n)) << n;
+
+  const Record r = make_range_record(out, kRange.full_line(), {"13.0", 13000, 0});
+  EXPECT_EQ(r.key_line, kRange.full_line());
+  EXPECT_TRUE(r.plan.has_rules() || r.plan.launches.size() > 0);
+  EXPECT_FALSE(range_plan_problem(r.plan, 33, 64));
+  EXPECT_EQ(r.source, out.candidate->source);
+  const auto report = nlohmann::json::parse(r.validation_report);
+  EXPECT_EQ(report.at("range").at("lo"), 33);
+  EXPECT_EQ(report.at("range").at("hi"), 64);
+  EXPECT_EQ(report.at("range").at("checked").size(), out.points.checked.size());
+  EXPECT_EQ(report.at("range").at("timed").size(), out.points.timed.size());
+  EXPECT_DOUBLE_EQ(r.candidate_us, 50.0);
+}
+
+TEST(RangeSearch, AStoredRangeRecordIsGatedAgainAtItsPoints) {
+  builtin::BuiltinProposer builtin;
+  const builtin::Target target{"sm_80", 108, 166912, 8};
+  ScriptedBackend backend([](std::int64_t) { return 50.0; });
+  const RangeOutcome out = run_range_search(kRange, target, {&builtin}, compiler(), &backend, small_budget(), {});
+  ASSERT_TRUE(out.winner) << out.reason;
+  const Record r = make_range_record(out, kRange.full_line(), {"13.0", 13000, 0});
+  backend.requests.clear();
+  const eval::Verdict v = verify_range_record(backend, r);
+  EXPECT_TRUE(v.correct()) << v.detail;
+  ASSERT_EQ(backend.requests.size(), out.points.checked.size());
+  EXPECT_EQ(backend.requests.back().options.timing, eval::Timing::measure) << "timed at the range's last n";
+  EXPECT_EQ(backend.requests.front().options.timing, eval::Timing::skip);
+
+  Record stale = r;
+  for (LaunchSpec& l : stale.plan.launches)
+    for (std::size_t d = 0; d < 3; ++d)
+      if (l.grid_rule[d]) l.grid[d] += 1;
+  if (stale.plan.has_rules()) {
+    EXPECT_EQ(verify_range_record(backend, stale).rule, eval::Rule::plan_invalid);
+  }
+  Record exact = r;
+  exact.key_line = kRange.at_n(64).full_line();
+  EXPECT_EQ(verify_range_record(backend, exact).rule, eval::Rule::key_invalid);
+}
+
+TEST(RangeSearch, LosingAtOneTimedPointPublishesNothing) {
+  builtin::BuiltinProposer builtin;
+  const builtin::Target target{"sm_80", 108, 166912, 8};
+  // Fast at HI (where the search ranks) and in the middle, slow at the range's first n.
+  ScriptedBackend backend([](std::int64_t n) { return n == 33 ? 120.0 : 50.0; });
+  const RangeOutcome out =
+      run_range_search(kRange, target, {&builtin}, compiler(), &backend, small_budget(), {});
+  EXPECT_FALSE(out.winner);
+  EXPECT_NE(out.reason.find("n=33: not faster"), std::string::npos) << out.reason;
+}
+
+}  // namespace
+}  // namespace kd::search::range
