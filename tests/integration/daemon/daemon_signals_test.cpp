@@ -36,7 +36,7 @@ TEST(DaemonSignals, SighupReloadsTheReloadableKeysAndKeepsServing) {
 
   // max_clients is reloadable; socket_mode is not (the socket is bound already).
   std::ofstream(dir.path() / "kdispatchd.toml") << "max_clients = 2\nworkers = \"none\"\nsocket_mode = \"0660\"\n"
-                                                   "budget_rounds = 3\n";
+                                                   "budget_rounds = 3\nsearch_duty_cycle = 0.3\n";
   ::kill(d.pid(), SIGHUP);
   ASSERT_TRUE(eventually([&] { return d.log().find("SIGHUP: configuration reloaded") != std::string::npos; }))
       << d.log();
@@ -54,7 +54,9 @@ TEST(DaemonSignals, SighupReloadsTheReloadableKeysAndKeepsServing) {
   ASSERT_TRUE(refused.has_value());
   EXPECT_EQ(refused->at("type"), "error");
   EXPECT_NE(refused->at("message").get<std::string>().find("max_clients = 2"), std::string::npos);
-  EXPECT_EQ(first.request({{"type", "status"}}).at("jobs").at("queued"), 1);
+  const auto reloaded = first.request({{"type", "status"}});
+  EXPECT_EQ(reloaded.at("jobs").at("queued"), 1);
+  EXPECT_DOUBLE_EQ(reloaded.at("search_policy").at("search_duty_cycle").get<double>(), 0.3) << "the GPU policy reloaded";
 
   // A configuration that does not load is logged and ignored.
   std::ofstream(dir.path() / "kdispatchd.toml") << "max_clients = \"many\"\n";

@@ -65,6 +65,10 @@ TEST_F(KdctlDaemon, StatusPrintsTheDaemonAndItsJson) {
   EXPECT_NE(text.out.find("pid " + std::to_string(daemon_->pid())), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("search: no search backend: workers = none"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("jobs: 0 queued"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("GPU policy: a search started by an application's miss takes at most 10% of its GPU's "
+                          "time (search_duty_cycle), a prewarm 100% (prewarm_duty_cycle)"),
+            std::string::npos)
+      << text.out;
 
   const KdctlRun as_json = kdctl({"status", "--socket", socket(), "--json"});
   ASSERT_EQ(as_json.rc, 0) << as_json.err;
@@ -74,6 +78,8 @@ TEST_F(KdctlDaemon, StatusPrintsTheDaemonAndItsJson) {
   EXPECT_FALSE(j.at("search_backend").at("available").get<bool>());
   EXPECT_EQ(j.at("queue_depth"), 0);
   EXPECT_EQ(j.at("client_totals").at("calls"), 0);
+  EXPECT_DOUBLE_EQ(j.at("search_policy").at("search_duty_cycle").get<double>(), 0.1);
+  EXPECT_DOUBLE_EQ(j.at("search_policy").at("prewarm_duty_cycle").get<double>(), 1.0);
 }
 
 TEST_F(KdctlDaemon, StatusWithoutADaemonIsExitOneNamingTheSocket) {
