@@ -62,21 +62,13 @@
 //   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
 //   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_F16S 0|1   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
-//   [batch * n], block = [256]; then] kd_wg_tiled: grid =
-//   [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK], block = [128 * (WG + WS)], pdl with
-//   KD_BLO or KD_F16S, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
-//   buffers, 3 when KD_PROMOTE = 2; + 256 bytes of barriers when WS = 1), see kStageBytes, kLoBufs
-//   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0, SPLITK * batch * m * n * 4 bytes of
-//   workspace and then kd_wg_tiled_reduce: grid = [any], block = [256], pdl (it waits on
-//   griddepcontrol before reading the partials). KD_BLO adds batch * n * ceil4(k) * 4 bytes of
-//   workspace after the partials, rounded up to 16 bytes (kd_blo). KD_TAIL > 1: kd_wg_tiled's grid is
-//   [tiles + split tiles * (TAIL - 1), 1, batch], TAIL * batch * m * n * 4 bytes of workspace, then
-//   kd_wg_tail_reduce: grid = [any, split tiles, batch], block = [256], pdl. KD_SK: kd_wg_tiled's grid is
-//   [KD_SK, 1, batch]; where a tile spans several CTAs, S * batch * m * n * 4 bytes of workspace (S: the
-//   most CTAs one tile spans) and then kd_wg_sk_reduce: grid = [any, tiles of one batch, batch],
-//   block = [256], pdl. KD_F16S adds, after the partials rounded up to 128 bytes, batch * n * ceil32(k)
-//   floats of B halves and batch * n floats of column scales (kd_b16, kd_inv16); its A rows are
-//   [BM][32 + 8] floats.
+//   [batch * n], block = [256]; then] kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN),
+//   batch * SPLITK] (KD_TAIL: [tiles + split tiles * (TAIL - 1), 1, batch]; KD_SK: [KD_SK, 1, batch]),
+//   block = [128 * (WG + WS)], pdl with KD_BLO or KD_F16S, smem and workspace as wg_tiled_layout.cuh
+//   lays them out; then where partial tiles were left (more than one split without KD_CLUSTER,
+//   KD_TAIL, stream-K tiles that span CTAs) the launch that sums them, pdl: kd_wg_tiled_reduce grid
+//   [any], kd_wg_tail_reduce grid [any, split tiles, batch] or kd_wg_sk_reduce grid [any, tiles of one
+//   batch, batch], block [256].
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -163,31 +155,34 @@
 #define KD_F32 0
 #endif
 
+#include "wg_tiled_layout.cuh"
+
 typedef KD_A_T kd_t;
+// The named parameters as one layout (wg_tiled_layout.cuh: shared memory, workspace, plan), which the
+// host rules compile too. The constants below are what the kernel reads; under NVRTC's -default-device
+// each is also a __device__ variable of a few bytes in the cubin.
+KD_HD constexpr kd_wg_tiled_layout kd_layout() {
+  return {sizeof(kd_t), KD_TA,  KD_WG,   KD_MW,     KD_BN,      KD_STAGES, KD_WS,
+          KD_PROMOTE,   KD_BLO, KD_F16S, KD_SPLITK, KD_CLUSTER, KD_TAIL,   KD_SK};
+}
 constexpr int kElem = (int)sizeof(kd_t);
 constexpr bool kF32 = kElem == 4;
-constexpr int kThreads = 128 * (KD_WG + KD_WS);
+constexpr int kThreads = kd_layout().threads();
 // The threads that copy k tiles and split B: all of them, or the producer warpgroup (the last one).
-constexpr int kLoaders = KD_WS ? 128 : kThreads;
-constexpr int kBM = 64 * KD_WG * KD_MW;
-constexpr int kBK = 128 / kElem;              // one 128-byte swizzle row of k
-constexpr int kVec = 16 / kElem;              // elements per 16-byte chunk
-constexpr int kAcc = KD_BN / 2;               // accumulator registers per m64 block
-// Shared memory per stage, bytes: A then B, each 1024-aligned. f32 A is read by ordinary loads:
-// [BM][32 + 4] (ta = T: lane (g, t) reads rows g.. at k t, banks 4g + t) or [32][BM + 8] (ta = N:
-// k t, rows g.., banks 8t + g). KD_F16S reads float2 pairs from [BM][32 + 8]: banks 8g + 2t.
-constexpr int kALdF32 = KD_TA ? (KD_F16S ? kBK + 8 : kBK + 4) : kBM + 8;
-constexpr int kABytesRaw = kF32 ? (KD_TA ? kBM * kALdF32 : kBK * kALdF32) * 4 : kBM * 128;
-constexpr int kABytes = (kABytesRaw + 1023) / 1024 * 1024;
-constexpr int kBBytes = KD_BN * 128;
-// KD_BLO: B's lo tile is copied into the stage, after B, like the operands.
-constexpr int kStageBytes = kABytes + kBBytes * (KD_BLO ? 2 : 1);
-// f32 B-lo buffers: splitting tile i+1 overwrites tile i+1-kLoBufs's. With KD_PROMOTE = 2 the other
-// warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper. None with KD_BLO.
-constexpr int kLoBufs = KD_BLO || KD_F16S ? 0 : KD_PROMOTE > 1 ? 3 : 2;
+constexpr int kLoaders = kd_layout().loaders();
+constexpr int kBM = kd_layout().bm();
+constexpr int kBK = kd_layout().bk();
+constexpr int kVec = kd_layout().vec();
+constexpr int kAcc = kd_layout().acc();
+constexpr int kALdF32 = kd_layout().a_ld_f32();
+constexpr int kABytesRaw = kd_layout().a_bytes_raw();
+constexpr int kABytes = kd_layout().a_bytes();
+constexpr int kBBytes = kd_layout().b_bytes();
+constexpr int kStageBytes = kd_layout().stage_bytes();
+constexpr int kLoBufs = kd_layout().lo_bufs();
 constexpr int kLoRing = kLoBufs ? kLoBufs : 1;  // a modulus that compiles when there is no ring
-// KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer) after the B-lo buffers.
-constexpr int kBarBytes = KD_WS ? 256 : 0;
+constexpr int kBarBytes = kd_layout().bar_bytes();
+static_assert(kABytes % 1024 == 0 && kABytes >= kABytesRaw, "A tiles 1024-aligned");
 static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoBufs) <= kBarBytes, "the barrier area (KD_WS)");
 
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
@@ -203,7 +198,7 @@ static_assert(kF32 || KD_TA, "16-bit types need ta = T (k-major A for the descri
 static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
 static_assert(KD_CLUSTER == 0 || (KD_CLUSTER == 1 && KD_SPLITK >= 2 && KD_SPLITK <= 8),
               "KD_CLUSTER is 0 or 1 (with 2..8 splits: a portable cluster size)");
-static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
+static_assert(!KD_CLUSTER || kd_layout().partial_tile_fits(), "the partial tile reuses the ring");
 static_assert(KD_BLO == 0 || (KD_BLO == 1 && kF32 && KD_WS && KD_3XTF32), "KD_BLO is 0 or 1 (f32 3xTF32 with KD_WS)");
 static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 && !KD_CLUSTER)),
               "KD_TAIL is 1..16 (more than 1 only without KD_SPLITK)");
@@ -234,9 +229,7 @@ __device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 2, %0
 
 // KD_SK: the CTA whose unit range [c * units / KD_SK, (c + 1) * units / KD_SK) holds unit u (every
 // range non-empty: KD_SK <= units).
-__device__ __forceinline__ long long kd_sk_cta(long long u, long long units) {
-  return ((u + 1) * KD_SK - 1) / units;
-}
+__device__ __forceinline__ long long kd_sk_cta(long long u, long long units) { return kd_wg_sk_cta(u, units, KD_SK); }
 
 template <int V>
 struct kd_int {
@@ -255,12 +248,9 @@ __device__ __forceinline__ float kd_lo_b(float x) {
 #if KD_F16S
 // KD_F16S (see the top): B's hi|lo per k tile (64 halves, one 128-byte row) live in the workspace
 // after the partials, then B's 1 / s per column.
-__device__ __forceinline__ long long kd_ld16(long long k) { return (k + 31) / 32 * 32; }
+__device__ __forceinline__ long long kd_ld16(long long k) { return kd_wg_ld16(k); }
 __device__ __forceinline__ float* kd_b16(const kd_gemm_args& args) {
-  long long off = 0;
-  const long long parts = KD_TAIL > 1 ? KD_TAIL : KD_CLUSTER ? 1 : KD_SPLITK;
-  if (parts > 1) off = (parts * args.batch * args.m * args.n + 31) & ~31LL;
-  return static_cast<float*>(args.workspace) + off;
+  return static_cast<float*>(args.workspace) + kd_wg_b16_offset(kd_layout().parts(), args.batch, args.m, args.n);
 }
 __device__ __forceinline__ float* kd_inv16(const kd_gemm_args& args) {
   return kd_b16(args) + args.batch * args.n * kd_ld16(args.k);
@@ -332,12 +322,9 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args a
 // KD_BLO: B's lo parts, computed once per call by kd_wg_split_b instead of once per CTA and k tile,
 // live in the workspace as [batch][n][ldl] floats (ldl = k rounded up to 4: 16-byte rows), after the
 // split-K partials (rounded up to 16 bytes). The plan's workspace covers both.
-__device__ __forceinline__ long long kd_blo_ld(long long k) { return (k + 3) & ~3LL; }
+__device__ __forceinline__ long long kd_blo_ld(long long k) { return kd_wg_blo_ld(k); }
 __device__ __forceinline__ float* kd_blo(const kd_gemm_args& args) {
-  long long off = 0;
-  const long long parts = KD_TAIL > 1 ? KD_TAIL : KD_CLUSTER ? 1 : KD_SPLITK;
-  if (parts > 1) off = (parts * args.batch * args.m * args.n + 3) & ~3LL;
-  return static_cast<float*>(args.workspace) + off;
+  return static_cast<float*>(args.workspace) + kd_wg_blo_offset(kd_layout().parts(), args.batch, args.m, args.n);
 }
 // Launch 0 of a KD_BLO plan. kd_wg_tiled runs as its programmatic dependent and waits on the grid
 // before its first copy of a lo tile; its blocks may become resident once every block here started.
