@@ -6,15 +6,17 @@ tools/dev/lab_*.json) rendered by render() and compiled by NVRTC for sm_90a, the
 
 usage:
   kernel_equivalence.py dump OUT [--build DIR] [--jobs N] [--only TEXT] [--ids FILE] [--families wg_tiled,wg_tma]
+                              [--plans]
       OUT gets one .cu, .cubin, .ptx and .log (ptxas -v) per distinct configuration and index.tsv.
       --only and --ids keep a subset (a text in the id or parameters; the ids listed in FILE).
+      --plans writes index.tsv alone (the launch plans, in seconds: nothing is compiled).
   kernel_equivalence.py base REV OUT [--jobs N] ...
       The same for revision REV (must contain kd_kernel_dump), built in a temporary directory from
       `git archive REV` (configure and build of kd_kernel_dump only).
-  kernel_equivalence.py compare BASE NEW [--list]
+  kernel_equivalence.py compare BASE NEW [--list] [--plans]
       Exit status 0 when every launch plan is the same and every cubin is identical or identical
       apart from its line table; 1 otherwise. When NEW holds a subset (--only, --ids), BASE's rows
-      are compared for that subset.
+      are compared for that subset. --plans compares the launch plans alone (dumps made with --plans).
 
 What compare reports, per configuration (both dumps must have the same configurations):
   identical       the cubins are the same bytes;
@@ -46,16 +48,24 @@ def opt(args, name, default=None):
     return default
 
 
-def run_dump(build, out, args):
-    exe = os.path.join(build, "bin", "kd_kernel_dump")
-    if not os.path.exists(exe):
-        sys.exit(f"{exe} is missing: cmake --build {build} --target kd_kernel_dump")
-    cmd = [exe, "--source-dir", REPO, "--out", out]
+def dump_options(args):
+    """kd_kernel_dump's options from ours; --plans is --jobs 0 (index.tsv is written before compiling)."""
+    cmd = []
+    if "--plans" in args:
+        args.remove("--plans")
+        args += ["--jobs", "0"]
     for flag in ("--jobs", "--only", "--ids", "--families"):
         value = opt(args, flag)
         if value is not None:
             cmd += [flag, os.path.abspath(value) if flag == "--ids" else value]
-    return subprocess.call(cmd)
+    return cmd
+
+
+def run_dump(build, out, args):
+    exe = os.path.join(build, "bin", "kd_kernel_dump")
+    if not os.path.exists(exe):
+        sys.exit(f"{exe} is missing: cmake --build {build} --target kd_kernel_dump")
+    return subprocess.call([exe, "--source-dir", REPO, "--out", out] + dump_options(args))
 
 
 def dump(args):
@@ -80,12 +90,7 @@ def base(args):
         subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 2), "--target", "kd_kernel_dump"],
                        check=True, env=env, stdout=subprocess.DEVNULL)
         exe = os.path.join(build, "bin", "kd_kernel_dump")
-        cmd = [exe, "--source-dir", src, "--out", out]
-        for flag in ("--jobs", "--only", "--ids", "--families"):
-            value = opt(args, flag)
-            if value is not None:
-                cmd += [flag, os.path.abspath(value) if flag == "--ids" else value]
-        sys.exit(subprocess.call(cmd))
+        sys.exit(subprocess.call([exe, "--source-dir", src, "--out", out] + dump_options(args)))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -141,6 +146,7 @@ def index(path):
 
 def compare(args):
     listing = "--list" in args
+    plans_only = "--plans" in args
     old, new = [a for a in args if not a.startswith("--")][:2]
     rows_old, rows_new = index(old), index(new)
     subset = {r[4] for r in rows_new}
@@ -154,6 +160,10 @@ def compare(args):
     for a, b in plan_diffs[:20]:
         print("DIFFERENT ROW\n  before: " + "\t".join(a) + "\n  after:  " + "\t".join(b))
     ok = ok and not plan_diffs
+    if plans_only:
+        same = not plan_diffs and len(rows_old) == len(rows_new)
+        print(f"{len(rows_new)} configurations, launch plans {'all the same' if same else 'DIFFERENT'}")
+        sys.exit(0 if ok else 1)
     ids = sorted({r[4] for r in rows_new})
     verdict = collections.Counter()
     different = []

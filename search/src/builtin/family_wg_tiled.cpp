@@ -6,6 +6,7 @@
 
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family_rules.hpp"
+#include "builtin/kernels/wg_tiled_layout.cuh"
 
 namespace kd::builtin {
 namespace {
@@ -35,45 +36,54 @@ constexpr long long kMaxClusterSplit = 8;
 constexpr long long kMinN = 48;
 constexpr long long kNarrowN = 16;
 
+// The kernel's layout of `p` for `key` (f32 operands): shared memory, workspace and grids, from the
+// header the kernel compiles too (kernels/wg_tiled_layout.cuh).
+kd_wg_tiled_layout layout_of(const GemmKey& key, const Params& p) {
+  return {4,
+          key.ta == Transpose::T ? 1 : 0,
+          param(p, kWg),
+          param(p, kMw),
+          param(p, kBn),
+          param(p, kStages),
+          param(p, kWs),
+          param(p, kPromote),
+          param(p, kBlo),
+          param(p, kF16s),
+          param(p, kSplit),
+          param(p, kCluster),
+          param(p, kTail),
+          param(p, kSk)};
+}
 long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
-// Dynamic shared memory; mirrors kABytes/kBBytes/kStageBytes/kLoBufs/kBarBytes in wg_tiled.cu: 1024
-// bytes of alignment slack, STAGES x (A tile, rounded up to 1024, + B tile of BN 128-byte rows, + with
-// KD_BLO its lo tile), then the B-lo buffers (two, three when two k tiles share a promotion; none with
-// KD_BLO or KD_F16S), then the warp-specialized kernel's 256 bytes of mbarriers. KD_F16S pads A's
-// rows to 40 floats instead of 36.
-long long stage_bytes(const GemmKey& key, const Params& p) {
-  const long long bm = bm_of(p);
-  const long long a_raw = key.ta == Transpose::T ? bm * (kBk + (param(p, kF16s) ? 8 : 4)) * 4 : kBk * (bm + 8) * 4;
-  return ceil_div(a_raw, 1024) * 1024 + param(p, kBn) * 128 * (param(p, kBlo) ? 2 : 1);
+long long smem_bytes(const GemmKey& key, const Params& p) { return layout_of(key, p).smem_bytes(); }
+// KD_SK (stream-K): one batch's tiles * k tiles units, tile-major, in KD_SK equal contiguous ranges, one
+// per CTA. A tile that one CTA covers whole goes straight to C; the others leave one partial per CTA
+// that touches them, in workspace slots summed by kd_wg_sk_reduce.
+long long sk_units(const GemmKey& key, const Params& p) {
+  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * ceil_div(key.k, kBk);
 }
-long long smem_bytes(const GemmKey& key, const Params& p) {
-  const long long b = param(p, kBn) * 128;
-  const long long lo_bufs = param(p, kBlo) || param(p, kF16s) ? 0 : param(p, kPromote) == 2 ? 3 : 2;
-  return 1024 + param(p, kStages) * stage_bytes(key, p) + lo_bufs * b + (param(p, kWs) ? 256 : 0);
+// The most CTAs any tile spans: the workspace's slots (1: every tile whole, no workspace, no reduce).
+long long sk_partials(const GemmKey& key, const Params& p) {
+  const long long tiles = ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn));
+  return kd_wg_sk_slots(tiles, ceil_div(key.k, kBk), param(p, kSk));
 }
-// Split-K partials (a cluster split sums them in distributed shared memory: none), then with KD_BLO
-// B's lo parts, [batch][n][k rounded up to 4] floats from a 16-byte boundary (kd_blo in wg_tiled.cu).
-long long sk_partials(const GemmKey& key, const Params& p);
-long long partial_bytes(const GemmKey& key, const Params& p) {
+long long blo_floats(const GemmKey& key) { return key.batch * key.n * kd_wg_blo_ld(key.k); }
+long long b16_floats(const GemmKey& key) { return key.batch * key.n * (kd_wg_ld16(key.k) + 1); }
+// The partial tiles (stream-K: one slot per CTA that shares a tile; otherwise per split without a
+// cluster or per tail range), then KD_BLO's lo parts or KD_F16S's halves and scales.
+long long workspace_bytes(const GemmKey& key, const Params& p) {
+  const kd_wg_tiled_layout l = layout_of(key, p);
+  const long long mn = key.batch * key.m * key.n;
   if (param(p, kSk)) {
     const long long slots = sk_partials(key, p);
-    return slots > 1 ? slots * key.batch * key.m * key.n * 4 : 0;
+    return slots > 1 ? slots * mn * 4 : 0;
   }
-  if (param(p, kTail) > 1) return param(p, kTail) * key.batch * key.m * key.n * 4;
-  const long long split = param(p, kSplit);
-  return split > 1 && !param(p, kCluster) ? split * key.batch * key.m * key.n * 4 : 0;
-}
-long long blo_floats(const GemmKey& key) { return key.batch * key.n * (ceil_div(key.k, 4) * 4); }
-// KD_F16S: B's hi|lo halves, one 128-byte row per column and k tile, then 1 / s per column, from a
-// 128-byte boundary after the partials (kd_b16 and kd_inv16 in wg_tiled.cu).
-long long b16_floats(const GemmKey& key) { return key.batch * key.n * (ceil_div(key.k, kBk) * kBk + 1); }
-long long workspace_bytes(const GemmKey& key, const Params& p) {
-  const long long partials = partial_bytes(key, p);
-  if (param(p, kF16s)) return ceil_div(partials, 128) * 128 + b16_floats(key) * 4;
-  return param(p, kBlo) ? ceil_div(partials, 16) * 16 + blo_floats(key) * 4 : partials;
+  if (l.f16s) return 4 * (kd_wg_b16_offset(l.parts(), key.batch, key.m, key.n) + b16_floats(key));
+  if (l.blo) return 4 * (kd_wg_blo_offset(l.parts(), key.batch, key.m, key.n) + blo_floats(key));
+  return l.parts() > 1 ? l.parts() * mn * 4 : 0;
 }
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
 // one CTA per SM.
@@ -116,20 +126,6 @@ long long split_one_wave(const GemmKey& key, const Target& t, const Params& p) {
   return s;
 }
 
-// KD_SK (stream-K): one batch's tiles * k tiles units, tile-major, in KD_SK equal contiguous ranges, one
-// per CTA (kd_sk_cta in wg_tiled.cu). A tile that one CTA covers whole goes straight to C; the others
-// leave one partial per CTA that touches them, in workspace slots summed by kd_wg_sk_reduce.
-long long sk_units(const GemmKey& key, const Params& p) {
-  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * ceil_div(key.k, kBk);
-}
-long long sk_cta(long long u, long long units, long long ctas) { return ((u + 1) * ctas - 1) / units; }
-// The most CTAs any tile spans: the workspace's slots (1: every tile whole, no workspace, no reduce).
-long long sk_partials(const GemmKey& key, const Params& p) {
-  const long long ctas = param(p, kSk), kt = ceil_div(key.k, kBk), units = sk_units(key, p);
-  long long most = 1;
-  for (long long t = 0; t * kt < units; ++t) most = std::max(most, sk_cta(t * kt + kt - 1, units, ctas) - sk_cta(t * kt, units, ctas) + 1);
-  return most;
-}
 // How full the last wave of a split-K decomposition is (1 for whole waves).
 double wave_fill(const GemmKey& key, const Params& p, long long room) {
   const long long ctas = tiles_of(key, p) * param(p, kSplit);
@@ -278,8 +274,7 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // stages the tile's f32 partials in the CTA's own ring.
   const long long cluster = param(p, kCluster);
   if (cluster != 0 && cluster != 1) return false;
-  if (cluster == 1 &&
-      (ws != 1 || split < 2 || split > kMaxClusterSplit || bm_of(p) * bn * 4 > stages * stage_bytes(key, p)))
+  if (cluster == 1 && (ws != 1 || split < 2 || split > kMaxClusterSplit || !layout_of(key, p).partial_tile_fits()))
     return false;
   // B's lo parts from the workspace: strict fp32 (3xTF32) in the warp-specialized kernel only.
   const long long blo = param(p, kBlo);
@@ -335,9 +330,9 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   const long long tail = param(p, kTail), tail_n = tail > 1 ? tail_tiles(key, t, p) : 0;
   // KD_TAIL: one CTA per whole tile, then `tail` per tile of the partial wave (the kernel reads the
   // number of split tiles back from this extent).
-  if (tail > 1) main.grid = {u32(tiles_of(key, p) + tail_n * (tail - 1)), 1, u32(key.batch)};
+  if (tail > 1) main.grid = {u32(kd_wg_tail_ctas(tiles_of(key, p), tail_n, tail)), 1, u32(key.batch)};
   if (param(p, kSk)) main.grid = {u32(param(p, kSk)), 1, u32(key.batch)};
-  main.block = {u32(128 * (param(p, kWg) + param(p, kWs))), 1, 1};
+  main.block = {u32(layout_of(key, p).threads()), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   main.pdl = param(p, kBlo) == 1 || param(p, kF16s) == 1;
   plan.launches.push_back(main);
@@ -345,7 +340,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     // The split tiles' partials summed by a programmatic dependent: one block row per tile.
     LaunchSpec reduce;
     reduce.entry = "kd_wg_tail_reduce";
-    reduce.grid = {u32(ceil_div(bm_of(p) / 4 * param(p, kBn), 256)), u32(tail_n), u32(key.batch)};
+    reduce.grid = {u32(ceil_div(layout_of(key, p).tile_pieces(), 256)), u32(tail_n), u32(key.batch)};
     reduce.block = {256, 1, 1};
     reduce.pdl = true;
     plan.launches.push_back(reduce);
@@ -355,7 +350,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     // one block row per tile (the whole ones return at once).
     LaunchSpec reduce;
     reduce.entry = "kd_wg_sk_reduce";
-    reduce.grid = {u32(ceil_div(bm_of(p) / 4 * param(p, kBn), 256)), u32(tiles_of(key, p) / key.batch), u32(key.batch)};
+    reduce.grid = {u32(ceil_div(layout_of(key, p).tile_pieces(), 256)), u32(tiles_of(key, p) / key.batch), u32(key.batch)};
     reduce.block = {256, 1, 1};
     reduce.pdl = true;
     plan.launches.push_back(reduce);

@@ -6,6 +6,7 @@
 
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family_rules.hpp"
+#include "builtin/kernels/wg_tma_layout.cuh"
 
 namespace kd::builtin {
 namespace {
@@ -24,29 +25,29 @@ constexpr long long kMaxSplit = 8;
 constexpr long long kMinN = 48;
 // The TMA's coordinates and the tensor map's dimensions are 32-bit.
 constexpr long long kMaxDim = 0x7fffffffLL;
-// Per CTA: the two 128-byte tensor maps the kernel builds, each in its own 128-byte line.
-constexpr long long kMapBytes = 256;
 
-long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
+// The kernel's layout of `p`: shared memory and workspace, from the header the kernel compiles too
+// (kernels/wg_tma_layout.cuh).
+kd_wg_tma_layout layout_of(const Params& p) {
+  return {param(p, kWg), param(p, kMw), param(p, kBn), param(p, kStages)};
+}
+long long bm_of(const Params& p) { return layout_of(p).bm(); }
 long long tiles_of(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * key.batch;
 }
 long long ctas_of(const GemmKey& key, const Params& p) { return tiles_of(key, p) * param(p, kSplit); }
-long long stage_bytes(const Params& p) { return (bm_of(p) + param(p, kBn)) * 128; }
-// Mirrors wg_tma.cu: 1024 bytes of alignment slack, the ring, the two scratch maps, two mbarriers
-// per stage.
-long long smem_bytes(const Params& p) {
-  const long long stages = param(p, kStages);
-  return 1024 + stages * stage_bytes(p) + kMapBytes + 16 * stages;
-}
-long long workspace_bytes(const GemmKey& key, const Params& p) { return ctas_of(key, p) * kMapBytes; }
+long long stage_bytes(const Params& p) { return layout_of(p).stage_bytes(); }
+long long smem_bytes(const Params& p) { return layout_of(p).smem_bytes(); }
+long long workspace_bytes(const GemmKey& key, const Params& p) { return layout_of(p).workspace_bytes(ctas_of(key, p)); }
 long long ctas_per_sm(const Target& t, const Params& p) {
   return std::max(1LL, (t.smem_optin_bytes + 1024LL) / (smem_bytes(p) + 1024));
 }
-// The deepest ring (at most `cap` stages) with which `cps` CTAs share an SM.
+// The deepest ring (at most `cap` stages) with which `cps` CTAs share an SM (each CTA also costs the
+// 1 KB the driver reserves per block).
 long long stages_for(const Target& t, const Params& p, long long cps, long long cap) {
-  const long long budget = (t.smem_optin_bytes + 1024LL) / cps - 1024 - 1024 - kMapBytes;
-  return std::min(cap, budget / (stage_bytes(p) + 16));
+  const kd_wg_tma_layout l = layout_of(p);
+  const long long budget = (t.smem_optin_bytes + 1024LL) / cps - 1024 - l.smem_fixed_bytes();
+  return std::min(cap, budget / l.smem_stage_bytes());
 }
 
 std::optional<std::string> tma_rejects(const GemmKey& key) {
@@ -89,7 +90,7 @@ bool tma_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
   if (cluster != (split > 1 ? 1 : 0)) return false;
   // The cluster's partial tile (f32) is staged in the CTA's own ring.
-  if (split > 1 && bm_of(p) * bn * 4 > stages * stage_bytes(p)) return false;
+  if (split > 1 && !layout_of(p).partial_tile_fits()) return false;
   if (ceil_div(key.m, bm_of(p)) > 65535 || key.batch * split > 65535) return false;
   // KD_CTAS = 2 sizes registers and shared memory for two CTAs per SM.
   const long long ctas = param(p, kCtas);
@@ -102,7 +103,7 @@ LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
   LaunchSpec main;
   main.entry = "kd_wg_tma";
   main.grid = {u32(ceil_div(key.n, param(p, kBn))), u32(ceil_div(key.m, bm_of(p))), u32(key.batch * param(p, kSplit))};
-  main.block = {u32(128 * (param(p, kWg) + 1)), 1, 1};
+  main.block = {u32(layout_of(p).threads()), 1, 1};
   main.smem_bytes = u32(smem_bytes(p));
   LaunchPlan plan;
   plan.launches.push_back(main);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "builtin/family_wg_tiled.hpp"
+#include "builtin/kernels/wg_tiled_layout.cuh"
 #include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
 
@@ -425,6 +426,25 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
   variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_f16s.json", wg_tiled_family(), variants));
   EXPECT_GE(variants, 30);
+}
+
+// The layout header's two inverse pairs, which the host rules and the kernel each use one side of: the
+// tail grid's extent gives the kernel back the number of whole tiles, and the CTA that holds a
+// stream-K unit is the one whose range [begin(c), begin(c + 1)) contains it.
+TEST(WgTiledLayout, TailExtentAndStreamKRangesInvertEachOther) {
+  for (long long tiles : {1LL, 7LL, 92LL, 224LL})
+    for (long long tail = 2; tail <= 4; ++tail)
+      for (long long split = 0; split <= tiles; ++split)
+        EXPECT_EQ(kd_wg_tail_whole(tiles, kd_wg_tail_ctas(tiles, split, tail), tail), tiles - split);
+  for (long long units : {2LL, 97LL, 6144LL})
+    for (long long ctas : {2LL, 3LL, 132LL, 396LL}) {
+      if (ctas > units) continue;
+      for (long long c = 0; c < ctas; ++c) {
+        ASSERT_LT(kd_wg_sk_begin(c, units, ctas), kd_wg_sk_begin(c + 1, units, ctas)) << "every range non-empty";
+        for (long long u = kd_wg_sk_begin(c, units, ctas); u < kd_wg_sk_begin(c + 1, units, ctas); ++u)
+          ASSERT_EQ(kd_wg_sk_cta(u, units, ctas), c) << units << " units over " << ctas << " CTAs, unit " << u;
+      }
+    }
 }
 
 }  // namespace

@@ -61,22 +61,28 @@
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
 //   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
 //   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_F16S 0|1   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_PDL 0|1 (the first launch waits on the previous kernel's grid first, gemm.cuh)
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
-//   [batch * n], block = [256]; then] kd_wg_tiled: grid =
-//   [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK], block = [128 * (WG + WS)], pdl with
-//   KD_BLO or KD_F16S, smem = 1024 (alignment slack) + STAGES * stage bytes (+ f32 without KD_BLO: 2 B-lo
-//   buffers, 3 when KD_PROMOTE = 2; + 256 bytes of barriers when WS = 1), see kStageBytes, kLoBufs
-//   and kBarBytes below; when SPLITK > 1 and CLUSTER = 0, SPLITK * batch * m * n * 4 bytes of
-//   workspace and then kd_wg_tiled_reduce: grid = [any], block = [256], pdl (it waits on
-//   griddepcontrol before reading the partials). KD_BLO adds batch * n * ceil4(k) * 4 bytes of
-//   workspace after the partials, rounded up to 16 bytes (kd_blo). KD_TAIL > 1: kd_wg_tiled's grid is
-//   [tiles + split tiles * (TAIL - 1), 1, batch], TAIL * batch * m * n * 4 bytes of workspace, then
-//   kd_wg_tail_reduce: grid = [any, split tiles, batch], block = [256], pdl. KD_SK: kd_wg_tiled's grid is
-//   [KD_SK, 1, batch]; where a tile spans several CTAs, S * batch * m * n * 4 bytes of workspace (S: the
-//   most CTAs one tile spans) and then kd_wg_sk_reduce: grid = [any, tiles of one batch, batch],
-//   block = [256], pdl. KD_F16S adds, after the partials rounded up to 128 bytes, batch * n * ceil32(k)
-//   floats of B halves and batch * n floats of column scales (kd_b16, kd_inv16); its A rows are
-//   [BM][32 + 8] floats.
+//   [batch * n], block = [256]; then] kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN),
+//   batch * SPLITK] (KD_TAIL: [tiles + split tiles * (TAIL - 1), 1, batch]; KD_SK: [KD_SK, 1, batch]),
+//   block = [128 * (WG + WS)], pdl with KD_BLO or KD_F16S, smem and workspace as wg_tiled_layout.cuh
+//   lays them out; then where partial tiles were left (more than one split without KD_CLUSTER,
+//   KD_TAIL, stream-K tiles that span CTAs) the launch that sums them, pdl: kd_wg_tiled_reduce grid
+//   [any], kd_wg_tail_reduce grid [any, split tiles, batch] or kd_wg_sk_reduce grid [any, tiles of one
+//   batch, batch], block [256].
+//
+// Structure: one pipeline, kd_wg_tiled below, whose loops call fixed hooks: the producer load
+// (kd_copy, wg_tiled_copy.cuh: cp.async copies of a k tile into the ring), the consumer compute
+// (kd_consumer, wg_tiled_pipeline.cuh, and the operand policy kd_ops, wg_tiled_operands.cuh, picked
+// from the element type, KD_3XTF32 and KD_F16S: 16-bit, 3xTF32 or plain TF32, f16 splits), the ring's
+// mbarriers (kd_ring, KD_WS) and the epilogue (wg_tiled_schedule.cuh: the store of a split-K or tail
+// CTA, stream-K's segments, the second launches' sums).
+// Shared memory, workspace, grids and the tail and stream-K arithmetic: wg_tiled_layout.cuh, which
+// the host rules (family_wg_tiled.cpp) compile too. The kernel's own code, its loops and the
+// schedulers' arithmetic, stays in the kernel function: moved into a helper, even an inlined one,
+// the same source comes out of NVVM as other instructions (other induction variables, a max for a
+// select), which tools/dev/kernel_equivalence.py shows. The hooks are what used to be the kernel's
+// lambdas and, like lambdas, refer to the kernel's values.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -152,42 +158,34 @@
 #error "wg_tiled: needs sm_90a (wgmma)"
 #endif
 
-// KD_F32: whether the element type is float, for the preprocessor (the two main loops call different
-// wgmma forms).
-#define KD_CAT2(a, b) a##b
-#define KD_CAT(a, b) KD_CAT2(a, b)
-#define KD_IS_F32_float 1
-#if KD_CAT(KD_IS_F32_, KD_A_T)
-#define KD_F32 1
-#else
-#define KD_F32 0
-#endif
+#include "wg_tiled_layout.cuh"
 
 typedef KD_A_T kd_t;
+// The named parameters as one layout (wg_tiled_layout.cuh: shared memory, workspace, plan), which the
+// host rules compile too. The constants below are what the kernel reads; under NVRTC's -default-device
+// each is also a __device__ variable of a few bytes in the cubin.
+KD_HD constexpr kd_wg_tiled_layout kd_layout() {
+  return {sizeof(kd_t), KD_TA,  KD_WG,   KD_MW,     KD_BN,      KD_STAGES, KD_WS,
+          KD_PROMOTE,   KD_BLO, KD_F16S, KD_SPLITK, KD_CLUSTER, KD_TAIL,   KD_SK};
+}
 constexpr int kElem = (int)sizeof(kd_t);
 constexpr bool kF32 = kElem == 4;
-constexpr int kThreads = 128 * (KD_WG + KD_WS);
+constexpr int kThreads = kd_layout().threads();
 // The threads that copy k tiles and split B: all of them, or the producer warpgroup (the last one).
-constexpr int kLoaders = KD_WS ? 128 : kThreads;
-constexpr int kBM = 64 * KD_WG * KD_MW;
-constexpr int kBK = 128 / kElem;              // one 128-byte swizzle row of k
-constexpr int kVec = 16 / kElem;              // elements per 16-byte chunk
-constexpr int kAcc = KD_BN / 2;               // accumulator registers per m64 block
-// Shared memory per stage, bytes: A then B, each 1024-aligned. f32 A is read by ordinary loads:
-// [BM][32 + 4] (ta = T: lane (g, t) reads rows g.. at k t, banks 4g + t) or [32][BM + 8] (ta = N:
-// k t, rows g.., banks 8t + g). KD_F16S reads float2 pairs from [BM][32 + 8]: banks 8g + 2t.
-constexpr int kALdF32 = KD_TA ? (KD_F16S ? kBK + 8 : kBK + 4) : kBM + 8;
-constexpr int kABytesRaw = kF32 ? (KD_TA ? kBM * kALdF32 : kBK * kALdF32) * 4 : kBM * 128;
-constexpr int kABytes = (kABytesRaw + 1023) / 1024 * 1024;
-constexpr int kBBytes = KD_BN * 128;
-// KD_BLO: B's lo tile is copied into the stage, after B, like the operands.
-constexpr int kStageBytes = kABytes + kBBytes * (KD_BLO ? 2 : 1);
-// f32 B-lo buffers: splitting tile i+1 overwrites tile i+1-kLoBufs's. With KD_PROMOTE = 2 the other
-// warpgroup may still run tile i-1 when a thread splits, so the ring is one deeper. None with KD_BLO.
-constexpr int kLoBufs = KD_BLO || KD_F16S ? 0 : KD_PROMOTE > 1 ? 3 : 2;
+constexpr int kLoaders = kd_layout().loaders();
+constexpr int kBM = kd_layout().bm();
+constexpr int kBK = kd_layout().bk();
+constexpr int kVec = kd_layout().vec();
+constexpr int kAcc = kd_layout().acc();
+constexpr int kALdF32 = kd_layout().a_ld_f32();
+constexpr int kABytesRaw = kd_layout().a_bytes_raw();
+constexpr int kABytes = kd_layout().a_bytes();
+constexpr int kBBytes = kd_layout().b_bytes();
+constexpr int kStageBytes = kd_layout().stage_bytes();
+constexpr int kLoBufs = kd_layout().lo_bufs();
 constexpr int kLoRing = kLoBufs ? kLoBufs : 1;  // a modulus that compiles when there is no ring
-// KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer) after the B-lo buffers.
-constexpr int kBarBytes = KD_WS ? 256 : 0;
+constexpr int kBarBytes = kd_layout().bar_bytes();
+static_assert(kABytes % 1024 == 0 && kABytes >= kABytesRaw, "A tiles 1024-aligned");
 static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoBufs) <= kBarBytes, "the barrier area (KD_WS)");
 
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
@@ -203,7 +201,7 @@ static_assert(kF32 || KD_TA, "16-bit types need ta = T (k-major A for the descri
 static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
 static_assert(KD_CLUSTER == 0 || (KD_CLUSTER == 1 && KD_SPLITK >= 2 && KD_SPLITK <= 8),
               "KD_CLUSTER is 0 or 1 (with 2..8 splits: a portable cluster size)");
-static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
+static_assert(!KD_CLUSTER || kd_layout().partial_tile_fits(), "the partial tile reuses the ring");
 static_assert(KD_BLO == 0 || (KD_BLO == 1 && kF32 && KD_WS && KD_3XTF32), "KD_BLO is 0 or 1 (f32 3xTF32 with KD_WS)");
 static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 && !KD_CLUSTER)),
               "KD_TAIL is 1..16 (more than 1 only without KD_SPLITK)");
@@ -232,301 +230,46 @@ __device__ __forceinline__ void kd_bar_sync_loaders() { asm volatile("bar.sync 1
 // Every thread of the CTA (id 2), reached from the producer's and the consumers' code alike.
 __device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 2, %0;" ::"n"(kThreads) : "memory"); }
 
-// KD_SK: the CTA whose unit range [c * units / KD_SK, (c + 1) * units / KD_SK) holds unit u (every
-// range non-empty: KD_SK <= units).
-__device__ __forceinline__ long long kd_sk_cta(long long u, long long units) {
-  return ((u + 1) * KD_SK - 1) / units;
-}
+// KD_F32: whether the element type is float, for the preprocessor: the f32 pipeline names kd_int, whose
+// constants a cubin carries (-default-device), and a 16-bit one must not.
+#define KD_CAT2(a, b) a##b
+#define KD_CAT(a, b) KD_CAT2(a, b)
+#define KD_IS_F32_float 1
+#if KD_CAT(KD_IS_F32_, KD_A_T)
+#define KD_F32 1
+#else
+#define KD_F32 0
+#endif
 
+// A k tile's place in its promotion group, as a type (the hooks' P).
 template <int V>
 struct kd_int {
   static constexpr int value = V;
 };
 
-// Round to TF32 to nearest (ties away), as tc_tiled: two integer ops for finite values; NaN
-// propagates through the lo part.
-__device__ __forceinline__ unsigned kd_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
-// B's lo part for 3xTF32: B's hi is the raw value, which wgmma reads truncated to TF32; lo is the
-// exact rest, rounded to TF32.
-__device__ __forceinline__ float kd_lo_b(float x) {
-  return __uint_as_float(kd_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
-}
+#include "wg_tiled_operands.cuh"
 
-#if KD_F16S
-// KD_F16S (see the top): B's hi|lo per k tile (64 halves, one 128-byte row) live in the workspace
-// after the partials, then B's 1 / s per column.
-__device__ __forceinline__ long long kd_ld16(long long k) { return (k + 31) / 32 * 32; }
-__device__ __forceinline__ float* kd_b16(const kd_gemm_args& args) {
-  long long off = 0;
-  const long long parts = KD_TAIL > 1 ? KD_TAIL : KD_CLUSTER ? 1 : KD_SPLITK;
-  if (parts > 1) off = (parts * args.batch * args.m * args.n + 31) & ~31LL;
-  return static_cast<float*>(args.workspace) + off;
-}
-__device__ __forceinline__ float* kd_inv16(const kd_gemm_args& args) {
-  return kd_b16(args) + args.batch * args.n * kd_ld16(args.k);
-}
-// The scale that puts a max of biased exponent e in [2^14, 2^15), clamped so s and 1 / s are normal.
-__device__ __forceinline__ void kd_f16_scale(unsigned maxbits, float& s, float& inv) {
-  int sb = 268 - static_cast<int>(maxbits >> 23);
-  sb = sb > 253 ? 253 : (sb < 1 ? 1 : sb);
-  s = __uint_as_float(static_cast<unsigned>(sb) << 23);
-  inv = __uint_as_float(static_cast<unsigned>(254 - sb) << 23);
-}
-// A pair of scaled values as packed f16 pairs (x in the low half): hi rounded to nearest, and lo the
-// rest (exact in f32) rounded to nearest. A's fragments and B's halves are split alike.
-__device__ __forceinline__ void kd_split_f16x2(float x, float y, unsigned& hi, unsigned& lo) {
-  const __half2 h = __floats2half2_rn(x, y);
-  const float2 hf = __half22float2(h);
-  const __half2 l = __floats2half2_rn(x - hf.x, y - hf.y);
-  hi = *reinterpret_cast<const unsigned*>(&h);
-  lo = *reinterpret_cast<const unsigned*>(&l);
-}
-// One block per column of B (batch * n blocks): the column's max, then its hi|lo halves and 1 / s.
-extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args args) {
-#if KD_PDL
-  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
-#endif
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  __shared__ unsigned warp_max[8];
-  const long long n = args.n, k = args.k, ld16 = kd_ld16(k);
-  const long long col = blockIdx.x;
-  const long long z = col / n, c = col % n;
-  const float* Bc = static_cast<const float*>(args.b) + z * args.stride_b + c * args.ldb;
-  // Rows of B are 16-byte aligned (ldb a multiple of 4 floats); the last partial float4 by halves.
-  auto load4 = [&](long long kk) {
-    if (kk + 4 <= k) return *reinterpret_cast<const float4*>(Bc + kk);
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (kk < k) v.x = Bc[kk];
-    if (kk + 1 < k) v.y = Bc[kk + 1];
-    if (kk + 2 < k) v.z = Bc[kk + 2];
-    return v;
-  };
-  unsigned mx = 0;
-  for (long long kk = 4 * threadIdx.x; kk < k; kk += 1024) {
-    const float4 v = load4(kk);
-    mx = max(max(mx, __float_as_uint(v.x) & 0x7fffffffu), __float_as_uint(v.y) & 0x7fffffffu);
-    mx = max(max(mx, __float_as_uint(v.z) & 0x7fffffffu), __float_as_uint(v.w) & 0x7fffffffu);
-  }
-  for (int o = 16; o; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
-  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = mx;
-  __syncthreads();
-  mx = warp_max[0];
-  for (int w = 1; w < 8; ++w) mx = max(mx, warp_max[w]);
-  float s, inv;
-  kd_f16_scale(mx, s, inv);
-  __half* out = reinterpret_cast<__half*>(kd_b16(args) + col * ld16);
-  for (long long kk = 4 * threadIdx.x; kk < ld16; kk += 1024) {
-    const float4 v = load4(kk);
-    uint2 hi, lo;
-    kd_split_f16x2(v.x * s, v.y * s, hi.x, lo.x);
-    kd_split_f16x2(v.z * s, v.w * s, hi.y, lo.y);
-    __half* o = out + (kk >> 5) * 64 + (kk & 31);
-    *reinterpret_cast<uint2*>(o) = hi;
-    *reinterpret_cast<uint2*>(o + 32) = lo;
-  }
-  if (threadIdx.x == 0) kd_inv16(args)[col] = inv;
-}
-#endif
-
-#if KD_BLO
-// KD_BLO: B's lo parts, computed once per call by kd_wg_split_b instead of once per CTA and k tile,
-// live in the workspace as [batch][n][ldl] floats (ldl = k rounded up to 4: 16-byte rows), after the
-// split-K partials (rounded up to 16 bytes). The plan's workspace covers both.
-__device__ __forceinline__ long long kd_blo_ld(long long k) { return (k + 3) & ~3LL; }
-__device__ __forceinline__ float* kd_blo(const kd_gemm_args& args) {
-  long long off = 0;
-  const long long parts = KD_TAIL > 1 ? KD_TAIL : KD_CLUSTER ? 1 : KD_SPLITK;
-  if (parts > 1) off = (parts * args.batch * args.m * args.n + 3) & ~3LL;
-  return static_cast<float*>(args.workspace) + off;
-}
-// Launch 0 of a KD_BLO plan. kd_wg_tiled runs as its programmatic dependent and waits on the grid
-// before its first copy of a lo tile; its blocks may become resident once every block here started.
-extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b(kd_gemm_args args) {
-#if KD_PDL
-  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
-#endif
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  const long long k = args.k, ldl = kd_blo_ld(k), per = args.n * ldl, total = per * args.batch;
-  const float* B = static_cast<const float*>(args.b);
-  float* L = kd_blo(args);
-  const bool vec = k % 4 == 0 && args.ldb % 4 == 0 && args.stride_b % 4 == 0;
-  for (long long q = blockIdx.x * 256LL + threadIdx.x; 4 * q < total; q += 256LL * gridDim.x) {
-    const long long idx = 4 * q, z = idx / per, rem = idx % per, col = rem / ldl, kk = rem % ldl;
-    const float* src = B + z * args.stride_b + col * args.ldb + kk;
-    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (vec) {
-      v = *reinterpret_cast<const float4*>(src);
-    } else {
-      if (kk < k) v.x = src[0];
-      if (kk + 1 < k) v.y = src[1];
-      if (kk + 2 < k) v.z = src[2];
-      if (kk + 3 < k) v.w = src[3];
-    }
-    *reinterpret_cast<float4*>(L + idx) = make_float4(kd_lo_b(v.x), kd_lo_b(v.y), kd_lo_b(v.z), kd_lo_b(v.w));
-  }
-}
-#endif
-
-// Copies a ROWS x 128-byte tile (row r at X + (row0 + r) * ld + k0) into the swizzled layout at
-// smem byte address `dst`; rows past rows_n and elements past k zero-fill.
-template <int ROWS>
-__device__ __forceinline__ void kd_load_swz(unsigned dst, const kd_t* X, long long ld, long long rows_n,
-                                            long long k, long long row0, long long k0) {
-  constexpr int kChunks = ROWS * 8;
-#pragma unroll
-  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
-    const int c = kd_lt() + i * kLoaders;
-    if (kChunks % kLoaders != 0 && c >= kChunks) break;
-    const int r = c >> 3, ch = c & 7;
-    const long long gr = row0 + r, gk = k0 + ch * kVec;
-    long long left = k - gk;
-    left = left < 0 ? 0 : (left > kVec ? kVec : left);
-    const int bytes = gr < rows_n ? static_cast<int>(left) * kElem : 0;
-    const kd_t* src = bytes > 0 ? X + gr * ld + gk : X;
-    kd_cp_async16(dst + r * 128 + ((ch ^ (r & 7)) << 4), src, bytes);
-  }
-}
-// f32 A, ta = N: a 32 (k) x BM (m) tile, row stride kALdF32 floats, unswizzled.
-__device__ __forceinline__ void kd_load_a_kn(unsigned dst, const float* X, long long ld, long long m,
-                                             long long k, long long m0, long long k0) {
-  constexpr int kPerRow = kBM / 4, kChunks = kBK * kPerRow;
-#pragma unroll
-  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
-    const int c = kd_lt() + i * kLoaders;
-    if (kChunks % kLoaders != 0 && c >= kChunks) break;
-    const int r = c / kPerRow, e = (c % kPerRow) * 4;
-    const long long gk = k0 + r, gm = m0 + e;
-    long long left = m - gm;
-    left = left < 0 ? 0 : (left > 4 ? 4 : left);
-    const int bytes = gk < k ? static_cast<int>(left) * 4 : 0;
-    const float* src = bytes > 0 ? X + gk * ld + gm : X;
-    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
-  }
-}
-// f32 A, ta = T: BM (m) x 32 (k), row stride kALdF32 floats, unswizzled.
-__device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long long ld, long long m,
-                                             long long k, long long m0, long long k0) {
-  constexpr int kChunks = kBM * 8;
-#pragma unroll
-  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
-    const int c = kd_lt() + i * kLoaders;
-    if (kChunks % kLoaders != 0 && c >= kChunks) break;
-    const int r = c >> 3, e = (c & 7) * 4;
-    const long long gm = m0 + r, gk = k0 + e;
-    long long left = k - gk;
-    left = left < 0 ? 0 : (left > 4 ? 4 : left);
-    const int bytes = gm < m ? static_cast<int>(left) * 4 : 0;
-    const float* src = bytes > 0 ? X + gm * ld + gk : X;
-    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
-  }
-}
-
-// The thread's 16-byte chunks of one operand's k tile, fixed per thread and computed once, for k
-// tiles wholly inside k (the per-tile cost is one address add per chunk; edge tiles in k take the
-// loaders above). Chunk i sits at element offset off + i * step + k0 * kstride of the operand and at
-// shared byte offset dst + i * dstep; it is valid while i * rstep < rows_left, and then carries
-// `bytes` (16, or fewer at an m edge for ta = N). For kd_load_edge: the thread's first chunk starts
-// kfix elements (or, ta = N, k rows) into the k tile, and chunk i kstep k rows further.
-struct kd_chunks {
-  long long off, step, kstride;
-  unsigned dst, dstep;
-  long long rows_left;
-  int rstep, bytes, kfix, kstep;
+template <bool C, class A, class B>
+struct kd_pick_t {
+  using type = A;
 };
-// Row-major rows of 128 bytes of k (B, f32 A with ta = T, 16-bit A); swizzled or padded rows.
-template <int ROWS, bool SWZ>
-__device__ __forceinline__ kd_chunks kd_plan_rows(long long ld, long long rows_n, long long row0) {
-  static_assert(ROWS * 8 % kLoaders == 0, "whole chunk rounds");
-  const int r = kd_lt() >> 3, ch = kd_lt() & 7;
-  kd_chunks p;
-  p.off = (row0 + r) * ld + ch * kVec;
-  p.step = (kLoaders / 8) * ld;
-  p.kstride = 1;
-  p.dst = SWZ ? r * 128 + ((ch ^ (r & 7)) << 4) : (r * kALdF32 + ch * 4) * 4;
-  p.dstep = SWZ ? (kLoaders / 8) * 128 : (kLoaders / 8) * kALdF32 * 4;
-  p.rows_left = rows_n - row0 - r;
-  p.rstep = kLoaders / 8;
-  p.bytes = 16;
-  p.kfix = ch * kVec;
-  p.kstep = 0;
-  return p;
-}
-// f32 A, ta = N: 32 k rows of BM m elements.
-__device__ __forceinline__ kd_chunks kd_plan_kn(long long ld, long long m, long long m0) {
-  constexpr int kPerRow = kBM / 4;
-  static_assert(kLoaders % kPerRow == 0 && kBK * kPerRow % kLoaders == 0, "whole chunk rounds");
-  const int r = kd_lt() / kPerRow, e = (kd_lt() % kPerRow) * 4;
-  kd_chunks p;
-  p.off = r * ld + m0 + e;
-  p.step = (kLoaders / kPerRow) * ld;
-  p.kstride = ld;
-  p.dst = (r * kALdF32 + e) * 4;
-  p.dstep = (kLoaders / kPerRow) * kALdF32 * 4;
-  long long left = m - m0 - e;
-  left = left < 0 ? 0 : (left > 4 ? 4 : left);
-  p.bytes = static_cast<int>(left) * 4;
-  p.rows_left = p.bytes > 0 ? kBK : 0;
-  p.rstep = 0;
-  p.kfix = r;
-  p.kstep = kLoaders / kPerRow;
-  return p;
-}
-template <int ITERS>
-__device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0) {
-  const kd_t* src = X + p.off + k0 * p.kstride;
-#pragma unroll
-  for (int i = 0; i < ITERS; ++i) {
-    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left;
-    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
-  }
-}
-// Any k tile, k edge included, from the same plan: fewer live registers than the general loaders,
-// for the producer warpgroup (KD_WS), which runs in 72 registers beside two consumers.
-template <int ITERS>
-__device__ __forceinline__ void kd_load_edge(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0,
-                                             long long k) {
-  const long long kl = k - k0 - p.kfix;
-  const int bytes = p.kstep ? p.bytes : static_cast<int>(kl < 0 ? 0 : (kl > kVec ? kVec : kl)) * kElem;
-  const kd_t* src = X + p.off + k0 * p.kstride;
-#pragma unroll
-  for (int i = 0; i < ITERS; ++i) {
-    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left && i * p.kstep < kl && bytes > 0;
-    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? bytes : 0);
-  }
-}
+template <class A, class B>
+struct kd_pick_t<false, A, B> {
+  using type = B;
+};
+template <bool C, class A, class B>
+using kd_pick = typename kd_pick_t<C, A, B>::type;
 
-// The wgmma wrappers (kd_wgmma<T>, kd_wgmma_tf32, kd_wgmma_f16r), written by tools/dev/gen_wgmma.py
-// into the build tree and embedded with the kernels.
-#include "wg_wgmma.cuh"
+// The operand policy of this configuration.
+using kd_ops = kd_pick<!kF32, kd_ops_16bit<kd_t>, kd_pick<KD_F16S, kd_ops_f16s, kd_ops_tf32<KD_3XTF32>>>;
 
-// f32: splits B's k tile at `hi` (raw values, 128-byte swizzled rows) into TF32 hi (in place) and
-// lo (at the same offsets from `lo`). The split is elementwise, so the swizzle does not matter.
-__device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
-  constexpr int kIters = KD_BN * 8 / kLoaders, kBatch = kIters < 4 ? kIters : 4;
-  // Loads in batches of 4 before their stores: the compiler cannot tell hi from lo, and interleaved
-  // they would run one shared-memory round trip at a time.
-#pragma unroll
-  for (int b = 0; b < kIters; b += kBatch) {
-    float4 v[kBatch];
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) v[i] = hi[kd_lt() + (b + i) * kLoaders];
-#pragma unroll
-    for (int i = 0; i < kBatch; ++i) {
-      float* e = reinterpret_cast<float*>(&v[i]);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-#if KD_3XTF32
-        e[j] = kd_lo_b(e[j]);
-#else
-        e[j] = __uint_as_float(kd_tf32(e[j]));
-#endif
-      }
-      (KD_3XTF32 ? lo : hi)[kd_lt() + (b + i) * kLoaders] = v[i];
-    }
-  }
-}
+#include "wg_tiled_copy.cuh"
+#include "wg_tiled_schedule.cuh"
+#include "wg_tiled_pipeline.cuh"
 
-
+// One pipeline: the scheduler's arithmetic, the prologue, the main loops (16-bit in step; f32 in step;
+// f32 warp-specialized: producer and consumers, stream-K in segments) and the epilogue, calling the
+// hooks above; the loops and the arithmetic stay here (see the top).
 extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_tiled(kd_gemm_args args) {
 #if KD_PDL
   KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
@@ -536,179 +279,109 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   const unsigned base = (raw_addr + 1023u) & ~1023u;
   const int wg = threadIdx.x >> 7, warp = (threadIdx.x >> 5) & 3, lane = threadIdx.x & 31;
   const long long m = args.m, n = args.n, k = args.k;
-#if KD_TAIL > 1
-  // blockIdx.x runs over the tiles that fill whole waves, one CTA each (m fastest), then over the
-  // KD_TAIL k ranges of each remaining tile, whose partials a second launch sums; the grid's extent
-  // (tiles + tail * (KD_TAIL - 1)) says how many tiles are split. split < 0: a whole tile.
-  const long long z = blockIdx.z;
-  const long long tm = (m + kBM - 1) / kBM, tiles = tm * ((n + KD_BN - 1) / KD_BN);
-  const long long whole = tiles - (static_cast<long long>(gridDim.x) - tiles) / (KD_TAIL - 1);
-  const long long cta = blockIdx.x;
-  const long long tile_id = cta < whole ? cta : whole + (cta - whole) / KD_TAIL;
-  const int split = cta < whole ? -1 : static_cast<int>((cta - whole) % KD_TAIL);
-  const long long m0 = tile_id % tm * kBM;
-  const long long n0 = tile_id / tm * KD_BN;
-  const int parts = split < 0 ? 1 : KD_TAIL;
-#elif KD_SK
-  // Stream-K: the batch's tiles * ktiles k-tile units, tile-major, in KD_SK equal contiguous ranges,
-  // one per CTA; a range that starts or ends inside a tile leaves a partial that kd_wg_sk_reduce sums.
-  const long long z = blockIdx.z;
-  // 32-bit unit arithmetic (the host rules keep units below 2^31): fewer registers in the producer.
-  const int tm = static_cast<int>((m + kBM - 1) / kBM), tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN);
-  const int ktiles_all = static_cast<int>((k + kBK - 1) / kBK), units = tiles * ktiles_all;
-  const int u0 = static_cast<int>(blockIdx.x * static_cast<long long>(units) / KD_SK);
-  const int u1 = static_cast<int>((blockIdx.x + 1LL) * units / KD_SK);
-#else
-  const long long z = blockIdx.z / KD_SPLITK;
-  const int split = static_cast<int>(blockIdx.z % KD_SPLITK);
-  const long long m0 = static_cast<long long>(blockIdx.x) * kBM;
-  const long long n0 = static_cast<long long>(blockIdx.y) * KD_BN;
-  constexpr int parts = KD_SPLITK;
-#endif
-  const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
-#if KD_F16S
-  const kd_t* B = kd_b16(args) + z * n * kd_ld16(k);
-  const long long ldb = kd_ld16(k), kb = kd_ld16(k);
-#else
-  const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
-  const long long ldb = args.ldb, kb = k;
-#endif
-
-#if KD_SK
-  const int nk = u1 - u0;
-#else
-  const long long ktiles = (k + kBK - 1) / kBK;
-  const long long per = (ktiles + parts - 1) / parts;
-  const long long kt0 = (split < 0 ? 0 : split) * per;
-  const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
-  const int nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
-#endif
-
-  constexpr int kAIters = kF32 && !KD_TA ? kBK * (kBM / 4) / kLoaders : kBM * 8 / kLoaders;
-  constexpr int kBIters = KD_BN * 8 / kLoaders;
-  auto plan_a = [&](long long row0) {
-    return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32>(args.lda, m, row0);
-  };
-  auto plan_b = [&](long long col0) { return kd_plan_rows<KD_BN, true>(ldb, n, col0); };
-#if !KD_SK
-  const kd_chunks pa = plan_a(m0), pb = plan_b(n0);
-#endif
-#if KD_BLO
-  const float* Blo = kd_blo(args) + z * n * kd_blo_ld(k);
-  const kd_chunks pl = kd_plan_rows<KD_BN, true>(kd_blo_ld(k), n, n0);
-#endif
-  // KD_BLO: a stage's lo tile, after its B tile.
-  [[maybe_unused]] auto load_lo = [&](int slot, long long kt) {  // unused with KD_SK
-#if KD_BLO
-    const unsigned sl = base + slot * kStageBytes + kABytes + kBBytes;
-    const long long k0 = kt * kBK;
-    kd_load_edge<kBIters>(sl, Blo, pl, k0, k);
-#endif
-  };
-  // The producer warpgroup's copies of one stage (KD_WS), with the plans of the stage's tile. KD_SK
-  // keeps a segment's plans const in the loop that uses them: plans that change inside the loop (at a
-  // tile boundary) measured 15-20% slower (kernel lab, H200), as the producer's per-tile path grew.
-  auto load_ws = [&](int slot, long long kt, const kd_chunks& qa, const kd_chunks& qb) {
-    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
-    const long long k0 = kt * kBK;
-    // The general loader even inside k: its per-chunk bounds spread the producer's copies, and the
-    // tight loop of kd_load_fast measured 1-3% slower here and 18% with KD_BLO's third tile (kernel
-    // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
-    // loads (not profiled).
-    kd_load_edge<kAIters>(sa, A, qa, k0, k);
-    kd_load_edge<kBIters>(sb, B, qb, k0, kb);
-  };
-#if KD_SK
-  // The k tile and plans of the CTA's unit i (a division: the prologue's few tiles only).
-  auto load_unit = [&](int slot, int i) {
-    const int u = u0 + i, t = u / ktiles_all;
-    load_ws(slot, u - t * ktiles_all, plan_a(static_cast<long long>(t % tm) * kBM), plan_b(static_cast<long long>(t / tm) * KD_BN));
-  };
-#else
-  auto load_ab = [&](int slot, long long kt) {
-    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
-    const long long k0 = kt * kBK;
-    if constexpr (KD_WS) {
-      load_ws(slot, kt, pa, pb);
-      return;
-    }
-    if (k0 + kBK <= k) {
-      kd_load_fast<kAIters>(sa, A, pa, k0);
-      kd_load_fast<kBIters>(sb, B, pb, k0);
-      return;
-    }
-    if constexpr (!kF32)
-      kd_load_swz<kBM>(sa, A, args.lda, m, k, m0, k0);
-    else if constexpr (KD_TA)
-      kd_load_a_mk(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
-    else
-      kd_load_a_kn(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
-    kd_load_swz<KD_BN>(sb, B, args.ldb, n, k, n0, k0);
-  };
-  auto load_stage = [&](int slot, long long kt) {
-    load_ab(slot, kt);
-    load_lo(slot, kt);
-  };
-#endif
-
-  // Prologue: tiles 0 .. STAGES-3, one commit group each (empty past the end), by the loaders.
-  if (!KD_WS || wg == KD_WG) {
-#if KD_F16S
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-#if KD_BLO
-    // The operands' copies go out first; the lo tiles wait for kd_wg_split_b's grid. Group 0 holds
-    // every prologue A and B copy, so waiting for tile s's group still covers them.
-#pragma unroll
-    for (int s = 0; s < KD_STAGES - 2; ++s)
-      if (s < nk) load_ab(s, kt0 + s);
-    asm volatile("griddepcontrol.wait;" ::: "memory");
-#pragma unroll
-    for (int s = 0; s < KD_STAGES - 2; ++s) {
-      if (s < nk) load_lo(s, kt0 + s);
-      kd_cp_commit();
-    }
-#elif KD_SK
-#pragma unroll
-    for (int s = 0; s < KD_STAGES - 2; ++s) {
-      if (s < nk) load_unit(s, s);
-      kd_cp_commit();
-    }
-#else
-#pragma unroll
-    for (int s = 0; s < KD_STAGES - 2; ++s) {
-      if (s < nk) load_stage(s, kt0 + s);
-      kd_cp_commit();
-    }
-#endif
+  // The scheduler (wg_tiled_schedule.cuh): batch entry z, tile (m0, n0), k split (split < 0: the
+  // whole tile) out of `parts`; stream-K: the CTA's units [u0, u1) (32-bit: the host rules keep units
+  // below 2^31, and the producer needs fewer registers) and the tile of each.
+  long long z, m0, n0;
+  int split, parts;
+  int tm, ktiles_all, units, u0, u1;
+  if constexpr (KD_TAIL > 1) {
+    z = blockIdx.z;
+    const long long tiles_m = (m + kBM - 1) / kBM, tiles = tiles_m * ((n + KD_BN - 1) / KD_BN);
+    // kd_wg_tail_whole written out: called, NVVM folds KD_TAIL = 2 into other instructions.
+    const long long whole = tiles - (static_cast<long long>(gridDim.x) - tiles) / (KD_TAIL - 1);
+    const long long cta = blockIdx.x;
+    const long long tile_id = cta < whole ? cta : whole + (cta - whole) / KD_TAIL;
+    split = cta < whole ? -1 : static_cast<int>((cta - whole) % KD_TAIL);
+    m0 = tile_id % tiles_m * kBM;
+    n0 = tile_id / tiles_m * KD_BN;
+    parts = split < 0 ? 1 : KD_TAIL;
+  } else if constexpr (KD_SK > 0) {
+    z = blockIdx.z;
+    tm = static_cast<int>((m + kBM - 1) / kBM);
+    const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN);
+    ktiles_all = static_cast<int>((k + kBK - 1) / kBK);
+    units = tiles * ktiles_all;
+    u0 = static_cast<int>(kd_wg_sk_begin(blockIdx.x, units, KD_SK));
+    u1 = static_cast<int>(kd_wg_sk_begin(blockIdx.x + 1LL, units, KD_SK));
+  } else {
+    z = blockIdx.z / KD_SPLITK;
+    split = static_cast<int>(blockIdx.z % KD_SPLITK);
+    m0 = static_cast<long long>(blockIdx.x) * kBM;
+    n0 = static_cast<long long>(blockIdx.y) * KD_BN;
+    parts = KD_SPLITK;
   }
+  // The operands; KD_F16S copies B's halves (kd_wg_split_b16) instead of B.
+  const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
+  const kd_t* B;
+  long long ldb, kb;
+  if constexpr (KD_F16S) {
+    B = reinterpret_cast<const kd_t*>(kd_b16(args)) + z * n * kd_wg_ld16(k);
+    ldb = kd_wg_ld16(k);
+    kb = kd_wg_ld16(k);
+  } else {
+    B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
+    ldb = args.ldb;
+    kb = k;
+  }
+  // The CTA's k tiles: [kt0, kt0 + nk) of its tile, or stream-K its units.
+  long long kt0;
+  int nk;
+  if constexpr (KD_SK > 0) {
+    nk = u1 - u0;
+  } else {
+    const long long ktiles = (k + kBK - 1) / kBK;
+    const long long per = (ktiles + parts - 1) / parts;
+    kt0 = (split < 0 ? 0 : split) * per;
+    const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
+    nk = kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
+  }
+  // The producer-load hook (wg_tiled_copy.cuh), with the plans of the CTA's tile (stream-K: of each
+  // segment's) and KD_BLO's lo parts.
+  kd_chunks pa, pb, pl;
+  const kd_t* Blo;
+  if constexpr (!KD_SK) {
+    pa = kd_plan_a(args, m, m0);
+    pb = kd_plan_b(ldb, n, n0);
+  }
+  if constexpr (KD_BLO) {
+    Blo = reinterpret_cast<const kd_t*>(kd_blo(args)) + z * n * kd_wg_blo_ld(k);
+    pl = kd_plan_rows<KD_BN, true>(kd_wg_blo_ld(k), n, n0);
+  }
+  const kd_copy copy{args, base, A, B, ldb, kb, m, n, k, m0, n0, pa, pb, Blo, pl, u0, tm, ktiles_all};
+
+  if (!KD_WS || wg == KD_WG) copy.prologue(nk, kt0);
 
   float acc[KD_MW][kAcc];
 #pragma unroll
   for (int mw = 0; mw < KD_MW; ++mw)
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) acc[mw][i] = 0.f;
+  // The operand policy's state (f32): the tile's products, the thread's place in its warp's
+  // fragments and its A rows, the A fragments.
+  unsigned char* smem = smem_raw + (base - raw_addr);
+  float tmp[kAcc];
+#pragma unroll
+  for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
+  const int g = lane >> 2, t = lane & 3;
+  const int row = wg * 64 + warp * 16 + g;
+  unsigned ahi[KD_PROMOTE][4][4];
+  unsigned alo[KD_PROMOTE][4][4];
+  float inv_sa[2] = {1.f, 1.f};
+  kd_ops ops{{acc, smem, base, wg, row, t, tmp, ahi, alo, inv_sa}};
 
 #if !KD_F32
   {
-    // Before iteration i, STAGES-2+i groups are committed (tiles 0 .. i+STAGES-3): at most STAGES-3
-    // pending means tile i has landed.
+    // 16-bit, every warpgroup in step. Before iteration i, STAGES-2+i groups are committed (tiles
+    // 0 .. i+STAGES-3): at most STAGES-3 pending means tile i has landed.
     for (int i = 0; i < nk; ++i) {
       kd_cp_wait<KD_STAGES - 3>();
       kd_fence_async();
       __syncthreads();
       const int next = i + KD_STAGES - 2;
-      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
+      if (next < nk) copy.load_stage(next % KD_STAGES, kt0 + next);
       kd_cp_commit();
-      const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
-      const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
-      kd_wg_fence();
-#pragma unroll
-      for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-        for (int mw = 0; mw < KD_MW; ++mw)
-          kd_wgmma<kd_t>(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
-      kd_wg_commit();
+      ops.mma_tile(i);
       kd_wg_wait<1>();
     }
     kd_wg_wait<0>();
@@ -717,393 +390,109 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   }
 #else
   {
-    unsigned char* smem = smem_raw + (base - raw_addr);
-    auto split_tile = [&](int i) {
-      kd_split_b(reinterpret_cast<float4*>(smem + (i % KD_STAGES) * kStageBytes + kABytes),
-                 reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes));
-      kd_fence_async();
-    };
-    float tmp[kAcc];
-#pragma unroll
-    for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
-    const int g = lane >> 2, t = lane & 3;  // the thread's place in its warp's fragments
-    const int row = wg * 64 + warp * 16 + g;  // the thread's A rows: row, row + 8
-    // The A fragments of the KD_PROMOTE tiles whose wgmmas may be in flight together.
-    unsigned ahi[KD_PROMOTE][4][4];
-#if KD_3XTF32
-    unsigned alo[KD_PROMOTE][4][4];
-#endif
-    // Tile i's products into tmp (one commit group): A fragments from the stage, split in
-    // registers, then the wgmmas. P: the tile's place in its promotion group (its fragment set).
-    [[maybe_unused]] float inv_sa[2] = {1.f, 1.f};
-    auto mma_tile = [&](int i, auto P) {
-      constexpr int p = decltype(P)::value;
-#if KD_F16S
-      {
-        // Thread (g, t) holds rows row and row + 8 at k 2t, 2t + 1, 2t + 8, 2t + 9 of each k16 step
-        // (the register-A fragment); its quad holds the rows' 32 k. Banks: 8g + 2t (row stride 40).
-        const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + row * kALdF32 + 2 * t;
-        float2 v[2][2][2];
-        unsigned mx[2] = {0u, 0u};
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              v[j][h][r] = *reinterpret_cast<const float2*>(sa + r * 8 * kALdF32 + 16 * j + 8 * h);
-              mx[r] = max(mx[r], max(__float_as_uint(v[j][h][r].x) & 0x7fffffffu, __float_as_uint(v[j][h][r].y) & 0x7fffffffu));
+    const unsigned bars = base + KD_STAGES * kStageBytes + kLoBufs * kBBytes;
+    const kd_ring ring{bars, ops, lane};
+    if constexpr (!KD_WS) {
+      if (nk > 0) {
+        kd_cp_wait<KD_STAGES - 3>();
+        __syncthreads();
+        ops.split_tile(0);
+      }
+    } else {
+      ring.init();
+      if (wg == KD_WG) {
+        // Registers: see kd_ring. The prologue committed tiles 0 .. STAGES-3.
+        if constexpr (KD_WG == 2) kd_setmaxnreg_dec<KD_SK ? 96 : 72>();
+        if constexpr (KD_SK > 0) {
+          // As below, with the copies of unit j = i + STAGES - 2 grouped by the tile they belong to.
+          int i = 0;
+          for (int j = KD_STAGES - 2; j < nk;) {
+            const int u = u0 + j, tile = u / ktiles_all;
+            const int e = (tile + 1) * ktiles_all - u0 < nk ? (tile + 1) * ktiles_all - u0 : nk;
+            const kd_chunks qa = kd_plan_a(args, m, static_cast<long long>(tile % tm) * kBM),
+                            qb = kd_plan_b(ldb, n, static_cast<long long>(tile / tm) * KD_BN);
+            for (int kt = u - tile * ktiles_all; j < e; ++j, ++i, ++kt) {
+              ring.publish(i);
+              ring.refill_wait(j);
+              copy.load_ws(j % KD_STAGES, kt, qa, qb);
+              kd_cp_commit();
             }
-        float s[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-          mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-          kd_f16_scale(mx[r], s[r], inv_sa[r]);
-        }
-#pragma unroll
-        for (int j = 0; j < 2; ++j)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int r = 0; r < 2; ++r) {
-              kd_split_f16x2(v[j][h][r].x * s[r], v[j][h][r].y * s[r], ahi[p][j][h * 2 + r], alo[p][j][h * 2 + r]);
+          }
+          for (; i < nk; ++i) {
+            ring.publish(i);
+            kd_cp_commit();
+          }
+        } else {
+          for (int i = 0; i < nk; ++i) {
+            ring.publish(i);
+            const int next = i + KD_STAGES - 2;
+            if (next < nk) {
+              ring.refill_wait(next);
+              copy.load_stage(next % KD_STAGES, kt0 + next);
             }
-        const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
-        kd_wg_fence();
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-          kd_wgmma_f16r(tmp, alo[p][j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
-          kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + 64 + j * 32), 1);
+            kd_cp_commit();
+          }
         }
-#pragma unroll
-        for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
-        kd_wg_commit();
+        kd_cp_wait<0>();
+        if constexpr (KD_CLUSTER) {
+          kd_bar_sync_all();  // with the consumers' below: the ring is free for the partial tile
+          kd_cluster_finish(args, base, z, m0, n0);
+        }
         return;
       }
-#endif
-      // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
-      const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
-                        (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const float x = KD_TA ? sa[(q & 1) * 8 * kALdF32 + 8 * j + (q >> 1) * 4]
-                                : sa[(8 * j + (q >> 1) * 4) * kALdF32 + (q & 1) * 8];
-          ahi[p][j][q] = kd_tf32(x);
-#if KD_3XTF32
-          alo[p][j][q] = kd_tf32(x - __uint_as_float(ahi[p][j][q]));
-#endif
-        }
-      const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
-      kd_wg_fence();
-#if KD_3XTF32
-      const unsigned sl = KD_BLO ? sb + kBBytes : base + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes;  // B lo
-      // Small products first, then hi*hi: the chain's truncation is relative to the group's own sum.
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        kd_wgmma_tf32(tmp, alo[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
-        kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sl + j * 32), 1);
-      }
-#pragma unroll
-      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
-#else
-#pragma unroll
-      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
-#endif
-      kd_wg_commit();
-    };
-    auto promote = [&] {
-      kd_wg_wait<0>();
-      kd_fence_regs(tmp);
-#pragma unroll
-      for (int q = 0; q < kAcc; ++q) {
-#if KD_F16S
-        acc[0][q] = fmaf(tmp[q], inv_sa[(q >> 1) & 1], acc[0][q]);
-#else
-        acc[0][q] += tmp[q];
-#endif
-      }
-    };
-#if !KD_WS
-    if (nk > 0) {
-      kd_cp_wait<KD_STAGES - 3>();
-      __syncthreads();
-      split_tile(0);
+      if constexpr (KD_WG == 2) kd_setmaxnreg_inc<KD_SK ? 200 : 216>();
     }
-    // One k tile. Before tile i, tiles 0 .. i+STAGES-3 are committed; at most STAGES-4 pending
-    // means tile i+1 has landed (this step splits it). The barrier also publishes tile i's split.
-    // LAST: promote after it.
-    auto tile = [&](int i, auto P, auto LAST) {
-      constexpr int p = decltype(P)::value;
-      kd_cp_wait<KD_STAGES - 4>();
-      __syncthreads();
-      const int next = i + KD_STAGES - 2;
-#if !KD_LATE
-      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
-      kd_cp_commit();
-#endif
-      mma_tile(i, P);
-#if KD_LATE
-      if (next < nk) load_stage(next % KD_STAGES, kt0 + next);
-      kd_cp_commit();
-#endif
-      // At most two tiles' wgmmas in flight: the previous tile's A registers are reused next.
-      if constexpr (p > 0) kd_wg_wait<1>();
-      if (i + 1 < nk) split_tile(i + 1);
-      if constexpr (decltype(LAST)::value) promote();
-    };
-#else
-    // Warp-specialized (KD_WS = 1): the last warpgroup copies every k tile, waits for it, splits
-    // its B and arrives on the stage's `full` barrier; the consumer warpgroups wait on `full`, run
-    // the tile's wgmmas and, once those retired, arrive on the stage's `empty` barrier and the B-lo
-    // buffer's `lofree` barrier, which the producer waits on before refilling either. No CTA-wide
-    // barrier in the loop: the consumers drift apart, so one's promotion overlaps the other's
-    // wgmmas. Phases: the u-th use of a barrier (u = tile / ring size) completes phase u & 1.
-    const unsigned bars = base + KD_STAGES * kStageBytes + kLoBufs * kBBytes;
-    auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
-    auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
-    auto lofree = [&](int i) { return bars + 8 * (2 * KD_STAGES + i % kLoRing); };
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < KD_STAGES; ++s) {
-        kd_mbar_init(full(s), kLoaders);
-        kd_mbar_init(empty(s), 4 * KD_WG);
+    const kd_consumer step{copy, ops, ring, nk, kt0};
+    if constexpr (KD_SK > 0) {
+      // One segment per pass: its k tiles in the same loop as an unsplit tile's (the compiler
+      // unrolls it and overlaps a promotion with the next tile's fragment loads; one loop with the
+      // flush inside measured 11% slower, kernel lab, H200), then the flush.
+      const kd_stream_k sk{args, acc, wg, warp, lane, z, m, n, tm, ktiles_all, units};
+      int kt = u0 % ktiles_all;
+      for (int i = 0; i < nk;) {
+        const int seg = nk - i < ktiles_all - kt ? nk - i : ktiles_all - kt;
+        const int e = i + seg;
+        for (; i < e; ++i) step.tile(i, kd_int<0>{}, kd_int<true>{});
+        if (i == nk) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+        ops.forget();
+        sk.flush(u0 + i - 1);
+        kt = 0;
       }
-      if constexpr (!KD_BLO && !KD_F16S)
-        for (int s = 0; s < kLoBufs; ++s) kd_mbar_init(lofree(s), 4 * KD_WG);
-      kd_mbar_fence_init();
-    }
-    __syncthreads();
-    if (wg == KD_WG) {
-      // 384 threads start at 168 registers each; the producer needs few, the consumers' two 64-column
-      // accumulators and A fragments need more (ptxas: no spills at 72 / 216).
-      // KD_SK: the producer's per-segment plans need more (NVRTC: 88 spills 52 bytes, 96 none); its
-      // consumers fit in 200.
-      if constexpr (KD_WG == 2) kd_setmaxnreg_dec<KD_SK ? 96 : 72>();
-      // The prologue above committed tiles 0 .. D-1 (D = STAGES-2). Step t splits tile t into a
-      // B-lo buffer whose tile t - kLoBufs the consumers retired, publishes it, then copies tile
-      // t + D into the slot of tile t + D - STAGES once retired. With two tiles per promotion a
-      // consumer holds tile t - 1 while waiting for tile t, so D <= STAGES - 2 and kLoBufs >= 2
-      // never deadlock.
-      auto publish = [&](int i) {
-        kd_cp_wait<KD_STAGES - 3>();
-        kd_fence_async();
-        kd_bar_sync_loaders();
-        if constexpr (!KD_BLO && !KD_F16S) {
-          if (i >= kLoBufs) kd_mbar_wait(lofree(i), ((i / kLoRing) - 1) & 1);
-          split_tile(i);
-        }
-        kd_mbar_arrive(full(i));
-      };
-      auto refill_wait = [&](int next) {
-        if (next >= KD_STAGES) kd_mbar_wait(empty(next), ((next / KD_STAGES) - 1) & 1);
-      };
-#if KD_SK
-      // As below, with the copies of unit j = i + STAGES - 2 grouped by the tile they belong to.
+    } else {
       int i = 0;
-      for (int j = KD_STAGES - 2; j < nk;) {
-        const int u = u0 + j, t = u / ktiles_all;
-        const int e = (t + 1) * ktiles_all - u0 < nk ? (t + 1) * ktiles_all - u0 : nk;
-        const kd_chunks qa = plan_a(static_cast<long long>(t % tm) * kBM), qb = plan_b(static_cast<long long>(t / tm) * KD_BN);
-        for (int kt = u - t * ktiles_all; j < e; ++j, ++i, ++kt) {
-          publish(i);
-          refill_wait(j);
-          load_ws(j % KD_STAGES, kt, qa, qb);
-          kd_cp_commit();
-        }
+      for (; i + KD_PROMOTE <= nk; i += KD_PROMOTE) {
+        step.tile(i, kd_int<0>{}, kd_int<KD_PROMOTE == 1>{});
+        if constexpr (KD_PROMOTE > 1) step.tile(i + 1, kd_int<1>{}, kd_int<KD_PROMOTE == 2>{});
       }
-      for (; i < nk; ++i) {
-        publish(i);
-        kd_cp_commit();
-      }
-#else
-      for (int i = 0; i < nk; ++i) {
-        publish(i);
-        const int next = i + KD_STAGES - 2;
-        if (next < nk) {
-          refill_wait(next);
-          load_stage(next % KD_STAGES, kt0 + next);
-        }
-        kd_cp_commit();
-      }
-#endif
-      kd_cp_wait<0>();
-#if KD_CLUSTER
-      kd_bar_sync_all();  // with the consumers' below: the ring is free for the partial tile
-      kd_cluster_finish(args, base, z, m0, n0);
-#endif
-      return;
+      for (; i < nk; ++i) step.tile(i, kd_int<0>{}, kd_int<true>{});
     }
-    if constexpr (KD_WG == 2) kd_setmaxnreg_inc<KD_SK ? 200 : 216>();
-    auto release = [&](int i) {
-      if (lane == 0) {
-        kd_mbar_arrive(empty(i));
-        if constexpr (!KD_BLO && !KD_F16S) kd_mbar_arrive(lofree(i));
-      }
-    };
-    auto tile = [&](int i, auto P, auto LAST) {
-      constexpr int p = decltype(P)::value;
-      kd_mbar_wait(full(i), (i / KD_STAGES) & 1);
-      mma_tile(i, P);
-      // At most two tiles' wgmmas in flight: the previous tile's A registers are reused next.
-      if constexpr (p > 0) {
-        kd_wg_wait<1>();
-        release(i - 1);
-      }
-      if constexpr (decltype(LAST)::value) {
-        promote();
-        release(i);
-      }
-    };
-#endif
-#if KD_SK
-    // A segment ends at its tile's last k tile or the CTA's last unit. A tile that one CTA covers
-    // whole goes to C; otherwise the segment's partial goes to workspace slot (CTA - the tile's
-    // first CTA), [slot][batch][n][m], which kd_wg_sk_reduce sums in slot order.
-    auto sk_flush = [&](long long u) {
-      // tmp was promoted; the wgmma asm reads it, so without this it stays live through the epilogue
-      // (64 registers, and the consumers spill at 216).
-#pragma unroll
-      for (int q = 0; q < kAcc; ++q) tmp[q] = 0.f;
-      const long long t = u / ktiles_all, ts = t * ktiles_all;  // once per segment
-      const long long sm0 = t % tm * kBM, sn0 = t / tm * KD_BN;
-      const long long first = kd_sk_cta(ts, units), last = kd_sk_cta(ts + ktiles_all - 1, units);
-      if (first == last) {
-        KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-        kd_for_each_acc(acc, wg, warp, lane, sm0, sn0,
-                        [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
-      } else {
-        float* W = static_cast<float*>(args.workspace) + ((blockIdx.x - first) * args.batch + z) * m * n;
-        kd_for_each_acc(acc, wg, warp, lane, sm0, sn0, [&](long long r, long long c, float v) {
-          if (r < m && c < n) W[r + c * m] = v;
-        });
-      }
-#pragma unroll
-      for (int q = 0; q < kAcc; ++q) acc[0][q] = 0.f;
-    };
-    // One segment per pass: its k tiles in the same loop as an unsplit tile's (the compiler
-    // unrolls it and overlaps a promotion with the next tile's fragment loads; one loop with the
-    // flush inside measured 11% slower, kernel lab, H200), then the flush.
-    int kt = u0 % ktiles_all;
-    for (int i = 0; i < nk;) {
-      const int seg = nk - i < ktiles_all - kt ? nk - i : ktiles_all - kt;
-      const int e = i + seg;
-      for (; i < e; ++i) tile(i, kd_int<0>{}, kd_int<true>{});
-      if (i == nk) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-      sk_flush(u0 + i - 1);
-      kt = 0;
-    }
-#else
-    int i = 0;
-    for (; i + KD_PROMOTE <= nk; i += KD_PROMOTE) {
-      tile(i, kd_int<0>{}, kd_int<KD_PROMOTE == 1>{});
-#if KD_PROMOTE > 1
-      tile(i + 1, kd_int<1>{}, kd_int<KD_PROMOTE == 2>{});
-#endif
-    }
-    for (; i < nk; ++i) tile(i, kd_int<0>{}, kd_int<true>{});
-#endif
   }
 #endif
   kd_cp_wait<0>();
 
+  if constexpr (!KD_SK)
+    kd_store_tile(args, acc, smem_raw + (base - raw_addr), base, wg, warp, lane, z, m, n, split, m0, n0);
+}
+
+// The second launches sum partial tiles in slot order (deterministic), then apply the epilogue.
+// Launched as programmatic dependents of kd_wg_tiled, they wait until its partials are complete and
+// visible; launched normally, the wait returns at once.
 #if KD_SK
-  // Every segment was written in the loop.
-#elif KD_CLUSTER
-  // Every warpgroup's wgmmas have retired and every copy has landed: the ring holds the partial tile.
-  kd_bar_sync_all();
-  float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
-  kd_for_each_acc(acc, wg, warp, lane, 0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
-  kd_cluster_finish(args, base, z, m0, n0);
-#else
-#if KD_F16S
-  // B's column scales: written by kd_wg_split_b16, whose grid this one depends on.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-  {
-    const float* inv = kd_inv16(args) + z * n;
-    kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long, long long c, float& v) {
-      if (c < n) v *= inv[c];
-    });
-  }
-#endif
-  if (KD_TAIL > 1 ? split < 0 : KD_SPLITK == 1) {
-    KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-    kd_for_each_acc(acc, wg, warp, lane, m0, n0,
-                    [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
-  } else {
-    // The reduce launch may start now (programmatic dependent launch: it waits for this grid to
-    // complete before reading; launched normally, this does nothing).
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-    // Partial tile to workspace [split][batch][n][m] (f32, column-major like C).
-    float* W = static_cast<float*>(args.workspace) + (static_cast<long long>(split) * args.batch + z) * m * n;
-    kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long r, long long c, float v) {
-      if (r < m && c < n) W[r + c * m] = v;
-    });
-  }
-#endif
-}
-
-// The S f32 partials of output idx of C (workspace partials S apart by `stride` floats), summed in
-// split order, then the epilogue; kd_sum_partials4 does rows row .. row + 3 of one column (idx a
-// multiple of 4) with 16-byte loads, same order, same bits. S is a constant where split-K and
-// KD_TAIL inline them (the loop unrolls) and a run-time count for KD_SK.
-__device__ __forceinline__ void kd_sum_partials4(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
-                                                 long long idx, long long row, long long col, int S) {
-  float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-  for (int s = 0; s < S; ++s) kd_add4(sum, *reinterpret_cast<const float4*>(W + s * stride + idx));
-  kd_epilogue(args, C, row, col, sum.x);
-  kd_epilogue(args, C, row + 1, col, sum.y);
-  kd_epilogue(args, C, row + 2, col, sum.z);
-  kd_epilogue(args, C, row + 3, col, sum.w);
-}
-__device__ __forceinline__ void kd_sum_partials1(const kd_gemm_args& args, KD_C_T* C, const float* W, long long stride,
-                                                 long long idx, long long row, long long col, int S) {
-  float sum = 0.f;
-#pragma unroll
-  for (int s = 0; s < S; ++s) sum += W[s * stride + idx];
-  kd_epilogue(args, C, row, col, sum);
-}
-
-#if KD_TAIL > 1 || KD_SK
-// One tile's S partials summed and stored (the KD_TAIL and KD_SK reductions): grid = [any, tiles,
-// batch], blockIdx.x strides over the tile's 4-row column pieces.
-__device__ __forceinline__ void kd_sum_tile(const kd_gemm_args& args, long long tile_id, int S) {
-  const long long m = args.m, n = args.n, mn = m * n, total = mn * args.batch, z = blockIdx.z;
-  const long long tm = (m + kBM - 1) / kBM;
-  const long long m0 = tile_id % tm * kBM, n0 = tile_id / tm * KD_BN;
-  const float* W = static_cast<const float*>(args.workspace) + z * mn;
-  KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-  for (int q = blockIdx.x * 256 + threadIdx.x; q < kBM / 4 * KD_BN; q += 256 * gridDim.x) {
-    const long long row = m0 + 4 * (q % (kBM / 4)), col = n0 + q / (kBM / 4);
-    if (row >= m || col >= n) continue;
-    const long long idx = row + col * m;
-    if (m % 4 == 0)
-      kd_sum_partials4(args, C, W, total, idx, row, col, S);
-    else
-      for (int r = 0; r < 4 && row + r < m; ++r) kd_sum_partials1(args, C, W, total, idx + r, row + r, col, S);
-  }
-}
-#endif
-
-#if KD_SK
-// KD_SK: the partials of every tile that more than one CTA covered, summed in CTA order, then the
-// epilogue; blockIdx.y is the tile.
+// Stream-K: the tiles that more than one CTA covered, in CTA order; blockIdx.y is the tile.
 extern "C" __global__ void __launch_bounds__(256) kd_wg_sk_reduce(kd_gemm_args args) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const long long tiles = (args.m + kBM - 1) / kBM * ((args.n + KD_BN - 1) / KD_BN);
   const long long ktiles = (args.k + kBK - 1) / kBK, units = tiles * ktiles;
   const long long ts = blockIdx.y * ktiles;
-  const long long first = kd_sk_cta(ts, units), last = kd_sk_cta(ts + ktiles - 1, units);
+  const long long first = kd_wg_sk_cta(ts, units, KD_SK), last = kd_wg_sk_cta(ts + ktiles - 1, units, KD_SK);
   if (first == last) return;  // written to C by its one CTA
   kd_sum_tile(args, blockIdx.y, static_cast<int>(last - first + 1));
 }
 #endif
 
 #if KD_TAIL > 1
-// KD_TAIL: the split tiles' KD_TAIL partials summed in split order, then the epilogue; blockIdx.y picks
-// the tile (the last ones of kd_wg_tiled's order).
+// KD_TAIL: the split tiles' KD_TAIL partials; blockIdx.y picks the tile (the last ones of
+// kd_wg_tiled's order).
 extern "C" __global__ void __launch_bounds__(256) kd_wg_tail_reduce(kd_gemm_args args) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   const long long tiles = (args.m + kBM - 1) / kBM * ((args.n + KD_BN - 1) / KD_BN);

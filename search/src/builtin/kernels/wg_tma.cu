@@ -32,8 +32,8 @@
 //   KD_CLUSTER 0|1 (1 with SPLITK 2..8)   KD_CTAS 1|2 (CTAs per SM the registers are sized for)
 //   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
-//   block = [128 * (WG + 1)], smem = 1024 (alignment slack) + STAGES * (BM + BN) * 128 + 256 (the two
-//   scratch maps) + 16 * STAGES (the mbarriers); workspace = 256 bytes per CTA (its two tensor maps).
+//   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps) as
+//   wg_tma_layout.cuh lays them out.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -103,15 +103,22 @@
 #define KD_TMAP_TYPE 6  // .f16
 #endif
 
+#include "wg_tma_layout.cuh"
+
 typedef KD_A_T kd_t;
 static_assert(sizeof(KD_A_T) == 2 && sizeof(KD_B_T) == 2, "wg_tma: 16-bit A and B of one type");
-constexpr int kThreads = 128 * (KD_WG + 1);
-constexpr int kBM = 64 * KD_WG * KD_MW;
-constexpr int kBK = 64;  // one 128-byte swizzle row of k
-constexpr int kAcc = KD_BN / 2;
-constexpr int kABytes = kBM * 128;
-constexpr int kBBytes = KD_BN * 128;
-constexpr int kStageBytes = kABytes + kBBytes;
+// The named parameters as one layout (wg_tma_layout.cuh: shared memory, workspace), which the host
+// rules compile too. The constants below are what the kernel reads; under NVRTC's -default-device
+// each is also a __device__ variable of a few bytes in the cubin.
+KD_HD constexpr kd_wg_tma_layout kd_layout() { return {KD_WG, KD_MW, KD_BN, KD_STAGES}; }
+constexpr int kThreads = kd_layout().threads();
+constexpr int kBM = kd_layout().bm();
+constexpr int kBK = kd_layout().bk();
+constexpr int kAcc = kd_layout().acc();
+constexpr int kABytes = kd_layout().a_bytes();
+constexpr int kBBytes = kd_layout().b_bytes();
+constexpr int kStageBytes = kd_layout().stage_bytes();
+static_assert(kStageBytes == kABytes + kBBytes, "a stage: the A tile, then the B tile");
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
 static_assert(KD_MW == 1 || KD_MW == 2, "KD_MW is 1 or 2");
 static_assert(KD_BN == 64 || KD_BN == 128 || KD_BN == 256, "KD_BN is 64, 128 or 256");
@@ -120,7 +127,10 @@ static_assert(KD_STAGES >= 2 && KD_STAGES <= 8, "KD_STAGES out of range");
 static_assert(KD_SPLITK >= 1 && KD_SPLITK <= 8, "KD_SPLITK is 1..8");
 static_assert((KD_CLUSTER == 0 && KD_SPLITK == 1) || (KD_CLUSTER == 1 && KD_SPLITK >= 2),
               "k splits are reduced in a cluster: KD_CLUSTER = 1 exactly when KD_SPLITK > 1");
-static_assert(!KD_CLUSTER || kBM * KD_BN * 4 <= KD_STAGES * kStageBytes, "the partial tile reuses the ring");
+static_assert(!KD_CLUSTER || kd_layout().partial_tile_fits(), "the partial tile reuses the ring");
+static_assert(kd_layout().maps_offset() == KD_STAGES * kStageBytes &&
+                  kd_layout().bars_offset() == KD_STAGES * kStageBytes + 256,
+              "the kernel's scratch maps and mbarriers where wg_tma_layout.cuh puts them");
 static_assert(KD_CTAS == 1 || KD_CTAS == 2, "KD_CTAS (CTAs per SM the registers are sized for) is 1 or 2");
 // Registers: the launch bound gives every thread 65536 / (threads * CTAS), rounded down to a multiple
 // of 8; where that is short (two consumer warpgroups, or two CTAs per SM) the producer warpgroup

@@ -1,0 +1,249 @@
+// wg_tiled's producer-load hook: the cp.async copies of one k tile of A and B (and with KD_BLO of B's
+// lo parts) into a ring stage, each thread's chunk addresses computed once per tile of C (a plan)
+// and advanced per k tile. Part of wg_tiled.cu's translation unit (embedded, and expanded in place like
+// wg_common.cuh): reads its constants, its primitives (kd_lt, kd_cp_async16) and B's workspace parts.
+
+// Copies a ROWS x 128-byte tile (row r at X + (row0 + r) * ld + k0) into the swizzled layout at
+// smem byte address `dst`; rows past rows_n and elements past k zero-fill.
+template <int ROWS>
+__device__ __forceinline__ void kd_load_swz(unsigned dst, const kd_t* X, long long ld, long long rows_n,
+                                            long long k, long long row0, long long k0) {
+  constexpr int kChunks = ROWS * 8;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
+    const int c = kd_lt() + i * kLoaders;
+    if (kChunks % kLoaders != 0 && c >= kChunks) break;
+    const int r = c >> 3, ch = c & 7;
+    const long long gr = row0 + r, gk = k0 + ch * kVec;
+    long long left = k - gk;
+    left = left < 0 ? 0 : (left > kVec ? kVec : left);
+    const int bytes = gr < rows_n ? static_cast<int>(left) * kElem : 0;
+    const kd_t* src = bytes > 0 ? X + gr * ld + gk : X;
+    kd_cp_async16(dst + r * 128 + ((ch ^ (r & 7)) << 4), src, bytes);
+  }
+}
+// f32 A, ta = N: a 32 (k) x BM (m) tile, row stride kALdF32 floats, unswizzled.
+__device__ __forceinline__ void kd_load_a_kn(unsigned dst, const float* X, long long ld, long long m,
+                                             long long k, long long m0, long long k0) {
+  constexpr int kPerRow = kBM / 4, kChunks = kBK * kPerRow;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
+    const int c = kd_lt() + i * kLoaders;
+    if (kChunks % kLoaders != 0 && c >= kChunks) break;
+    const int r = c / kPerRow, e = (c % kPerRow) * 4;
+    const long long gk = k0 + r, gm = m0 + e;
+    long long left = m - gm;
+    left = left < 0 ? 0 : (left > 4 ? 4 : left);
+    const int bytes = gk < k ? static_cast<int>(left) * 4 : 0;
+    const float* src = bytes > 0 ? X + gk * ld + gm : X;
+    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
+  }
+}
+// f32 A, ta = T: BM (m) x 32 (k), row stride kALdF32 floats, unswizzled.
+__device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long long ld, long long m,
+                                             long long k, long long m0, long long k0) {
+  constexpr int kChunks = kBM * 8;
+#pragma unroll
+  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
+    const int c = kd_lt() + i * kLoaders;
+    if (kChunks % kLoaders != 0 && c >= kChunks) break;
+    const int r = c >> 3, e = (c & 7) * 4;
+    const long long gm = m0 + r, gk = k0 + e;
+    long long left = k - gk;
+    left = left < 0 ? 0 : (left > 4 ? 4 : left);
+    const int bytes = gm < m ? static_cast<int>(left) * 4 : 0;
+    const float* src = bytes > 0 ? X + gm * ld + gk : X;
+    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
+  }
+}
+
+// The thread's 16-byte chunks of one operand's k tile, fixed per thread and computed once, for k
+// tiles wholly inside k (the per-tile cost is one address add per chunk; edge tiles in k take the
+// loaders above). Chunk i sits at element offset off + i * step + k0 * kstride of the operand and at
+// shared byte offset dst + i * dstep; it is valid while i * rstep < rows_left, and then carries
+// `bytes` (16, or fewer at an m edge for ta = N). For kd_load_edge: the thread's first chunk starts
+// kfix elements (or, ta = N, k rows) into the k tile, and chunk i kstep k rows further.
+struct kd_chunks {
+  long long off, step, kstride;
+  unsigned dst, dstep;
+  long long rows_left;
+  int rstep, bytes, kfix, kstep;
+};
+// Row-major rows of 128 bytes of k (B, f32 A with ta = T, 16-bit A); swizzled or padded rows.
+template <int ROWS, bool SWZ>
+__device__ __forceinline__ kd_chunks kd_plan_rows(long long ld, long long rows_n, long long row0) {
+  static_assert(ROWS * 8 % kLoaders == 0, "whole chunk rounds");
+  const int r = kd_lt() >> 3, ch = kd_lt() & 7;
+  kd_chunks p;
+  p.off = (row0 + r) * ld + ch * kVec;
+  p.step = (kLoaders / 8) * ld;
+  p.kstride = 1;
+  p.dst = SWZ ? r * 128 + ((ch ^ (r & 7)) << 4) : (r * kALdF32 + ch * 4) * 4;
+  p.dstep = SWZ ? (kLoaders / 8) * 128 : (kLoaders / 8) * kALdF32 * 4;
+  p.rows_left = rows_n - row0 - r;
+  p.rstep = kLoaders / 8;
+  p.bytes = 16;
+  p.kfix = ch * kVec;
+  p.kstep = 0;
+  return p;
+}
+// f32 A, ta = N: 32 k rows of BM m elements.
+__device__ __forceinline__ kd_chunks kd_plan_kn(long long ld, long long m, long long m0) {
+  constexpr int kPerRow = kBM / 4;
+  static_assert(kLoaders % kPerRow == 0 && kBK * kPerRow % kLoaders == 0, "whole chunk rounds");
+  const int r = kd_lt() / kPerRow, e = (kd_lt() % kPerRow) * 4;
+  kd_chunks p;
+  p.off = r * ld + m0 + e;
+  p.step = (kLoaders / kPerRow) * ld;
+  p.kstride = ld;
+  p.dst = (r * kALdF32 + e) * 4;
+  p.dstep = (kLoaders / kPerRow) * kALdF32 * 4;
+  long long left = m - m0 - e;
+  left = left < 0 ? 0 : (left > 4 ? 4 : left);
+  p.bytes = static_cast<int>(left) * 4;
+  p.rows_left = p.bytes > 0 ? kBK : 0;
+  p.rstep = 0;
+  p.kfix = r;
+  p.kstep = kLoaders / kPerRow;
+  return p;
+}
+template <int ITERS>
+__device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0) {
+  const kd_t* src = X + p.off + k0 * p.kstride;
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) {
+    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left;
+    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
+  }
+}
+// Any k tile, k edge included, from the same plan: fewer live registers than the general loaders,
+// for the producer warpgroup (KD_WS), which runs in 72 registers beside two consumers.
+template <int ITERS>
+__device__ __forceinline__ void kd_load_edge(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0,
+                                             long long k) {
+  const long long kl = k - k0 - p.kfix;
+  const int bytes = p.kstep ? p.bytes : static_cast<int>(kl < 0 ? 0 : (kl > kVec ? kVec : kl)) * kElem;
+  const kd_t* src = X + p.off + k0 * p.kstride;
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) {
+    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left && i * p.kstep < kl && bytes > 0;
+    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? bytes : 0);
+  }
+}
+
+// The copy plans of a tile of A at row row0 and of B at column col0.
+__device__ __forceinline__ kd_chunks kd_plan_a(const kd_gemm_args& args, const long long& m, long long row0) {
+  return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32>(args.lda, m, row0);
+}
+__device__ __forceinline__ kd_chunks kd_plan_b(const long long& ldb, const long long& n, long long col0) {
+  return kd_plan_rows<KD_BN, true>(ldb, n, col0);
+}
+
+// Copies of 16-byte chunks per loading thread and k tile: A (f32 ta = N: 32 rows of BM; otherwise BM
+// rows of 128 bytes) and B (BN rows of 128 bytes).
+KD_HD constexpr int kd_a_iters() { return kF32 && !KD_TA ? kBK * (kBM / 4) / kLoaders : kBM * 8 / kLoaders; }
+KD_HD constexpr int kd_b_iters() { return KD_BN * 8 / kLoaders; }
+
+// The producer-load hook: the cp.async copies of a CTA's k tiles into the ring. It refers to the
+// kernel's own values (the scheduler's tile and k range, the operands, their plans), as a lambda
+// would: load_stage(slot, kt) copies k tile kt of the CTA's tile (every thread with KD_WS = 0, the
+// producer warpgroup with KD_WS = 1), load_ab and load_lo its operands and, KD_BLO, B's lo parts;
+// stream-K's load_unit(slot, i) copies the CTA's i-th unit with its tile's plans and load_ws(slot,
+// kt, qa, qb) k tile kt of the tile whose plans are qa and qb; prologue() the first STAGES-2 tiles.
+struct kd_copy {
+  const kd_gemm_args& args;
+  const unsigned& base;
+  const kd_t* const& A;
+  const kd_t* const& B;
+  const long long& ldb;  // B's row stride and extent in k (KD_F16S copies B's halves instead of B)
+  const long long& kb;
+  const long long &m, &n, &k;
+  const long long &m0, &n0;       // the CTA's tile (not stream-K)
+  const kd_chunks &pa, &pb;       // and its plans
+  const kd_t* const& Blo;         // KD_BLO: B's lo parts (f32, like B), and their plan
+  const kd_chunks& pl;
+  const int &u0, &tm, &ktiles_all;  // stream-K: the CTA's first unit, tiles per column, k tiles per tile
+
+  // KD_BLO: a stage's lo tile, after its B tile.
+  __device__ __forceinline__ void load_lo(int slot, long long kt) const {
+    if constexpr (KD_BLO) {
+      const unsigned sl = base + slot * kStageBytes + kABytes + kBBytes;
+      const long long k0 = kt * kBK;
+      kd_load_edge<kd_b_iters()>(sl, Blo, pl, k0, k);
+    }
+  }
+  // The producer warpgroup's copies of one stage (KD_WS), with the plans of the stage's tile. Stream-K
+  // keeps a segment's plans const in the loop that uses them: plans that change inside the loop (at a
+  // tile boundary) measured 15-20% slower (kernel lab, H200), as the producer's per-tile path grew.
+  __device__ __forceinline__ void load_ws(int slot, long long kt, const kd_chunks& qa, const kd_chunks& qb) const {
+    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
+    const long long k0 = kt * kBK;
+    // The general loader even inside k: its per-chunk bounds spread the producer's copies, and the
+    // tight loop of kd_load_fast measured 1-3% slower here and 18% with KD_BLO's third tile (kernel
+    // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
+    // loads (not profiled).
+    kd_load_edge<kd_a_iters()>(sa, A, qa, k0, k);
+    kd_load_edge<kd_b_iters()>(sb, B, qb, k0, kb);
+  }
+  // Stream-K: the k tile and plans of the CTA's unit i (a division: the prologue's few tiles only).
+  __device__ __forceinline__ void load_unit(int slot, int i) const {
+    const int u = u0 + i, t = u / ktiles_all;
+    load_ws(slot, u - t * ktiles_all, kd_plan_a(args, m, static_cast<long long>(t % tm) * kBM),
+            kd_plan_b(ldb, n, static_cast<long long>(t / tm) * KD_BN));
+  }
+  // A and B of k tile kt: the fixed plans inside k, the general loaders at its edge.
+  __device__ __forceinline__ void load_ab(int slot, long long kt) const {
+    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
+    const long long k0 = kt * kBK;
+    if constexpr (KD_WS) {
+      load_ws(slot, kt, pa, pb);
+      return;
+    }
+    if (k0 + kBK <= k) {
+      kd_load_fast<kd_a_iters()>(sa, A, pa, k0);
+      kd_load_fast<kd_b_iters()>(sb, B, pb, k0);
+      return;
+    }
+    if constexpr (!kF32)
+      kd_load_swz<kBM>(sa, A, args.lda, m, k, m0, k0);
+    else if constexpr (KD_TA)
+      kd_load_a_mk(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
+    else
+      kd_load_a_kn(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
+    kd_load_swz<KD_BN>(sb, B, args.ldb, n, k, n0, k0);
+  }
+  __device__ __forceinline__ void load_stage(int slot, long long kt) const {
+    load_ab(slot, kt);
+    load_lo(slot, kt);
+  }
+  // The loaders' prologue: the CTA's k tiles 0 .. STAGES-3 (of nk, from k tile kt0), one commit
+  // group each (empty past the end). KD_F16S: B's halves come from kd_wg_split_b16's grid. KD_BLO:
+  // the operands' copies go out first and the lo tiles wait for kd_wg_split_b's grid; group 0 holds
+  // every prologue A and B copy, so waiting for tile s's group still covers them.
+  __device__ __forceinline__ void prologue(int nk, long long kt0) const {
+    if constexpr (KD_F16S) asm volatile("griddepcontrol.wait;" ::: "memory");
+    if constexpr (KD_BLO) {
+#pragma unroll
+      for (int s = 0; s < KD_STAGES - 2; ++s)
+        if (s < nk) load_ab(s, kt0 + s);
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+#pragma unroll
+      for (int s = 0; s < KD_STAGES - 2; ++s) {
+        if (s < nk) load_lo(s, kt0 + s);
+        kd_cp_commit();
+      }
+    } else if constexpr (KD_SK > 0) {
+#pragma unroll
+      for (int s = 0; s < KD_STAGES - 2; ++s) {
+        if (s < nk) load_unit(s, s);
+        kd_cp_commit();
+      }
+    } else {
+#pragma unroll
+      for (int s = 0; s < KD_STAGES - 2; ++s) {
+        if (s < nk) load_stage(s, kt0 + s);
+        kd_cp_commit();
+      }
+    }
+  }
+};

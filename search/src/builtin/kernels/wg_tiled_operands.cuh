@@ -1,0 +1,322 @@
+// wg_tiled's operand policies: how a k tile in the ring becomes products. One of them is the
+// configuration's kd_ops (wg_tiled.cu), each with the same hooks:
+//   mma_tile(i, P)  issue k tile i's wgmmas (one commit group); P: its place in its promotion group
+//   split_tile(i)   f32: split B's k tile i in shared memory into the TF32 hi and lo parts
+//   promote()       f32: wait for the wgmmas and add their sum to the f32 accumulators
+//   forget()        f32: drop the sum of the wgmmas (stream-K, after a segment's promotion)
+//   finish(...)     before the epilogue: KD_F16S's column scales
+// The policies: 16-bit A and B straight from shared memory (kd_ops_16bit); f32 as error-compensated
+// TF32 or plain TF32 (kd_ops_tf32; KD_3XTF32), B's lo parts split in shared memory or, KD_BLO, by a
+// first launch; f32 as f16 splits (kd_ops_f16s, KD_F16S) from B's halves written by a first launch.
+// Part of wg_tiled.cu's translation unit (embedded, and expanded in place like wg_common.cuh).
+
+// Round to TF32 to nearest (ties away), as tc_tiled: two integer ops for finite values; NaN
+// propagates through the lo part.
+__device__ __forceinline__ unsigned kd_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// B's lo part for 3xTF32: B's hi is the raw value, which wgmma reads truncated to TF32; lo is the
+// exact rest, rounded to TF32.
+__device__ __forceinline__ float kd_lo_b(float x) {
+  return __uint_as_float(kd_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
+}
+
+// B's parts that a first launch writes into the workspace after the partial tiles
+// (wg_tiled_layout.cuh): KD_F16S's hi|lo halves per k tile (64 halves, one 128-byte row), then 1 / s
+// per column; KD_BLO's lo parts, [batch][n][kd_wg_blo_ld(k)] floats.
+__device__ __forceinline__ float* kd_b16(const kd_gemm_args& args) {
+  return static_cast<float*>(args.workspace) + kd_wg_b16_offset(kd_layout().parts(), args.batch, args.m, args.n);
+}
+__device__ __forceinline__ float* kd_inv16(const kd_gemm_args& args) {
+  return kd_b16(args) + args.batch * args.n * kd_wg_ld16(args.k);
+}
+__device__ __forceinline__ float* kd_blo(const kd_gemm_args& args) {
+  return static_cast<float*>(args.workspace) + kd_wg_blo_offset(kd_layout().parts(), args.batch, args.m, args.n);
+}
+
+// The scale that puts a max of biased exponent e in [2^14, 2^15), clamped so s and 1 / s are normal.
+__device__ __forceinline__ void kd_f16_scale(unsigned maxbits, float& s, float& inv) {
+  int sb = 268 - static_cast<int>(maxbits >> 23);
+  sb = sb > 253 ? 253 : (sb < 1 ? 1 : sb);
+  s = __uint_as_float(static_cast<unsigned>(sb) << 23);
+  inv = __uint_as_float(static_cast<unsigned>(254 - sb) << 23);
+}
+// A pair of scaled values as packed f16 pairs (x in the low half): hi rounded to nearest, and lo the
+// rest (exact in f32) rounded to nearest. A's fragments and B's halves are split alike.
+__device__ __forceinline__ void kd_split_f16x2(float x, float y, unsigned& hi, unsigned& lo) {
+  const __half2 h = __floats2half2_rn(x, y);
+  const float2 hf = __half22float2(h);
+  const __half2 l = __floats2half2_rn(x - hf.x, y - hf.y);
+  hi = *reinterpret_cast<const unsigned*>(&h);
+  lo = *reinterpret_cast<const unsigned*>(&l);
+}
+#if KD_F16S
+// Launch 0 of a KD_F16S plan, one block per column of B (batch * n blocks): the column's max, then its
+// hi|lo halves and 1 / s. kd_wg_tiled runs as its programmatic dependent and waits on the grid
+// before its first copy.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __shared__ unsigned warp_max[8];
+  const long long n = args.n, k = args.k, ld16 = kd_wg_ld16(k);
+  const long long col = blockIdx.x;
+  const long long z = col / n, c = col % n;
+  const float* Bc = static_cast<const float*>(args.b) + z * args.stride_b + c * args.ldb;
+  // Rows of B are 16-byte aligned (ldb a multiple of 4 floats); the last partial float4 by halves.
+  auto load4 = [&](long long kk) {
+    if (kk + 4 <= k) return *reinterpret_cast<const float4*>(Bc + kk);
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (kk < k) v.x = Bc[kk];
+    if (kk + 1 < k) v.y = Bc[kk + 1];
+    if (kk + 2 < k) v.z = Bc[kk + 2];
+    return v;
+  };
+  unsigned mx = 0;
+  for (long long kk = 4 * threadIdx.x; kk < k; kk += 1024) {
+    const float4 v = load4(kk);
+    mx = max(max(mx, __float_as_uint(v.x) & 0x7fffffffu), __float_as_uint(v.y) & 0x7fffffffu);
+    mx = max(max(mx, __float_as_uint(v.z) & 0x7fffffffu), __float_as_uint(v.w) & 0x7fffffffu);
+  }
+  for (int o = 16; o; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  mx = warp_max[0];
+  for (int w = 1; w < 8; ++w) mx = max(mx, warp_max[w]);
+  float s, inv;
+  kd_f16_scale(mx, s, inv);
+  __half* out = reinterpret_cast<__half*>(kd_b16(args) + col * ld16);
+  for (long long kk = 4 * threadIdx.x; kk < ld16; kk += 1024) {
+    const float4 v = load4(kk);
+    uint2 hi, lo;
+    kd_split_f16x2(v.x * s, v.y * s, hi.x, lo.x);
+    kd_split_f16x2(v.z * s, v.w * s, hi.y, lo.y);
+    __half* o = out + (kk >> 5) * 64 + (kk & 31);
+    *reinterpret_cast<uint2*>(o) = hi;
+    *reinterpret_cast<uint2*>(o + 32) = lo;
+  }
+  if (threadIdx.x == 0) kd_inv16(args)[col] = inv;
+}
+#endif
+
+#if KD_BLO
+// Launch 0 of a KD_BLO plan: B's lo parts, once per call instead of once per CTA and k tile.
+// kd_wg_tiled runs as its programmatic dependent and waits on the grid before its first copy of a lo
+// tile; its blocks may become resident once every block here started.
+extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  const long long k = args.k, ldl = kd_wg_blo_ld(k), per = args.n * ldl, total = per * args.batch;
+  const float* B = static_cast<const float*>(args.b);
+  float* L = kd_blo(args);
+  const bool vec = k % 4 == 0 && args.ldb % 4 == 0 && args.stride_b % 4 == 0;
+  for (long long q = blockIdx.x * 256LL + threadIdx.x; 4 * q < total; q += 256LL * gridDim.x) {
+    const long long idx = 4 * q, z = idx / per, rem = idx % per, col = rem / ldl, kk = rem % ldl;
+    const float* src = B + z * args.stride_b + col * args.ldb + kk;
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (vec) {
+      v = *reinterpret_cast<const float4*>(src);
+    } else {
+      if (kk < k) v.x = src[0];
+      if (kk + 1 < k) v.y = src[1];
+      if (kk + 2 < k) v.z = src[2];
+      if (kk + 3 < k) v.w = src[3];
+    }
+    *reinterpret_cast<float4*>(L + idx) = make_float4(kd_lo_b(v.x), kd_lo_b(v.y), kd_lo_b(v.z), kd_lo_b(v.w));
+  }
+}
+#endif
+
+// The wgmma wrappers (kd_wgmma<T>, kd_wgmma_tf32, kd_wgmma_f16r), written by tools/dev/gen_wgmma.py
+// into the build tree and embedded with the kernels.
+#include "wg_wgmma.cuh"
+
+// f32: splits B's k tile at `hi` (raw values, 128-byte swizzled rows) into TF32 hi (in place) and
+// lo (at the same offsets from `lo`). The split is elementwise, so the swizzle does not matter.
+__device__ __forceinline__ void kd_split_b(float4* hi, float4* lo) {
+  constexpr int kIters = KD_BN * 8 / kLoaders, kBatch = kIters < 4 ? kIters : 4;
+  // Loads in batches of 4 before their stores: the compiler cannot tell hi from lo, and interleaved
+  // they would run one shared-memory round trip at a time.
+#pragma unroll
+  for (int b = 0; b < kIters; b += kBatch) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) v[i] = hi[kd_lt() + (b + i) * kLoaders];
+#pragma unroll
+    for (int i = 0; i < kBatch; ++i) {
+      float* e = reinterpret_cast<float*>(&v[i]);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (KD_3XTF32)
+          e[j] = kd_lo_b(e[j]);
+        else
+          e[j] = __uint_as_float(kd_tf32(e[j]));
+      }
+      (KD_3XTF32 ? lo : hi)[kd_lt() + (b + i) * kLoaders] = v[i];
+    }
+  }
+}
+
+
+// What every policy refers to, the kernel's own values (as a lambda would): the accumulators, the
+// ring's base (generic and shared), the thread's warpgroup, its A rows and its place in its quad, the
+// tile's products and the A fragments of the KD_PROMOTE tiles whose wgmmas may be in flight together;
+// and no-op defaults of the hooks that only some policies need.
+struct kd_ops_base {
+  float (&acc)[KD_MW][kAcc];
+  unsigned char* const& smem;
+  const unsigned& base;
+  const int& wg;
+  const int& row;  // the thread's A rows: row, row + 8
+  const int& t;
+  float (&tmp)[kAcc];
+  unsigned (&ahi)[KD_PROMOTE][4][4];
+  unsigned (&alo)[KD_PROMOTE][4][4];
+  float (&inv_sa)[2];  // KD_F16S: 1 / s of the thread's rows in the last tile
+
+  __device__ __forceinline__ void split_tile(int) const {}
+  __device__ __forceinline__ void promote() {}
+  __device__ __forceinline__ void forget() {}
+  __device__ __forceinline__ static void finish(const kd_gemm_args&, float (&)[KD_MW][kAcc], int, int, int, long long,
+                                                long long, long long, long long) {}
+};
+
+// 16-bit A and B (ta = T) straight from shared memory into the accumulators, k16 per wgmma.
+template <class T>
+struct kd_ops_16bit : kd_ops_base {
+  __device__ __forceinline__ void mma_tile(int i) {
+    const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
+    const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+    kd_wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int mw = 0; mw < KD_MW; ++mw)
+        kd_wgmma<T>(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
+    kd_wg_commit();
+  }
+};
+
+// f32 (see the top of wg_tiled.cu): A's fragments read from the stage into registers and split there,
+// B's hi read by wgmma from the stage and its lo from the B-lo ring (or, KD_BLO, the stage); a k tile's
+// products chain in tmp, which promote() adds to the f32 sum. X3: KD_3XTF32 (0: plain TF32, B rounded
+// in place).
+template <bool X3>
+struct kd_ops_tf32 : kd_ops_base {
+  __device__ __forceinline__ void split_tile(int i) const {
+    kd_split_b(reinterpret_cast<float4*>(smem + (i % KD_STAGES) * kStageBytes + kABytes),
+               reinterpret_cast<float4*>(smem + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes));
+    kd_fence_async();
+  }
+  template <class P>
+  __device__ __forceinline__ void mma_tile(int i, P) {
+    constexpr int p = P::value;
+    // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
+    const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
+                      (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const float x = KD_TA ? sa[(q & 1) * 8 * kALdF32 + 8 * j + (q >> 1) * 4]
+                              : sa[(8 * j + (q >> 1) * 4) * kALdF32 + (q & 1) * 8];
+        ahi[p][j][q] = kd_tf32(x);
+        if constexpr (X3) alo[p][j][q] = kd_tf32(x - __uint_as_float(ahi[p][j][q]));
+      }
+    const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+    kd_wg_fence();
+    if constexpr (X3) {
+      const unsigned sl = KD_BLO ? sb + kBBytes : base + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes;  // B lo
+      // Small products first, then hi*hi: the chain's truncation is relative to the group's own sum.
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        kd_wgmma_tf32(tmp, alo[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
+        kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sl + j * 32), 1);
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
+    }
+    kd_wg_commit();
+  }
+  __device__ __forceinline__ void promote() {
+    kd_wg_wait<0>();
+    kd_fence_regs(tmp);
+#pragma unroll
+    for (int q = 0; q < kAcc; ++q) acc[0][q] += tmp[q];
+  }
+  // tmp was promoted; the wgmma asm reads it, so without this it stays live through stream-K's
+  // epilogue (64 registers, and the consumers spill at 216).
+  __device__ __forceinline__ void forget() {
+#pragma unroll
+    for (int q = 0; q < kAcc; ++q) tmp[q] = 0.f;
+  }
+};
+
+// f32 as f16 splits (KD_F16S, see the top of wg_tiled.cu): A's rows split per k tile with their own
+// scale, B's halves copied as they are; the promotion undoes A's scale, finish() B's.
+struct kd_ops_f16s : kd_ops_base {
+
+  template <class P>
+  __device__ __forceinline__ void mma_tile(int i, P) {
+    constexpr int p = P::value;
+    // Thread (g, t) holds rows row and row + 8 at k 2t, 2t + 1, 2t + 8, 2t + 9 of each k16 step
+    // (the register-A fragment); its quad holds the rows' 32 k. Banks: 8g + 2t (row stride 40).
+    const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + row * kALdF32 + 2 * t;
+    float2 v[2][2][2];
+    unsigned mx[2] = {0u, 0u};
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          v[j][h][r] = *reinterpret_cast<const float2*>(sa + r * 8 * kALdF32 + 16 * j + 8 * h);
+          mx[r] = max(mx[r],
+                      max(__float_as_uint(v[j][h][r].x) & 0x7fffffffu, __float_as_uint(v[j][h][r].y) & 0x7fffffffu));
+        }
+    float s[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      kd_f16_scale(mx[r], s[r], inv_sa[r]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int r = 0; r < 2; ++r) {
+          kd_split_f16x2(v[j][h][r].x * s[r], v[j][h][r].y * s[r], ahi[p][j][h * 2 + r], alo[p][j][h * 2 + r]);
+        }
+    const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+    kd_wg_fence();
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      kd_wgmma_f16r(tmp, alo[p][j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
+      kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + 64 + j * 32), 1);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
+    kd_wg_commit();
+  }
+  __device__ __forceinline__ void promote() {
+    kd_wg_wait<0>();
+    kd_fence_regs(tmp);
+#pragma unroll
+    for (int q = 0; q < kAcc; ++q) acc[0][q] = fmaf(tmp[q], inv_sa[(q >> 1) & 1], acc[0][q]);
+  }
+  // B's column scales: written by kd_wg_split_b16, whose grid this one depends on.
+  __device__ __forceinline__ static void finish(const kd_gemm_args& args, float (&acc)[KD_MW][kAcc], int wg, int warp,
+                                                int lane, long long z, long long n, long long m0, long long n0) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    const float* inv = kd_inv16(args) + z * n;
+    kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long, long long c, float& v) {
+      if (c < n) v *= inv[c];
+    });
+  }
+};
