@@ -210,6 +210,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
     const auto now = unix_ms_now();
     for (const auto& m : misses) {
       if (m.key.empty() || m.key.size() > kMaxJobKeyBytes) continue;
+      if (m.parsed.key) parses_.of(m.key, m.parsed);  // a key's first miss brings its parse: kept for claims
       const auto before = jt.get(m.key);
       Job job;
       if (before) {
@@ -217,7 +218,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
       } else {
         job.key = m.key;
         job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(m.key);
+        job.est_call_us = estimate_call_us(parses_.of(m.key));
       }
       job.count += m.count;
       job.updated_unix_ms = now;
@@ -238,12 +239,13 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
         refused->push_back({r.key, fmt::format("key of {} bytes: at most {}", r.key.size(), kMaxJobKeyBytes)});
         continue;
       }
+      if (r.parsed.key) parses_.of(r.key, r.parsed);
       const auto before = jt.get(r.key);
       Job job;
       if (!before) {
         job.key = r.key;
         job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(r.key);
+        job.est_call_us = estimate_call_us(parses_.of(r.key));
         if (lmdb::get(jt.txn(), jt.dbs().records, r.key)) {
           // Tuned before (its job was purged): nothing to search.
           job.state = JobState::done;
@@ -299,7 +301,9 @@ std::optional<Job> JobQueue::claim_next(const std::function<bool(const Job&)>& e
     const auto now = unix_ms_now();
     std::optional<Job> best;
     for_each_queued(jt.txn(), jt.dbs(), [&](Job& job) {
-      if (job.not_before_unix_ms > now || !eligible(job)) return true;
+      if (job.not_before_unix_ms > now) return true;
+      job.parsed = parses_.of(job.key);
+      if (!eligible(job)) return true;
       best = std::move(job);
       return false;
     });
