@@ -7,7 +7,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include "key/gemm_key.hpp"
 
 namespace kd::daemon {
 namespace {
@@ -98,16 +97,26 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text) {
   }
 }
 
-double estimate_call_us(std::string_view canonical_line) {
-  const auto parsed = parse_key(canonical_line);
-  const auto* parsed_key = std::get_if<GemmKey>(&parsed);
-  if (parsed_key == nullptr) return 0;
+ParsedKey parse_job_key(std::string_view line) {
+  auto parsed = parse_key(line);
+  auto* key = std::get_if<GemmKey>(&parsed);
+  return key != nullptr ? ParsedKey{std::make_shared<const GemmKey>(std::move(*key))} : ParsedKey{};
+}
+
+double estimate_call_us(const ParsedKey& parsed) {
+  if (!parsed.key) return 0;
   // A range's calls (issue 29) are estimated at its geometric middle.
-  const GemmKey key = parsed_key->at_n(static_cast<std::int64_t>(
-      std::sqrt(static_cast<double>(parsed_key->n) * static_cast<double>(parsed_key->n_last()))));
+  const GemmKey key = parsed.key->at_n(static_cast<std::int64_t>(
+      std::sqrt(static_cast<double>(parsed.key->n) * static_cast<double>(parsed.key->n_last()))));
   const double compute_us = flops(key) / (kNominalTflops * 1e6);
   const double memory_us = static_cast<double>(min_bytes(key)) / (kNominalTBps * 1e6);
   return std::max(compute_us, memory_us);
+}
+
+const ParsedKey& ParsedKeys::of(const std::string& line, const ParsedKey& known) {
+  if (const auto it = parses_.find(line); it != parses_.end()) return it->second;
+  if (parses_.size() >= capacity_) parses_.clear();
+  return parses_.emplace(line, known.key ? known : parse_job_key(line)).first->second;
 }
 
 std::int64_t unix_ms_now() {

@@ -4,9 +4,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+
+#include "key/gemm_key.hpp"
 
 namespace kd::daemon {
 
@@ -34,8 +38,20 @@ struct JobBudgets {
   bool operator==(const JobBudgets&) const = default;
 };
 
+// A job's key line parsed: made once, when a miss or prewarm brings the line (the server's
+// canonical form), and shared by every copy of the job, so that neither claims nor the search
+// parse the line again. In memory only: the stored job keeps its line. Null where the line does not
+// parse (a record edited by hand); equal when the keys are.
+struct ParsedKey {
+  std::shared_ptr<const GemmKey> key;
+  bool operator==(const ParsedKey& o) const noexcept { return key == o.key || (key && o.key && *key == *o.key); }
+};
+// Parses `line` (the queue's fallback for lines that did not come through the server).
+ParsedKey parse_job_key(std::string_view line);
+
 struct Job {
   std::string key;  // canonical line (full key with device part, or a shape line)
+  ParsedKey parsed;  // `key` parsed; set on the jobs claim_next returns and on new jobs (not stored)
   JobState state = JobState::queued;
   std::uint64_t count = 0;          // calls reported by clients (sum of miss counts)
   double est_call_us = 0;           // nominal roofline time of one call (estimate_call_us)
@@ -62,11 +78,27 @@ std::string serialize_job(const Job& job);
 // nullopt when the text is not a job record (damaged or from a future schema).
 std::optional<Job> parse_job(std::string_view key, std::string_view text);
 
-// Nominal time of one call of the GEMM a canonical line names, from its roofline at nominal
-// peak rates (kNominalTflops, kNominalTBps). Only for ordering jobs: the search measures real times.
+// Nominal time of one call of the GEMM a key names, from its roofline at nominal peak rates
+// (kNominalTflops, kNominalTBps); 0 for a key that did not parse. Only for ordering jobs: the
+// search measures real times.
 inline constexpr double kNominalTflops = 400.0;
 inline constexpr double kNominalTBps = 2.0;
-double estimate_call_us(std::string_view canonical_line);
+double estimate_call_us(const ParsedKey& key);
+
+// The parses of canonical lines the job queue has seen, remembered on its writer thread so that a
+// claim looks a queued job's parse up instead of parsing its line on every claim: new jobs bring
+// the server's parse, jobs stored before the daemon started are parsed at their first claim. At
+// most `capacity` lines; when full it starts over (jobs keep the parses they carry).
+class ParsedKeys {
+public:
+  explicit ParsedKeys(std::size_t capacity) : capacity_(capacity) {}
+  // The parse of `line`: the one remembered, else `known` when set, else parsed now; remembered.
+  const ParsedKey& of(const std::string& line, const ParsedKey& known = {});
+
+private:
+  std::size_t capacity_;
+  std::unordered_map<std::string, ParsedKey> parses_;
+};
 
 std::int64_t unix_ms_now();
 

@@ -225,6 +225,8 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
     for (const auto& m : misses) {
       if (m.key.empty() || m.key.size() > kMaxJobKeyBytes) continue;
       const std::string& key = job_key_of_miss(jt, m.key);  // issue 29: its bucket's range
+      // A key's first miss brings its parse, kept for claims; a bucket's range is parsed here once.
+      const ParsedKey parsed = key == m.key ? parses_.of(m.key, m.parsed) : parses_.of(key);
       const auto before = jt.get(key);
       Job job;
       if (before) {
@@ -232,7 +234,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
       } else {
         job.key = key;
         job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(key);
+        job.est_call_us = estimate_call_us(parsed);
         job.origin = JobOrigin::miss;
       }
       job.count += m.count;
@@ -254,12 +256,13 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
         refused->push_back({r.key, fmt::format("key of {} bytes: at most {}", r.key.size(), kMaxJobKeyBytes)});
         continue;
       }
+      if (r.parsed.key) parses_.of(r.key, r.parsed);
       const auto before = jt.get(r.key);
       Job job;
       if (!before) {
         job.key = r.key;
         job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(r.key);
+        job.est_call_us = estimate_call_us(parses_.of(r.key));
         if (lmdb::get(jt.txn(), jt.dbs().records, r.key)) {
           // Tuned before (its job was purged): nothing to search.
           job.state = JobState::done;
@@ -323,7 +326,9 @@ std::optional<Job> JobQueue::claim_next(const std::function<bool(const Job&)>& e
     const auto now = unix_ms_now();
     std::optional<Job> best;
     for_each_queued(jt.txn(), jt.dbs(), [&](Job& job) {
-      if (job.not_before_unix_ms > now || !eligible(job)) return true;
+      if (job.not_before_unix_ms > now) return true;
+      job.parsed = parses_.of(job.key);
+      if (!eligible(job)) return true;
       best = std::move(job);
       return false;
     });

@@ -46,12 +46,16 @@ namespace kd::daemon {
 struct MissReport {
   std::string key;  // canonical line
   std::uint64_t count = 1;
+  // `key` parsed, sent with a key's first miss (the server memoises its lines); null otherwise: the
+  // queue then takes the parse it kept, or parses the line when it has none.
+  ParsedKey parsed;
 };
 
 struct PrewarmRequest {
   std::string key;  // canonical line
   std::string proposer;
   JobBudgets budgets;
+  ParsedKey parsed;  // as in MissReport
 };
 
 // Outcome of one committed (or failed) write transaction.
@@ -126,7 +130,9 @@ public:
   void cancel(std::string key, std::function<void(const CommitResult&, bool found)> done);
 
   // Synchronous (waits for the commit): the highest-priority queued job whose backoff has passed
-  // and that `eligible` accepts, marked running with attempts + 1; nullopt when none.
+  // and that `eligible` accepts, marked running with attempts + 1; nullopt when none. `eligible`
+  // sees each job with its parsed key (Job::parsed; remembered, not parsed per claim), and so does
+  // the caller.
   std::optional<Job> claim_next(const std::function<bool(const Job&)>& eligible);
   // Synchronous: applies `change` to job `key` (no-op when absent) and commits.
   void update(const std::string& key, const std::function<void(Job&)>& change);
@@ -227,6 +233,8 @@ private:
   std::uint64_t transactions_ = 0;
   std::map<std::string, std::string> meta_dirty_;  // meta values to write (writer thread only)
   std::optional<std::string> scan_;                // index scan position (writer thread only)
+  static constexpr std::size_t kParsedKeys = 1 << 16;
+  ParsedKeys parses_{kParsedKeys};                 // the jobs' parsed keys (writer thread only)
   bool scan_paused_ = false;                       // a step failed: retried after the next change
   std::atomic<bool> indexing_{false};
 

@@ -13,9 +13,9 @@ namespace {
 
 constexpr std::chrono::milliseconds kIdlePoll{500};
 
+// The job's key was parsed once, when it was queued (Job::parsed): a claim parses nothing.
 bool device_allows(const Job& job, const DevicePart& device) {
-  const auto parsed = parse_key(job.key);
-  const auto* key = std::get_if<GemmKey>(&parsed);
+  const GemmKey* key = job.parsed.key.get();
   if (key == nullptr) return false;
   return !key->device || *key->device == device;
 }
@@ -240,8 +240,7 @@ std::optional<Scheduler::RunEnd> Scheduler::run_job(
   // Issue 31: the full key the fleet's lease and the tier's records go by.
   // A stored key that no longer parses (a cache salvaged by hand) goes by its line as stored.
   std::string full_key = job.key;
-  if (const auto parsed = parse_key(job.key); const auto* key = std::get_if<GemmKey>(&parsed))
-    full_key = key->with_device(device).full_line();
+  if (const GemmKey* key = job.parsed.key.get()) full_key = key->with_device(device).full_line();
   if (!fleet_allows(job, full_key)) {
     release();
     return std::nullopt;
@@ -324,10 +323,7 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
     case Kind::winner: {
       if (!outcome.winner) throw std::logic_error("runner returned a winner without a record");
       Record& r = *outcome.winner;
-      if (r.key_line.empty()) {
-        const auto parsed = parse_key(job.key);
-        r.key_line = std::get<GemmKey>(parsed).with_device(device).full_line();
-      }
+      if (r.key_line.empty()) r.key_line = job.parsed.key->with_device(device).full_line();
       const auto generation = queue_.publish(job.key, r);
       metrics_.add(Counter::winners_published);
       spdlog::info("published {} (generation {})", r.key_line, generation);

@@ -60,9 +60,9 @@ void SearchJobRunner::start_worker() {
 
 JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress& progress,
                                 std::stop_token stop) {
-  auto parsed = parse_key(job.key);
-  if (auto* err = std::get_if<KeyError>(&parsed)) return {JobOutcome::Kind::failed, std::nullopt, err->message};
-  GemmKey key = std::get<GemmKey>(parsed);
+  // Parsed when the job was queued (Job::parsed); the scheduler claims only jobs whose key parsed.
+  if (!job.parsed.key) return {JobOutcome::Kind::failed, std::nullopt, "the job's key line does not parse"};
+  GemmKey key = *job.parsed.key;
   if (!key.device) key = key.with_device(device());
   const std::string selection = job.proposer.empty() ? default_proposer_ : job.proposer;
   auto names = search::parse_proposer_list(selection.empty() ? "builtin" : selection);

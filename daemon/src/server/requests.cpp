@@ -22,31 +22,43 @@ namespace asio = boost::asio;
 using nlohmann::json;
 using protocol::ProtocolViolation;
 
-// The canonical line of a key, or the parser's message: the full line when it has a device part
-// or the daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape
-// and an application's miss for it are one job, not two searches), else the shape line.
-// Applications report the same few keys over and over, so canonical forms are memoised per thread
+// A key line made canonical and, the first time, its parse: the one parse of a key in the daemon
+// (the job queue keeps it for claims and the search, queue/job.hpp).
+struct CanonicalKey {
+  std::string line;
+  ParsedKey parsed;  // set when this call parsed the line; null when the line came from the memo
+};
+
+// The canonical key, or the parser's message: the full line when it has a device part or the
+// daemon has one GPU model (`home`: a shape line is then that GPU's key, so a prewarmed shape and an
+// application's miss for it are one job, not two searches), else the shape line.
+// Applications report the same few keys over and over, so canonical lines are memoised per thread
 // (the io thread) up to kCanonicalCacheEntries, then the memo restarts; `home` never changes while
-// the daemon runs.
+// the daemon runs. A line from the memo comes without its parse, which went to the queue with the
+// line's first miss: a repeated miss costs the copy of its line and nothing else.
 constexpr std::size_t kCanonicalCacheEntries = 1 << 16;
 
-std::variant<std::string, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
-  using Result = std::variant<std::string, std::string>;
+std::variant<CanonicalKey, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
+  using Result = std::variant<CanonicalKey, std::string>;
   thread_local std::unordered_map<std::string, std::string> memo;
-  if (const auto it = memo.find(line); it != memo.end()) return Result(std::in_place_index<0>, it->second);
+  if (const auto it = memo.find(line); it != memo.end())
+    return Result(std::in_place_index<0>, CanonicalKey{it->second, {}});
   auto parsed = parse_key(line);
   if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
-  const auto& key = std::get<GemmKey>(parsed);
-  std::string canonical = key.device ? key.full_line() : key.shape_line();
+  auto key = std::make_shared<GemmKey>(std::move(std::get<GemmKey>(parsed)));
+  std::string canonical = key->device ? key->full_line() : key->shape_line();
   // Keyed for the home GPU only where the keyed line still fits a job key: a shape line near the
   // limit stays a shape line rather than becoming a key the job store cannot hold.
-  if (!key.device && home) {
-    std::string keyed = key.with_device(*home).full_line();
-    if (keyed.size() <= kMaxKeyLineBytes) canonical = std::move(keyed);
+  if (!key->device && home) {
+    GemmKey keyed = key->with_device(*home);
+    if (std::string keyed_line = keyed.full_line(); keyed_line.size() <= kMaxKeyLineBytes) {
+      canonical = std::move(keyed_line);
+      *key = std::move(keyed);
+    }
   }
   if (memo.size() >= kCanonicalCacheEntries) memo.clear();
   memo.emplace(line, canonical);
-  return Result(std::in_place_index<0>, std::move(canonical));
+  return Result(std::in_place_index<0>, CanonicalKey{std::move(canonical), {std::move(key)}});
 }
 
 // What a reply echoes of a key a client sent and of the parser's message about it: a rejected key
@@ -94,7 +106,8 @@ void on_miss(Server& server, Session& session, const protocol::Miss& m) {
       rejected.add(e.key, std::get<1>(canon));
       continue;
     }
-    misses.push_back({std::move(std::get<0>(canon)), e.count});
+    CanonicalKey& c = std::get<0>(canon);
+    misses.push_back({std::move(c.line), e.count, std::move(c.parsed)});
   }
   server.metrics().add(Counter::client_hits, m.hits);
   const std::size_t accepted = misses.size();
@@ -165,7 +178,8 @@ void on_prewarm(Server& server, Session& session, const protocol::Prewarm& p) {
       rejected.add(key, std::get<1>(canon));
       continue;
     }
-    requests.push_back({std::move(std::get<0>(canon)), p.proposer, budgets});
+    CanonicalKey& c = std::get<0>(canon);
+    requests.push_back({std::move(c.line), p.proposer, budgets, std::move(c.parsed)});
   }
   const std::size_t asked = requests.size();
   auto work_added = server.hooks().work_added;
@@ -208,7 +222,7 @@ void on_jobs(Server& server, Session& session, const protocol::JobsQuery& q) {
       invalid.reason = protocol::truncate_utf8(std::get<1>(canon), kMaxEchoedMessageBytes);
       continue;
     }
-    lookups.push_back(std::move(std::get<0>(canon)));
+    lookups.push_back(std::move(std::get<0>(canon).line));
     lookup_entries.push_back(reply.jobs.size());
     reply.jobs.push_back({raw, "unknown"});
   }
@@ -236,7 +250,7 @@ void on_cache_changed(Server& server, Session& session, const protocol::CacheCha
   for (const std::string& k : c.keys) {
     if (keys.size() >= kMaxNoticesPerChange) break;
     auto canon = canonical_key(k, server.home_device());
-    if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon)));
+    if (canon.index() == 0) keys.push_back(std::move(std::get<0>(canon).line));
   }
   spdlog::info("client pid {} changed the cache ({} key(s)); re-reading its generation", session.peer_pid(),
                c.keys.size());
@@ -263,7 +277,7 @@ void on_cancel(Server& server, Session& session, const protocol::Cancel& c) {
     session.reply(reply_frame(protocol::CancelOk{false, std::get<1>(canon)}));
     return;
   }
-  const std::string key = std::get<0>(canon);
+  const std::string key = std::move(std::get<0>(canon).line);
   const auto slot = session.reserve_reply();
   server.queue().cancel(key, [&server, self = session.shared_from_this(), slot, key](
                                  const CommitResult& r, bool found) {

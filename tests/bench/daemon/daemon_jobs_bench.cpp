@@ -72,7 +72,7 @@ void build_cache(const std::filesystem::path& cache, int jobs) {
         j.key = key_line(i);
         j.state = state_of(i);
         j.count = 1 + static_cast<std::uint64_t>(i % 977);
-        j.est_call_us = daemon::estimate_call_us(j.key);
+        j.est_call_us = daemon::estimate_call_us(daemon::parse_job_key(j.key));
         j.created_unix_ms = j.updated_unix_ms = now - (jobs - i);
         j.reason = j.state == JobState::cancelled ? "cancelled by a client" : "";
         jt.put(j, std::nullopt);

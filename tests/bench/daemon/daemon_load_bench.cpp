@@ -1,12 +1,19 @@
 // Load benchmark of the real kdispatchd: N concurrent clients (default 64), each on its own
 // connection, send batched miss reports with ack (every counted miss is committed to LMDB), while
-// one more client measures status request latency. Prints misses/s and status p50/p99.
+// one more client measures status request latency. Prints misses/s, the daemon's CPU time per miss
+// (user + system, from /proc: steadier than misses/s on a machine shared with other work) and
+// status p50/p99.
 //
 //   bench_daemon_load [--clients 64] [--batch 32] [--seconds 5] [--keys 4096] [--no-ack]
 // Run it by hand (the numbers depend on the machine); ctest checks only --help and a bad flag.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +23,23 @@
 #include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "support/temp_dir.hpp"
+
+// CPU seconds (user + system) process `pid` has used, from /proc/PID/stat.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string f;
+  unsigned long long utime = 0, stime = 0;
+  for (int i = 3; fields >> f; ++i) {
+    if (i == 14) utime = std::stoull(f);
+    if (i == 15) {
+      stime = std::stoull(f);
+      break;
+    }
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
 
 int main(int argc, char** argv) {
   int clients = 64, batch = 32, seconds = 5, keys = 4096;
@@ -88,9 +112,11 @@ int main(int argc, char** argv) {
 
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // warm-up
   const std::uint64_t m0 = misses;
+  const double cpu0 = cpu_seconds(daemon.pid());
   const auto t0 = Clock::now();
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   const std::uint64_t m1 = misses;
+  const double cpu1 = cpu_seconds(daemon.pid());
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   stop = true;
   for (auto& t : threads) t.join();
@@ -105,6 +131,8 @@ int main(int argc, char** argv) {
   std::printf("clients=%d batch=%d keys=%d ack=%s seconds=%.1f\n", clients, batch, keys,
               ack ? "yes" : "no", elapsed);
   std::printf("misses/s: %.0f\n", static_cast<double>(m1 - m0) / elapsed);
+  std::printf("daemon CPU: %.2f us per miss (%.0f%% of a core)\n",
+              m1 > m0 ? (cpu1 - cpu0) * 1e6 / static_cast<double>(m1 - m0) : 0.0, 100.0 * (cpu1 - cpu0) / elapsed);
   std::printf("status requests: %zu, p50 %.3f ms, p99 %.3f ms, max %.3f ms\n", status_ms.size(),
               pct(0.50), pct(0.99), status_ms.empty() ? 0.0 : status_ms.back());
   std::printf("jobs queued: %llu, LMDB transactions: %llu, client errors: %llu\n",

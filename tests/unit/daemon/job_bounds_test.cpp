@@ -89,7 +89,7 @@ TEST(JobCounts, ACacheWithoutTheIndexIsIndexedInTheBackground) {
       Job j;
       j.key = key(n);
       j.count = n == 16 ? 1000 : 1;
-      j.est_call_us = estimate_call_us(j.key);
+      j.est_call_us = estimate_call_us(parse_job_key(j.key));
       w.put_raw("jobs", j.key, serialize_job(j));
     }
     Job done;

@@ -45,8 +45,8 @@ TEST(Job, SerializeRoundTripsEveryField) {
 }
 
 TEST(Job, PriorityGrowsWithCallsAndShapeSize) {
-  EXPECT_GT(estimate_call_us(key(4096)), estimate_call_us(key(16)));
-  EXPECT_EQ(estimate_call_us("not a key"), 0);
+  EXPECT_GT(estimate_call_us(parse_job_key(key(4096))), estimate_call_us(parse_job_key(key(16))));
+  EXPECT_EQ(estimate_call_us(parse_job_key("not a key")), 0);
   Job a, b;
   a.est_call_us = b.est_call_us = 2;
   a.count = 10;
@@ -115,6 +115,49 @@ TEST(JobQueue, ClaimsHighestPriorityEligibleJob) {
   EXPECT_EQ(q.claim_next([](const Job& j) { return j.key != key(4096); })->key, key(64));
   EXPECT_FALSE(q.claim_next([](const Job& j) { return j.key != key(4096); }).has_value());
   EXPECT_EQ(q.claim_next([](const Job&) { return true; })->key, key(4096));
+}
+
+// A key is parsed once: a new job keeps the parse its miss brought (the server's), and a job
+// stored before the queue opened is parsed at its first claim; later claims parse nothing.
+TEST(JobQueue, ClaimsCarryTheParseTheJobWasQueuedWith) {
+  test::TempDir dir;
+  const ParsedKey brought = parse_job_key(key(16));
+  ASSERT_TRUE(brought.key);
+  {
+    JobQueue q(dir.path());
+    misses_sync(q, {{key(16), 1, brought}});
+    const GemmKey* seen = nullptr;
+    const auto claimed = q.claim_next([&](const Job& j) {
+      seen = j.parsed.key.get();
+      return true;
+    });
+    ASSERT_TRUE(claimed.has_value());
+    EXPECT_EQ(seen, brought.key.get()) << "eligible() sees the miss's parse";
+    EXPECT_EQ(claimed->parsed.key.get(), brought.key.get()) << "the claimed job carries it";
+    EXPECT_EQ(claimed->est_call_us, estimate_call_us(brought));
+    EXPECT_GT(claimed->est_call_us, 0.0);
+  }
+  JobQueue reopened(dir.path());  // the job is queued again ("resumed"), without a parse in memory
+  const auto first = reopened.claim_next([](const Job&) { return true; });
+  ASSERT_TRUE(first.has_value() && first->parsed.key);
+  EXPECT_EQ(first->parsed, brought);
+  EXPECT_NE(first->parsed.key.get(), brought.key.get());
+  reopened.update(key(16), [](Job& j) { j.state = JobState::queued; });
+  const auto second = reopened.claim_next([](const Job&) { return true; });
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->parsed.key.get(), first->parsed.key.get()) << "parsed again at the second claim";
+}
+
+TEST(ParsedKeys, RemembersEachLineOnceWithinItsCapacity) {
+  ParsedKeys parses(2);
+  const ParsedKey brought = parse_job_key(key(1));
+  EXPECT_EQ(parses.of(key(1), brought).key.get(), brought.key.get());
+  EXPECT_EQ(parses.of(key(1)).key.get(), brought.key.get());
+  const GemmKey* two = parses.of(key(2)).key.get();
+  ASSERT_NE(two, nullptr);
+  EXPECT_EQ(parses.of(key(2)).key.get(), two);
+  EXPECT_FALSE(parses.of("gemm m=banana").key) << "a line that does not parse has no parse";
+  EXPECT_EQ(estimate_call_us(ParsedKey{}), 0.0);
 }
 
 TEST(JobQueue, CancelAndPrewarmRequeue) {
