@@ -217,7 +217,7 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
         const auto parsed = parse_key(job.key);
         r.key_line = std::get<GemmKey>(parsed).with_device(device).full_line();
       }
-      const auto generation = queue_.publish(job.key, r);
+      const auto generation = queue_.commit_winner(job.key, r);
       metrics_.add(Counter::winners_published);
       spdlog::info("published {} (generation {})", r.key_line, generation);
       if (on_published_) on_published_(r.key_line, generation);

@@ -175,7 +175,7 @@ void BM_DispatcherHit(benchmark::State& state) {
       for (int m = 1; m <= 1000; ++m) {
         Record r;
         r.key_line = HostOnlyLoader::line_of(m);
-        w.publish(r);
+        w.commit_record(r);
       }
     }  // one LMDB environment per directory per process: closed before the dispatcher reads
     DispatcherOptions o;

@@ -51,7 +51,7 @@ void setup() {
   const GemmKey key = test::gemm_key_for(kShape, true);
   g->record = test::make_gemm_record(key, kShape, test::KernelVariant::plain, 1);
   g->cache = (g->dir.path() / "cache").string();
-  CacheWriter(g->cache).publish(g->record);
+  CacheWriter(g->cache).commit_record(g->record);
   KD_CU_CHECK(d.cuModuleLoadData(&g->module, g->record.cubin.data()), "bare module");
   KD_CU_CHECK(d.cuModuleGetFunction(&g->fn, g->module, "kd_gemm_plain"), "bare function");
   const std::size_t bytes = static_cast<std::size_t>(kShape.m * kShape.k) * 4;

@@ -102,7 +102,7 @@ TEST_F(CapiGemm, StoredRecordIsLookedUpLaunchedAndMatchesCublas) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
   }
   init();
   const float alpha = 0.75f;
@@ -206,7 +206,7 @@ TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
   }
   const Record second = test::make_gemm_record(key, shape_, test::KernelVariant::tiled, 2);
   init();
@@ -244,7 +244,7 @@ TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
 
   std::this_thread::sleep_for(300ms);
   const kd_stats_t before = stats();
-  { CacheWriter(cache_).publish(second); }
+  { CacheWriter(cache_).commit_record(second); }
   bool swapped = false;
   for (int i = 0; i < 500 && !swapped; ++i) {
     std::this_thread::sleep_for(10ms);
@@ -276,7 +276,7 @@ TEST_F(CapiGemm, WorkspaceRecordRunsInCapturedGraphsWithAWorkspaceOfItsOwn) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
   init(KD_GRAPH_WORKSPACE);
   const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
@@ -343,7 +343,7 @@ TEST_F(CapiGemm, WorkspaceRecordFallsBackUnderCaptureByDefault) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
   init();
   const float alpha = 1.f;
@@ -382,7 +382,7 @@ TEST_F(CapiGemm, LentWorkspaceServesCapturedCallsInClonedAndNestedGraphs) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split_dependent, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split_dependent, 1));
   }
   init();
   const float alpha = 1.25f;
@@ -446,7 +446,7 @@ TEST_F(CapiGemm, TooSmallLentWorkspaceFallsBackUnderCapture) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
   init();
   const test::HostGemm h = test::make_host_gemm(shape_, 1.f, 41);

@@ -19,7 +19,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "cublaslt_gpu_common.hpp"
 #include "cuda/driver.hpp"
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "kdispatch/kdispatch.h"
 #include "store/cache_store.hpp"
 #include "support/gpu.hpp"
@@ -127,7 +127,7 @@ TEST(CublasLtLaunchOnGpu, PublishedRecordRunsThroughKdGemmWithinThePrecisionClas
       ASSERT_GE(id, 0) << "no correct cuBLASLt algorithm for " << key.shape_line();
       const Record r = search::make_record(out, id, key.full_line(), {search::nvrtc_version(), cu().driver_version, 0});
       ASSERT_EQ(r.kind, RecordKind::cublaslt_algo);
-      writer.publish(r);
+      writer.commit_record(r);
       published_ideas.push_back(r.idea);
       std::printf("published for %s: %s (cuBLASLt %d, workspace %llu bytes)\n", key.shape_line().c_str(),
                   r.idea.c_str(), r.cublas_version, static_cast<unsigned long long>(r.plan.workspace_bytes));

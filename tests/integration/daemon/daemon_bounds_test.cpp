@@ -68,13 +68,13 @@ Record record(int n, std::int64_t created_unix_s) {
   return r;
 }
 
-// Publishes in a child process, as another writer would while the daemon runs.
-void publish_in_child(const std::filesystem::path& cache, const std::vector<Record>& records) {
+// Commits in a child process, as another writer would while the daemon runs.
+void commit_in_child(const std::filesystem::path& cache, const std::vector<Record>& records) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
       CacheWriter w(cache);
-      for (const Record& r : records) w.publish(r);
+      for (const Record& r : records) w.commit_record(r);
       ::_exit(0);
     } catch (...) {
       ::_exit(3);
@@ -151,8 +151,8 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
   const auto cache = dir.path() / "cache";
   {
     CacheWriter w(cache);
-    w.publish(record(1, 1000));
-    w.publish(record(2, 1000));
+    w.commit_record(record(1, 1000));
+    w.commit_record(record(2, 1000));
   }
   // Two records take 143360 bytes, four 282624: over the limit, eviction goes down to 180000.
   DaemonProcess d(dir.path(), {}, daemon_toml(200000));
@@ -161,7 +161,7 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
   ASSERT_TRUE(eventually([&] { return reporting(d); }));
   const auto generation = Client::status(d.socket()).at("generation").get<std::uint64_t>();
 
-  publish_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});  // the newest
+  commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});  // the newest
   EXPECT_TRUE(eventually([&] { return !hits(disp, 1) && !hits(disp, 2); })) << d.log();
   const json s = Client::status(d.socket());
   EXPECT_EQ(s.at("bounds").at("records_evicted"), 2);
@@ -174,8 +174,8 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
   const auto cache = dir.path() / "cache";
   {
     CacheWriter w(cache);
-    w.publish(record(1, now_s() - 200));  // older: without its hits it would go first
-    w.publish(record(2, now_s() - 100));
+    w.commit_record(record(1, now_s() - 200));  // older: without its hits it would go first
+    w.commit_record(record(2, now_s() - 100));
   }
   // Three records take 212992 bytes, under the limit; four are over it, and one eviction brings
   // them under 225000.
@@ -192,7 +192,7 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
     CacheWriter w(cache);
     return w.get_raw(kUsageDb, test_key(1)).has_value();
   })) << d.log();
-  publish_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});
+  commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});
   ASSERT_TRUE(eventually([&] { return Client::status(d.socket()).at("bounds").at("records_evicted") == 1; }))
       << d.log();
   CacheWriter w(cache);

@@ -60,7 +60,7 @@ std::filesystem::path archive_of(const std::filesystem::path& dir, const std::ve
   const auto src = dir / "source-cache";
   {
     CacheWriter w(src);
-    for (const auto& k : keys) w.publish(record_for(k));
+    for (const auto& k : keys) w.commit_record(record_for(k));
   }
   const auto file = dir / "records.kdar";
   const auto r = test::run_kdctl(dir, {"export", "--cache-dir", src.string(), "-o", file.string()});

@@ -207,7 +207,7 @@ TEST(JobBound, ANewJobBeyondTheBoundDisplacesALowerOneOrIsRefused) {
 TEST(JobBound, PrewarmOfACachedKeyWithoutAJobIsDone) {
   test::TempDir dir;
   JobQueue q(dir.path());
-  q.publish(key(5), record(5, 100));  // no job: as after its job was purged
+  q.commit_winner(key(5), record(5, 100));  // no job: as after its job was purged
   EXPECT_TRUE(prewarm_sync(q, {{key(5), "", {}}}).empty());
   EXPECT_EQ(q.find(key(5))->state, JobState::done);
   EXPECT_EQ(q.counts().of(JobState::queued), 0u);
@@ -272,7 +272,7 @@ TEST(JobPurge, RemovesMoreThanOneBatch) {
 TEST(Usage, NotesAreStoredOnlyForRecordsAndOnlyMoveForward) {
   test::TempDir dir;
   JobQueue q(dir.path());
-  q.publish(key(1), record(1, 10));
+  q.commit_winner(key(1), record(1, 10));
   q.note_usage({key(1), key(2)}, 5000);  // key(2) has no record
   q.flush_usage();
   q.note_usage({key(1)}, 4000);  // older than what is stored
@@ -292,7 +292,7 @@ TEST(Eviction, LeastRecentlyUsedRecordsGoFirstWithTheirJobsAndTrees) {
   for (int n = 1; n <= 8; ++n) {
     misses_sync(q, {{key(n), 1}});
     q.store_tree("search-" + std::to_string(n), "{}");
-    q.publish(key(n), record(n, kRecordBytes, "search-" + std::to_string(n)));
+    q.commit_winner(key(n), record(n, kRecordBytes, "search-" + std::to_string(n)));
   }
   q.flush_usage();  // every record used at its publication
   const auto now = unix_ms_now();

@@ -94,9 +94,9 @@ TEST(CublasLtRecord, FromAnotherCublasLtVersionIsAForeignRecord) {
   const CallKey foreign = key_for(4096), damaged = key_for(2048), bias = key_for(1024, Epilogue::bias);
   {
     CacheWriter w(options(dir).cache_dir);
-    w.publish(cublaslt_record(foreign, 130100));
-    w.publish(cublaslt_record(damaged, 120900, kCublasLtAlgoBytes - 1));
-    w.publish(cublaslt_record(bias, 120900));
+    w.commit_record(cublaslt_record(foreign, 130100));
+    w.commit_record(cublaslt_record(damaged, 120900, kCublasLtAlgoBytes - 1));
+    w.commit_record(cublaslt_record(bias, 120900));
   }
   Dispatcher d(options(dir), std::make_unique<LineLoader>(&cublaslt_12_9));
   EXPECT_EQ(settled_reason(d, foreign), FallbackReason::foreign_record);
@@ -109,7 +109,7 @@ TEST(CublasLtRecord, WithoutCublasLtTheRecordFailsToLoad) {
   const CallKey k = key_for(4096);
   {
     CacheWriter w(options(dir).cache_dir);
-    w.publish(cublaslt_record(k, 130100));
+    w.commit_record(cublaslt_record(k, 130100));
   }
   Dispatcher d(options(dir), std::make_unique<LineLoader>(&no_cublaslt));
   EXPECT_EQ(settled_reason(d, k), FallbackReason::load_failed);

@@ -64,13 +64,13 @@ Dispatcher::Lookup lookup(Dispatcher& d, const CallKey& k) {
 
 using test::eventually;
 
-// Publishes in a child process, as the daemon would; returns the child's exit status.
-int publish_in_child(const std::filesystem::path& dir, const Record& r) {
+// Commits a record in a child process, as the daemon would; returns the child's exit status.
+int commit_in_child(const std::filesystem::path& dir, const Record& r) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
       CacheWriter w(dir);
-      w.publish(r);
+      w.commit_record(r);
       ::_exit(0);
     } catch (...) {
       ::_exit(3);
@@ -112,7 +112,7 @@ TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
   ASSERT_TRUE(eventually([&] { return lookup(d, k).reason == FallbackReason::no_entry; }));
   const std::uint64_t g0 = d.generation();
 
-  ASSERT_EQ(publish_in_child(opts.cache_dir, record_for(k, 11)), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, record_for(k, 11)), 0);
   ASSERT_TRUE(eventually([&] { return lookup(d, k).entry != nullptr; }))
       << "published record never loaded";
   EXPECT_GT(d.generation(), g0);
@@ -124,7 +124,7 @@ TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
 
   // A second record for the same key is hot-swapped in.
   const std::uint64_t swaps0 = dispatcher_counters().swaps.load();
-  ASSERT_EQ(publish_in_child(opts.cache_dir, record_for(k, 22)), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, record_for(k, 22)), 0);
   ASSERT_TRUE(eventually([&] {
     ThreadSlot* slot = EpochDomain::instance().this_thread();
     ReadGuard guard(*slot);

@@ -37,7 +37,7 @@ protected:
   // Many records, so the records tree has branch pages: record i's key is bf16_shape(1000 + i).
   void make_big_cache(int records) {
     CacheWriter w(cache());
-    for (int i = 0; i < records; ++i) w.publish(test_record(full(bf16_shape(1000 + i), kH100), hours(1), 3000));
+    for (int i = 0; i < records; ++i) w.commit_record(test_record(full(bf16_shape(1000 + i), kH100), hours(1), 3000));
   }
   std::vector<fs::path> moved_aside() const {
     std::vector<fs::path> out;
@@ -114,7 +114,7 @@ TEST_F(KdctlDoctor, FromAddsWhatAMovedAsideFileHolds) {
   fs::remove_all(cache());
   {
     CacheWriter w(cache());
-    w.publish(test_record(full(bf16_shape(1000), kH100), hours(1), 3000));
+    w.commit_record(test_record(full(bf16_shape(1000), kH100), hours(1), 3000));
   }
   const auto run = kdctl({"doctor", "--from", aside.string()});
   ASSERT_EQ(run.rc, 0) << run.out << run.err;

@@ -44,10 +44,10 @@ void make_test_cache(const std::filesystem::path& dir) {
   using std::chrono::hours;
   CacheWriter writer(dir);
   const Record winner = test_record(full(bf16_shape(4096), kH100), hours(2));
-  writer.publish(winner);
-  writer.publish(test_record(full(bf16_shape(8192), kH100), hours(30)));
-  writer.publish(test_record(full(f32_shape(), kH100), hours(1)));
-  writer.publish(test_record(full(bf16_shape(4096), kH200), hours(3)));
+  writer.commit_record(winner);
+  writer.commit_record(test_record(full(bf16_shape(8192), kH100), hours(30)));
+  writer.commit_record(test_record(full(f32_shape(), kH100), hours(1)));
+  writer.commit_record(test_record(full(bf16_shape(4096), kH200), hours(3)));
 
   search::SearchTree tree("search-a", winner.key_line);
   search::Node seed;

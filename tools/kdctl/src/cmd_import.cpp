@@ -80,7 +80,7 @@ int run_import(const ImportArgs& a) {
     const Record& record = std::get<Record>(checked);
     const bool replaces = writer && writer->get_raw("records", record.key_line).has_value();
     if (writer) {
-      writer->publish(record);
+      writer->commit_record(record);
       written.push_back(record.key_line);
     }
     ++imported;

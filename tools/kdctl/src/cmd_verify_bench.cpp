@@ -12,7 +12,7 @@
 #include "cuda/device.hpp"
 #include "daemon_link.hpp"
 #include "cuda/driver.hpp"
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/cublaslt_enumeration.hpp"
 #include "eval/verdict.hpp"
