@@ -1,17 +1,10 @@
 #include "remote/remote_counters.hpp"
 
-#include <fmt/format.h>
-
 namespace kd::daemon {
 namespace {
 
-struct CounterInfo {
-  RemoteCounter counter;
-  std::string_view name;
-  std::string_view help;
-};
-
-constexpr CounterInfo kCounters[] = {
+// One row per counter; the Prometheus name is kdispatch_remote_<name>_total.
+constexpr CounterRow<RemoteCounter> kCounters[] = {
     {RemoteCounter::lookups, "lookups", "Missed keys looked up in the fleet's remote tier."},
     {RemoteCounter::hits, "hits", "Lookups in the remote tier that found a value."},
     {RemoteCounter::imports, "imports", "Records from the remote tier committed to this cache and pushed to clients."},
@@ -31,55 +24,27 @@ constexpr CounterInfo kCounters[] = {
 };
 static_assert(std::size(kCounters) == static_cast<std::size_t>(RemoteCounter::count_));
 
-std::string escape_label(std::string_view v) {
-  std::string out;
-  for (const char ch : v) {
-    if (ch == '\\' || ch == '"') out += '\\';
-    if (ch == '\n') out += "\\n";
-    else out += ch;
-  }
-  return out;
-}
-
 }  // namespace
-
-void RemoteCounters::add_rejected(std::string_view reason) {
-  const std::lock_guard lock(mu_);
-  ++rejected_[std::string(reason)];
-}
-
-void RemoteCounters::add_mismatched(std::string_view reason) {
-  const std::lock_guard lock(mu_);
-  ++mismatched_[std::string(reason)];
-}
 
 nlohmann::json RemoteCounters::to_json() const {
   nlohmann::json j = nlohmann::json::object();
-  for (const auto& info : kCounters) j[std::string(info.name)] = get(info.counter);
-  const std::lock_guard lock(mu_);
-  j["rejected"] = nlohmann::json(std::map<std::string, std::uint64_t>(rejected_.begin(), rejected_.end()));
-  j["mismatched"] = nlohmann::json(std::map<std::string, std::uint64_t>(mismatched_.begin(), mismatched_.end()));
+  for (const auto& row : kCounters) j[std::string(row.name)] = get(row.counter);
+  j["rejected"] = rejected_.values();
+  j["mismatched"] = mismatched_.values();
   return j;
 }
 
 std::string RemoteCounters::prometheus_text(bool connected) const {
   std::string out;
-  for (const auto& info : kCounters) {
-    const std::string name = fmt::format("kdispatch_remote_{}_total", info.name);
-    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, info.help, name, name, get(info.counter));
-  }
-  const std::lock_guard lock(mu_);
-  out += "# HELP kdispatch_remote_rejects_total Values from the remote tier rejected as damaged or forged, by reason.\n"
-         "# TYPE kdispatch_remote_rejects_total counter\n";
-  for (const auto& [reason, n] : rejected_)
-    out += fmt::format("kdispatch_remote_rejects_total{{reason=\"{}\"}} {}\n", escape_label(reason), n);
-  out += "# HELP kdispatch_remote_mismatches_total Sound records from the remote tier skipped: another GPU, "
-         "driver or library version, by reason.\n# TYPE kdispatch_remote_mismatches_total counter\n";
-  for (const auto& [reason, n] : mismatched_)
-    out += fmt::format("kdispatch_remote_mismatches_total{{reason=\"{}\"}} {}\n", escape_label(reason), n);
-  out += fmt::format("# HELP kdispatch_remote_connected 1 while the link to the remote tier is up.\n"
-                     "# TYPE kdispatch_remote_connected gauge\nkdispatch_remote_connected {}\n",
-                     connected ? 1 : 0);
+  append_counters(out, "remote_", std::span<const CounterRow<RemoteCounter>>(kCounters), *this);
+  append_labelled_counter(out, "kdispatch_remote_rejects_total",
+                          "Values from the remote tier rejected as damaged or forged, by reason.", "reason",
+                          rejected_.values());
+  append_labelled_counter(out, "kdispatch_remote_mismatches_total",
+                          "Sound records from the remote tier skipped: another GPU, driver or library version, by reason.",
+                          "reason", mismatched_.values());
+  append_metric(out, "kdispatch_remote_connected", "gauge", "1 while the link to the remote tier is up.",
+                connected ? 1 : 0);
   return out;
 }
 
