@@ -30,14 +30,7 @@ using test::GemmShape;
 
 constexpr std::uint32_t kNaNBits = 0x7fc00000u;
 
-struct DeviceBuffer {
-  CUdeviceptr ptr = 0;
-  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&ptr, bytes), "buffer"); }
-  ~DeviceBuffer() { cu().cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return reinterpret_cast<void*>(ptr); }
-};
+using test::DeviceBuffer;
 
 kd_stats_t stats() {
   kd_stats_t s{};
@@ -138,14 +131,7 @@ TEST_F(CapiGemm, StoredRecordIsLookedUpLaunchedAndMatchesCublas) {
   EXPECT_EQ(differ, 0) << "tuned kernel vs cuBLAS";
 
   // The lower-level pair sees the same entry.
-  kd_gemm_desc desc{};
-  desc.ta = desc.tb = KD_OP_N;
-  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
-  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.beta_zero = 1;
+  const kd_gemm_desc desc = test::gemm_desc_for(shape_);
   const kd_entry* entry = nullptr;
   ASSERT_EQ(kd_gemm_lookup(&desc, nullptr, &entry, nullptr), KD_SUCCESS);
   kd_gemm_args args{};
@@ -393,19 +379,8 @@ TEST_F(CapiGemm, LentWorkspaceServesCapturedCallsInClonedAndNestedGraphs) {
   KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
   ASSERT_TRUE(wait_for_hit(a, b, c));
 
-  kd_gemm_desc desc{};
-  desc.ta = desc.tb = KD_OP_N;
-  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
-  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.beta_zero = 1;
-  kd_gemm_args args{};
-  args.a = a.get(), args.b = b.get(), args.c = c.get();
-  args.m = shape_.m, args.n = shape_.n, args.k = shape_.k;
-  args.lda = shape_.m, args.ldb = shape_.k, args.ldc = shape_.m;
-  args.batch = 1, args.alpha = alpha, args.beta = 0.f;
+  const kd_gemm_desc desc = test::gemm_desc_for(shape_);
+  const kd_gemm_args args = test::gemm_args_for(shape_, a.get(), b.get(), c.get(), alpha);
 
   CUstream stream = nullptr;
   KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
@@ -455,19 +430,8 @@ TEST_F(CapiGemm, TooSmallLentWorkspaceFallsBackUnderCapture) {
   KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
   KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
   ASSERT_TRUE(wait_for_hit(a, b, c));
-  kd_gemm_desc desc{};
-  desc.ta = desc.tb = KD_OP_N;
-  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
-  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.beta_zero = 1;
-  kd_gemm_args args{};
-  args.a = a.get(), args.b = b.get(), args.c = c.get();
-  args.m = shape_.m, args.n = shape_.n, args.k = shape_.k;
-  args.lda = shape_.m, args.ldb = shape_.k, args.ldc = shape_.m;
-  args.batch = 1, args.alpha = 1.f;
+  const kd_gemm_desc desc = test::gemm_desc_for(shape_);
+  const kd_gemm_args args = test::gemm_args_for(shape_, a.get(), b.get(), c.get(), 1.f);
   CUstream stream = nullptr;
   KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
   const kd_stats_t before = stats();

@@ -30,14 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct DeviceBuffer {
-  CUdeviceptr ptr = 0;
-  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&ptr, bytes), "buffer"); }
-  ~DeviceBuffer() { cu().cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return reinterpret_cast<void*>(ptr); }
-};
+using test::DeviceBuffer;
 
 kd_stats_t stats() {
   kd_stats_t s{};

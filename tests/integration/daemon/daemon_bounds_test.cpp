@@ -16,18 +16,15 @@
 #include "store/cache_store.hpp"
 #include "store/record_usage.hpp"
 #include "support/eventually.hpp"
+#include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using namespace std::chrono_literals;
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
-
-using test::eventually;
 
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -44,20 +41,11 @@ CallKey call_key(std::int64_t n) {
 }
 
 // Loads records without CUDA (the dispatcher's only GPU seam): key n is test_key(n).
-class HostLoader final : public EntryLoader {
-public:
-  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override { return test_key(static_cast<int>(key.n)); }
-  std::variant<LoadedEntry, FallbackReason> load(const CallKey&, const Record&) override {
-    LoadedEntry out;
-    out.entry = std::make_unique<Entry>();
-    return out;
-  }
-};
-
-bool hits(Dispatcher& d, std::int64_t n) {
-  ReadGuard guard(*EpochDomain::instance().this_thread());
-  return d.lookup(call_key(n)).entry != nullptr;
+std::unique_ptr<EntryLoader> host_loader() {
+  return std::make_unique<HostEntryLoader>([](const CallKey& key) { return test_key(static_cast<int>(key.n)); });
 }
+
+bool hits(Dispatcher& d, std::int64_t n) { return lookup_as_caller(d, call_key(n)).entry != nullptr; }
 
 // A record of 64 KiB of cubin: 17 overflow pages of 4 KiB (69632 bytes) in the records database.
 Record record(int n, std::int64_t created_unix_s) {
@@ -103,7 +91,7 @@ DispatcherOptions dispatcher_options(const DaemonProcess& d) {
 }
 
 TEST(DaemonBounds, QueuedJobsStayWithinTheBoundAndStatusShowsIt) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {}, "workers = \"none\"\nmax_queued_jobs = 5\n");
   Client c(d.socket());
   json keys = json::array();
@@ -114,11 +102,11 @@ TEST(DaemonBounds, QueuedJobsStayWithinTheBoundAndStatusShowsIt) {
   EXPECT_EQ(s.at("bounds").at("max_queued_jobs"), 5);
   EXPECT_EQ(s.at("bounds").at("jobs_dropped"), 7);
   EXPECT_EQ(s.at("top_jobs").at(0).at("key"), test_key(12)) << "the most called key is kept";
-  EXPECT_NE(test::http_get(d.metrics_port(), "/metrics").find("kdispatch_jobs_dropped_total 7"), std::string::npos);
+  EXPECT_NE(http_get(d.metrics_port(), "/metrics").find("kdispatch_jobs_dropped_total 7"), std::string::npos);
 }
 
 TEST(DaemonBounds, PurgeOverTheProtocolSaysWhatItRemoved) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {}, "workers = \"none\"\n");
   Client c(d.socket());
   json keys = json::array();
@@ -147,7 +135,7 @@ TEST(DaemonBounds, PurgeOverTheProtocolSaysWhatItRemoved) {
 // The dispatcher does not poll the cache while it is connected: only the daemon's notice after
 // an eviction can make it drop the entries.
 TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
-  test::TempDir dir;
+  TempDir dir;
   const auto cache = dir.path() / "cache";
   {
     CacheWriter w(cache);
@@ -156,7 +144,7 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
   }
   // Two records take 143360 bytes, four 282624: over the limit, eviction goes down to 180000.
   DaemonProcess d(dir.path(), {}, daemon_toml(200000));
-  Dispatcher disp(dispatcher_options(d), std::make_unique<HostLoader>());
+  Dispatcher disp(dispatcher_options(d), host_loader());
   ASSERT_TRUE(eventually([&] { return hits(disp, 1) && hits(disp, 2); }));
   ASSERT_TRUE(eventually([&] { return reporting(d); }));
   const auto generation = Client::status(d.socket()).at("generation").get<std::uint64_t>();
@@ -170,7 +158,7 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
 }
 
 TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
-  test::TempDir dir;
+  TempDir dir;
   const auto cache = dir.path() / "cache";
   {
     CacheWriter w(cache);
@@ -181,9 +169,9 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
   // them under 225000.
   DaemonProcess d(dir.path(), {}, daemon_toml(250000));
   {
-    Dispatcher disp(dispatcher_options(d), std::make_unique<HostLoader>());
+    Dispatcher disp(dispatcher_options(d), host_loader());
     ASSERT_TRUE(eventually([&] { return hits(disp, 1); }));  // record 2 is loaded, never hit
-    { ReadGuard guard(*EpochDomain::instance().this_thread()); (void)disp.lookup(call_key(2)); }
+    (void)lookup_as_caller(disp, call_key(2));
     ASSERT_TRUE(eventually([&] { return reporting(d); }));
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(hits(disp, 1));
     disp.stop_background();  // the last usage report goes with the final counters
@@ -201,4 +189,4 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

@@ -11,6 +11,7 @@
 #include "cublaslt/library.hpp"
 #include "launch/cuda_entry_loader.hpp"
 #include "store/cache_store.hpp"
+#include "support/call_key.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -31,13 +32,7 @@ const CublasLtLibrary* cublaslt_12_9() noexcept {
 const CublasLtLibrary* no_cublaslt() noexcept { return nullptr; }
 
 CallKey key_for(std::int64_t m, Epilogue epilogue = Epilogue::none) {
-  CallKey k;
-  k.context = 0xABC;
-  k.m = m;
-  k.n = 16;
-  k.k = 4096;
-  k.lda = k.ldb = 4096;
-  k.ldc = m;
+  CallKey k = test::linear_call_key(m, 0xABC);
   k.a = k.b = k.c = DType::bf16;
   k.ta = Transpose::T;
   k.epilogue = epilogue;

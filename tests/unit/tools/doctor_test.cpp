@@ -28,12 +28,7 @@ protected:
     args.insert(args.begin() + 1, {"--cache-dir", cache().string()});
     return run_kdctl(tmp_.path(), args);
   }
-  std::vector<std::string> keys() const {
-    const CacheWriter w(cache());
-    std::vector<std::string> out;
-    for (const auto& kv : w.scan_raw("records")) out.push_back(kv.first);
-    return out;
-  }
+  std::vector<std::string> keys() const { return record_keys(cache()); }
   // Many records, so the records tree has branch pages: record i's key is bf16_shape(1000 + i).
   void make_big_cache(int records) {
     CacheWriter w(cache());

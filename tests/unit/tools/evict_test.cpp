@@ -22,12 +22,7 @@ protected:
     return run_kdctl(tmp_.path(), args);
   }
   // The key lines left, in key order (opened after the kdctl child has exited).
-  std::vector<std::string> keys() const {
-    const CacheWriter w(cache());
-    std::vector<std::string> out;
-    for (const auto& kv : w.scan_raw("records")) out.push_back(kv.first);
-    return out;
-  }
+  std::vector<std::string> keys() const { return record_keys(cache()); }
   TempDir tmp_;
 };
 

@@ -80,4 +80,11 @@ void make_test_cache(const std::filesystem::path& dir) {
   writer.put_raw("jobs", full(bf16_shape(1024), kH100), R"({"state":"queued","count":3})");
 }
 
+std::vector<std::string> record_keys(const std::filesystem::path& dir) {
+  const CacheWriter w(dir);
+  std::vector<std::string> out;
+  for (const auto& kv : w.scan_raw("records")) out.push_back(kv.first);
+  return out;
+}
+
 }  // namespace kd::test
