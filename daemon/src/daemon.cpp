@@ -277,7 +277,7 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
 
   server->set_home_device(home_device);
   if (remote) {
-    server->set_publish_observer([&](const std::string& key) { remote->published(key); });
+    server->set_publish_observer([&](const std::string& key) { remote->queue_push(key); });
     scheduler->set_fleet_hooks(remote->fleet_hooks());
   }
   server->start();

@@ -1,5 +1,6 @@
 #include "support/gpu.hpp"
 
+#include "common/error.hpp"
 #include "cuda/driver.hpp"
 
 namespace kd::test {
@@ -29,5 +30,9 @@ std::string gpu_unavailable_reason() {
   }
   return {};
 }
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&ptr, bytes), "test buffer"); }
+
+DeviceBuffer::~DeviceBuffer() { cu().cuMemFree(ptr); }
 
 }  // namespace kd::test

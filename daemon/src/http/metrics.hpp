@@ -2,14 +2,12 @@
 // numbered in one table (metrics.cpp, kCounters) and never reused; counters only go up.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
+#include "http/prometheus.hpp"
 #include "queue/job_queue.hpp"
 #include "stats/client_stats.hpp"
 
@@ -36,20 +34,15 @@ enum class Counter : std::uint8_t {
 
 class Metrics {
 public:
-  void add(Counter c, std::uint64_t n = 1) noexcept {
-    counters_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
-  }
-  std::uint64_t get(Counter c) const noexcept {
-    return counters_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
-  }
+  void add(Counter c, std::uint64_t n = 1) noexcept { counters_.add(c, n); }
+  std::uint64_t get(Counter c) const noexcept { return counters_.get(c); }
   // Candidates the search rejected, by the verdict's reason (label value).
-  void add_rejected(std::string_view reason, std::uint64_t n = 1);
-  std::map<std::string, std::uint64_t> rejected() const;
+  void add_rejected(std::string_view reason, std::uint64_t n = 1) { rejected_.add(reason, n); }
+  std::map<std::string, std::uint64_t> rejected() const { return rejected_.values(); }
 
 private:
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(Counter::count_)> counters_{};
-  mutable std::mutex rejected_mu_;
-  std::map<std::string, std::uint64_t, std::less<>> rejected_;
+  CounterArray<Counter> counters_;
+  LabelledCounter rejected_;
 };
 
 // The counter's name in stats JSON ("misses_reported") and Prometheus ("kdispatch_..._total").
@@ -74,8 +67,5 @@ struct ClientCounters {
 };
 
 std::string prometheus_text(const Metrics& m, const Gauges& g, const ClientCounters& c);
-
-// A label value as the exposition format writes it: backslash, quote and newline escaped.
-std::string escape_label(std::string_view v);
 
 }  // namespace kd::daemon

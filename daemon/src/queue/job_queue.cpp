@@ -365,21 +365,21 @@ void JobQueue::update(const std::string& key, const std::function<void(Job&)>& c
   }
 }
 
-std::uint64_t JobQueue::publish(const std::string& key, const Record& record) {
+std::uint64_t JobQueue::commit_winner(const std::string& key, const Record& record) {
   std::uint64_t generation = 0;
   Pending p;
   p.exclusive = [&](CacheWriter& w) {
-    generation = w.publish(record);
+    generation = w.commit_record(record);
     const std::lock_guard lock(state_mu_);
     generation_ = generation;
   };
   try {
     run_sync(std::move(p));
   } catch (const Error& e) {
-    throw Error(ErrorDomain::lmdb, 0, "publish " + key + ": " + e.what());
+    throw Error(ErrorDomain::lmdb, 0, "commit the winner of " + key + ": " + e.what());
   }
   note_usage({record.key_line}, unix_ms_now());
-  // A kill between the two commits leaves the record published and the job running: the restart
+  // A kill between the two commits leaves the record committed and the job running: the restart
   // resumes the job, whose search then finds its own winner cached. Nothing is half-written.
   update(key, [&](Job& job) {
     job.state = JobState::done;

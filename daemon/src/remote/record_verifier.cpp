@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/verdict.hpp"
 #include "range/range_search.hpp"

@@ -1,17 +1,10 @@
 #include "remote/remote_counters.hpp"
 
-#include <fmt/format.h>
-
 namespace kd::daemon {
 namespace {
 
-struct CounterInfo {
-  RemoteCounter counter;
-  std::string_view name;
-  std::string_view help;
-};
-
-constexpr CounterInfo kCounters[] = {
+// One row per counter; the Prometheus name is kdispatch_remote_<name>_total.
+constexpr CounterRow<RemoteCounter> kCounters[] = {
     {RemoteCounter::lookups, "lookups", "Missed keys looked up in the fleet's remote tier."},
     {RemoteCounter::hits, "hits", "Lookups in the remote tier that found a value."},
     {RemoteCounter::imports, "imports", "Records from the remote tier committed to this cache and pushed to clients."},
@@ -31,34 +24,13 @@ constexpr CounterInfo kCounters[] = {
 };
 static_assert(std::size(kCounters) == static_cast<std::size_t>(RemoteCounter::count_));
 
-std::string escape_label(std::string_view v) {
-  std::string out;
-  for (const char ch : v) {
-    if (ch == '\\' || ch == '"') out += '\\';
-    if (ch == '\n') out += "\\n";
-    else out += ch;
-  }
-  return out;
-}
-
 }  // namespace
-
-void RemoteCounters::add_rejected(std::string_view reason) {
-  const std::lock_guard lock(mu_);
-  ++rejected_[std::string(reason)];
-}
-
-void RemoteCounters::add_mismatched(std::string_view reason) {
-  const std::lock_guard lock(mu_);
-  ++mismatched_[std::string(reason)];
-}
 
 protocol::RemoteCounts RemoteCounters::counts() const {
   protocol::RemoteCounts c;
-  for (const auto& info : kCounters) c.counts[std::string(info.name)] = get(info.counter);
-  const std::lock_guard lock(mu_);
-  c.rejected = {rejected_.begin(), rejected_.end()};
-  c.mismatched = {mismatched_.begin(), mismatched_.end()};
+  for (const auto& row : kCounters) c.counts[std::string(row.name)] = get(row.counter);
+  c.rejected = rejected_.values();
+  c.mismatched = mismatched_.values();
   return c;
 }
 
@@ -66,22 +38,15 @@ nlohmann::json RemoteCounters::to_json() const { return counts(); }
 
 std::string RemoteCounters::prometheus_text(bool connected) const {
   std::string out;
-  for (const auto& info : kCounters) {
-    const std::string name = fmt::format("kdispatch_remote_{}_total", info.name);
-    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, info.help, name, name, get(info.counter));
-  }
-  const std::lock_guard lock(mu_);
-  out += "# HELP kdispatch_remote_rejects_total Values from the remote tier rejected as damaged or forged, by reason.\n"
-         "# TYPE kdispatch_remote_rejects_total counter\n";
-  for (const auto& [reason, n] : rejected_)
-    out += fmt::format("kdispatch_remote_rejects_total{{reason=\"{}\"}} {}\n", escape_label(reason), n);
-  out += "# HELP kdispatch_remote_mismatches_total Sound records from the remote tier skipped: another GPU, "
-         "driver or library version, by reason.\n# TYPE kdispatch_remote_mismatches_total counter\n";
-  for (const auto& [reason, n] : mismatched_)
-    out += fmt::format("kdispatch_remote_mismatches_total{{reason=\"{}\"}} {}\n", escape_label(reason), n);
-  out += fmt::format("# HELP kdispatch_remote_connected 1 while the link to the remote tier is up.\n"
-                     "# TYPE kdispatch_remote_connected gauge\nkdispatch_remote_connected {}\n",
-                     connected ? 1 : 0);
+  append_counters(out, "remote_", std::span<const CounterRow<RemoteCounter>>(kCounters), *this);
+  append_labelled_counter(out, "kdispatch_remote_rejects_total",
+                          "Values from the remote tier rejected as damaged or forged, by reason.", "reason",
+                          rejected_.values());
+  append_labelled_counter(out, "kdispatch_remote_mismatches_total",
+                          "Sound records from the remote tier skipped: another GPU, driver or library version, by reason.",
+                          "reason", mismatched_.values());
+  append_metric(out, "kdispatch_remote_connected", "gauge", "1 while the link to the remote tier is up.",
+                connected ? 1 : 0);
   return out;
 }
 

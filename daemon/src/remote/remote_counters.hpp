@@ -2,16 +2,13 @@
 // their Prometheus exposition (kdispatch_remote_<name>_total, appended to /metrics).
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 #include <string_view>
 
 #include <nlohmann/json.hpp>
 
+#include "http/prometheus.hpp"
 #include "protocol/status.hpp"
 
 namespace kd::daemon {
@@ -34,15 +31,11 @@ enum class RemoteCounter : std::uint8_t {
 
 class RemoteCounters {
 public:
-  void add(RemoteCounter c, std::uint64_t n = 1) noexcept {
-    counters_[static_cast<std::size_t>(c)].fetch_add(n, std::memory_order_relaxed);
-  }
-  std::uint64_t get(RemoteCounter c) const noexcept {
-    return counters_[static_cast<std::size_t>(c)].load(std::memory_order_relaxed);
-  }
+  void add(RemoteCounter c, std::uint64_t n = 1) noexcept { counters_.add(c, n); }
+  std::uint64_t get(RemoteCounter c) const noexcept { return counters_.get(c); }
   // Values refused, by reason (RemoteRejection or RemoteMismatch names).
-  void add_rejected(std::string_view reason);
-  void add_mismatched(std::string_view reason);
+  void add_rejected(std::string_view reason) { rejected_.add(reason); }
+  void add_mismatched(std::string_view reason) { mismatched_.add(reason); }
 
   // What the status reply's remote.counters holds (protocol/status.hpp), and its JSON.
   protocol::RemoteCounts counts() const;
@@ -51,9 +44,8 @@ public:
   std::string prometheus_text(bool connected) const;
 
 private:
-  std::array<std::atomic<std::uint64_t>, static_cast<std::size_t>(RemoteCounter::count_)> counters_{};
-  mutable std::mutex mu_;
-  std::map<std::string, std::uint64_t, std::less<>> rejected_, mismatched_;
+  CounterArray<RemoteCounter> counters_;
+  LabelledCounter rejected_, mismatched_;
 };
 
 }  // namespace kd::daemon

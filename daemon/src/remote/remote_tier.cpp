@@ -86,7 +86,7 @@ void RemoteTier::poke() {
   cv_.notify_all();
 }
 
-void RemoteTier::published(const std::string& key_line) {
+void RemoteTier::queue_push(const std::string& key_line) {
   if (key_line.empty()) return;
   {
     const std::lock_guard lock(mu_);
@@ -400,7 +400,7 @@ void RemoteTier::import(const std::string& job_key, const Record& record) {
       const std::lock_guard lock(mu_);
       in_tier_.insert(record.key_line);
     }
-    generation = queue_.publish(job_key, record);
+    generation = queue_.commit_winner(job_key, record);
   } catch (const std::exception& e) {
     const std::lock_guard lock(mu_);
     in_tier_.erase(record.key_line);
@@ -409,7 +409,7 @@ void RemoteTier::import(const std::string& job_key, const Record& record) {
   }
   counters_.add(RemoteCounter::imports);
   spdlog::info("imported {} from the fleet's tier (generation {})", record.key_line, generation);
-  if (imported_) imported_(record.key_line, generation);  // its publish notice reaches published() here
+  if (imported_) imported_(record.key_line, generation);  // its `published` notice reaches queue_push() here
   const std::lock_guard lock(mu_);
   in_tier_.erase(record.key_line);
 }

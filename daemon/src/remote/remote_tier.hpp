@@ -1,8 +1,8 @@
 // The fleet's remote tier (issue 31): daemons that share one Redis share their records and search
 // each key once between them. See ARCHITECTURE.md ("The remote tier") for the design.
 //
-// - Published records go to Redis as well as LMDB: published() queues a key (a winner, a kdctl
-//   import), the tier's thread reads the record from the cache and writes it. Keys published while
+// - Committed records go to Redis as well as LMDB: queue_push() queues a key (a winner, a kdctl
+//   import), the tier's thread reads the record from the cache and writes it. Keys committed while
 //   Redis is unreachable wait in a set that is kept in the cache's `meta` database, and go out when
 //   the link returns.
 // - Misses are looked up there: on new work and every remote_poll_ms the tier's thread looks up
@@ -70,7 +70,7 @@ public:
 
   // Thread-safe, never blocks on Redis.
   void poke();                                   // new work: look up queued keys now
-  void published(const std::string& key_line);   // a record was committed to the cache: push it
+  void queue_push(const std::string& key_line);  // a record was committed to the cache: push it
   // The scheduler's hooks (sched/scheduler.hpp); one round trip each, bounded by remote_timeout_ms.
   FleetHooks fleet_hooks();
 
@@ -129,7 +129,7 @@ private:
   std::string last_error_;
   std::set<std::string> pending_push_;
   bool pending_saved_ = false;                          // the meta copy is non-empty
-  std::set<std::string> in_tier_;                       // being imported: its publish notice is not pushed back
+  std::set<std::string> in_tier_;                       // being imported: its `published` notice is not pushed back
   std::map<std::string, Clock::time_point> held_;       // leases this daemon holds
   std::map<std::string, std::string> waited_;           // keys whose lease another daemon held
   std::map<std::string, Clock::time_point> looked_up_;  // last lookup per key

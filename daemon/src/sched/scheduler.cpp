@@ -324,7 +324,7 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
       if (!outcome.winner) throw std::logic_error("runner returned a winner without a record");
       Record& r = *outcome.winner;
       if (r.key_line.empty()) r.key_line = job.parsed.key->with_device(device).full_line();
-      const auto generation = queue_.publish(job.key, r);
+      const auto generation = queue_.commit_winner(job.key, r);
       metrics_.add(Counter::winners_published);
       spdlog::info("published {} (generation {})", r.key_line, generation);
       if (on_published_) on_published_(r.key_line, generation);

@@ -6,15 +6,15 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "builtin/family.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/driver.hpp"
-#include "driver/publish.hpp"
+#include "driver/gpu_target.hpp"
 #include "driver/search_driver.hpp"
 #include "eval/verdict.hpp"
 #include "range/range_search.hpp"
 #include "sched/duty_cycle.hpp"
+#include "driver/winner_record.hpp"
 #include "worker/worker_parent.hpp"
 
 namespace kd::daemon {
@@ -92,7 +92,7 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   } catch (const std::exception& e) {
     return {JobOutcome::Kind::worker_lost, std::nullopt, std::string("worker did not start: ") + e.what()};
   }
-  const builtin::Target target = builtin::Target::from(device_);
+  const search::GpuTarget target = search::GpuTarget::from(device_);
   int candidates = 0;
   double best_us = 0, baseline_us = 0;
   const search::SearchObserver observer = [&](const search::SearchEvent& e) {

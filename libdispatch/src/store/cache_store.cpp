@@ -525,8 +525,8 @@ CacheWriter::~CacheWriter() = default;
 CacheWriter::CacheWriter(CacheWriter&&) noexcept = default;
 CacheWriter& CacheWriter::operator=(CacheWriter&&) noexcept = default;
 
-std::uint64_t CacheWriter::publish(const Record& r) {
-  if (r.key_line.empty()) throw Error(ErrorDomain::usage, 0, "publish: the record has no key line");
+std::uint64_t CacheWriter::commit_record(const Record& r) {
+  if (r.key_line.empty()) throw Error(ErrorDomain::usage, 0, "commit_record: the record has no key line");
   const std::string bytes = serialize_record(r);
   return impl_->write([&](const lmdb::Txn& txn) {
     lmdb::put(txn, impl_->dbis.at(kRecordsDb), r.key_line, bytes);

@@ -125,14 +125,15 @@ public:
   CacheWriter& operator=(CacheWriter&&) noexcept;
 
   // Stores (replaces) a record under r.key_line and bumps the generation, in one transaction.
-  // Returns the new generation.
-  std::uint64_t publish(const Record& r);
+  // Returns the new generation. (Subscribers learn of it from whoever serves the cache: the
+  // daemon's `published` notice, or its generation polling.)
+  std::uint64_t commit_record(const Record& r);
   // Removes a record and bumps the generation; false when absent.
   bool evict(std::string_view full_key_line);
   // Runs `body` in one write transaction and commits. When `body` returns true (it changed
   // records: the daemon's batched eviction), the generation is bumped in the same transaction and
   // the new generation returned; otherwise nullopt. `body` opens the databases it uses
-  // (lmdb::open_db). Throws what `body` throws, or kd::Error as publish does (the transaction is
+  // (lmdb::open_db). Throws what `body` throws, or kd::Error as commit_record does (the transaction is
   // then aborted: nothing of it is written).
   std::optional<std::uint64_t> write_records(const std::function<bool(const lmdb::Txn&)>& body);
   std::uint64_t generation() const;

@@ -35,7 +35,7 @@ struct EvalOptions {
   int serving_min_replays = 12;
   int serving_max_replays = 200;
   std::chrono::milliseconds serving_budget{1000};
-  double publish_margin = 0.03;    // beat the baseline's median by 3% beyond the spread
+  double win_margin = 0.03;  // a pass beats the baseline's median by 3% beyond the spread
   std::uint64_t seed = 0x6B64697370617463ull;
   bool operator==(const EvalOptions&) const = default;
 };

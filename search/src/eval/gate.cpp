@@ -307,8 +307,8 @@ private:
     if (auto f = run_isolated_timing()) return f;
     if (auto f = run_serving_timing()) return f;
     verdict_.sm_clock_mhz = problem_.probe_sm_clock_mhz();
-    const bool faster = decide_publish(*verdict_.candidate_time, *verdict_.baseline_time,
-                                       ctx_.options.publish_margin) == PublishDecision::faster;
+    const bool faster = compare_with_baseline(*verdict_.candidate_time, *verdict_.baseline_time,
+                                              ctx_.options.win_margin) == BaselineComparison::faster;
     verdict_.rule = faster ? Rule::passed : Rule::not_faster;
     const TimeStats& ic = *verdict_.isolated_candidate_time;
     const TimeStats& ib = *verdict_.isolated_baseline_time;

@@ -27,12 +27,12 @@ TimeStats summarize(std::vector<double> samples_us) {
   return t;
 }
 
-PublishDecision decide_publish(const TimeStats& candidate, const TimeStats& baseline,
-                               double margin) {
+BaselineComparison compare_with_baseline(const TimeStats& candidate, const TimeStats& baseline,
+                                         double margin) {
   const double gain = baseline.median_us - candidate.median_us;
   const double required =
       margin * baseline.median_us + 0.5 * (candidate.spread_us() + baseline.spread_us());
-  return gain > required ? PublishDecision::faster : PublishDecision::not_faster;
+  return gain > required ? BaselineComparison::faster : BaselineComparison::not_faster;
 }
 
 }  // namespace kd::eval

@@ -1,4 +1,5 @@
-// Statistics of timed runs and the publish decision (design.md, "Timing"). Pure arithmetic.
+// Statistics of timed runs and whether a candidate beats the baseline (design.md, "Timing"). Pure
+// arithmetic.
 #pragma once
 
 #include <vector>
@@ -10,10 +11,11 @@ namespace kd::eval {
 // Median and quartiles (linear interpolation) of samples in microseconds; empty -> all zero.
 TimeStats summarize(std::vector<double> samples_us);
 
-enum class PublishDecision { faster, not_faster };
+enum class BaselineComparison { faster, not_faster };
 
 // faster iff baseline.median - candidate.median exceeds margin * baseline.median plus half the
 // sum of both inter-quartile ranges (the run-to-run spread).
-PublishDecision decide_publish(const TimeStats& candidate, const TimeStats& baseline, double margin);
+BaselineComparison compare_with_baseline(const TimeStats& candidate, const TimeStats& baseline,
+                                         double margin);
 
 }  // namespace kd::eval

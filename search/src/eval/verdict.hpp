@@ -80,7 +80,7 @@ struct Verdict {
   std::vector<TrialReport> trials;
   // Worst over trials of candidate/vendor errors.
   ErrorFigures candidate_error, vendor_error;
-  // The ranking times, in `regime`: the publish decision compares these.
+  // The ranking times, in `regime`: compare_with_baseline (timing_stats.hpp) compares these.
   std::optional<TimeStats> candidate_time, baseline_time;
   TimingRegime regime = TimingRegime::isolated;
   // The isolated regime's times, kept as a second figure when the ranking regime is serving.

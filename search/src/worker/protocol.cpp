@@ -26,7 +26,7 @@ nlohmann::json to_json(const eval::EvalOptions& o) {
           {"serving_min_replays", o.serving_min_replays},
           {"serving_max_replays", o.serving_max_replays},
           {"serving_budget_ms", o.serving_budget.count()},
-          {"publish_margin", o.publish_margin},
+          {"win_margin", o.win_margin},
           {"seed", o.seed}};
 }
 
@@ -45,7 +45,7 @@ eval::EvalOptions options_from_json(const nlohmann::json& j) {
     o.serving_min_replays = j.value("serving_min_replays", o.serving_min_replays);
     o.serving_max_replays = j.value("serving_max_replays", o.serving_max_replays);
     o.serving_budget = std::chrono::milliseconds(j.value("serving_budget_ms", o.serving_budget.count()));
-    o.publish_margin = j.value("publish_margin", o.publish_margin);
+    o.win_margin = j.value("win_margin", o.win_margin);
     o.seed = j.value("seed", o.seed);
   } catch (const nlohmann::json::exception& e) {
     malformed(std::string("options: ") + e.what());

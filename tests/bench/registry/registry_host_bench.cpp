@@ -15,19 +15,16 @@
 #include "registry/miss_queue.hpp"
 #include "registry/registry.hpp"
 #include "store/cache_store.hpp"
+#include "support/call_key.hpp"
+#include "support/gemm_desc.hpp"
+#include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
 namespace {
 
 CallKey key_for(std::int64_t m) {
-  CallKey k;
-  k.context = 0x5000;
-  k.m = m;
-  k.n = 16;
-  k.k = 4096;
-  k.lda = k.ldb = 4096;
-  k.ldc = m;
+  CallKey k = test::linear_call_key(m, 0x5000);
   k.a = k.b = k.c = DType::f32;  // the call desc_for describes
   k.compute = ComputeType::f32;
   k.precision = PrecisionClass::f32;
@@ -63,18 +60,8 @@ void BM_RegistryHit(benchmark::State& state) {
 BENCHMARK(BM_RegistryHit)->ThreadRange(1, 8);
 
 kd_gemm_desc desc_for(std::int64_t m) {
-  kd_gemm_desc d{};
-  d.ta = KD_OP_N;
-  d.tb = KD_OP_N;
-  d.m = m;
-  d.n = 16;
-  d.k = 4096;
+  kd_gemm_desc d = test::gemm_desc(KD_OP_N, KD_OP_N, m, 16, 4096, KD_DTYPE_F32);
   d.lda = 4096;
-  d.ldb = 4096;
-  d.ldc = m;
-  d.batch = 1;
-  d.a_type = d.b_type = d.c_type = KD_DTYPE_F32;
-  d.compute = KD_COMPUTE_F32;
   return d;
 }
 
@@ -151,19 +138,9 @@ void BM_DispatcherMiss(benchmark::State& state) {
 }
 BENCHMARK(BM_DispatcherMiss);
 
-// A loader that needs no GPU: every key has a line, and every record "loads" into an entry with no
-// launches. Enough for the dispatcher to publish loaded entries, so the hit path is the real one.
-class HostOnlyLoader final : public EntryLoader {
-public:
-  static std::string line_of(std::int64_t m) { return "bench-key m=" + std::to_string(m); }
-  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override { return line_of(key.m); }
-  std::variant<LoadedEntry, FallbackReason> load(const CallKey& key, const Record&) override {
-    LoadedEntry le;
-    le.entry = std::make_unique<Entry>();
-    le.entry->key = key;
-    return le;
-  }
-};
+// Every key has a line, and every record "loads" on the host (test::HostEntryLoader): enough for
+// the dispatcher to publish loaded entries, so the hit path is the real one.
+std::string line_of(std::int64_t m) { return "bench-key m=" + std::to_string(m); }
 
 // Dispatcher::lookup on loaded entries: what an application's hit costs on the host before the
 // launch (guard + hash + probe + the state check and its usage mark).
@@ -174,13 +151,13 @@ void BM_DispatcherHit(benchmark::State& state) {
       CacheWriter w(dir.path());
       for (int m = 1; m <= 1000; ++m) {
         Record r;
-        r.key_line = HostOnlyLoader::line_of(m);
-        w.publish(r);
+        r.key_line = line_of(m);
+        w.commit_record(r);
       }
     }  // one LMDB environment per directory per process: closed before the dispatcher reads
     DispatcherOptions o;
     o.cache_dir = dir.path();
-    auto* disp = new Dispatcher(o, std::make_unique<HostOnlyLoader>());
+    auto* disp = new Dispatcher(o, std::make_unique<test::HostEntryLoader>([](const CallKey& key) { return line_of(key.m); }));
     ThreadSlot* slot = EpochDomain::instance().this_thread();
     for (int pass = 0; pass < 2000; ++pass) {  // first lookups queue misses; wait for the loads
       int loaded = 0;

@@ -51,7 +51,7 @@ void setup() {
   const GemmKey key = test::gemm_key_for(kShape, true);
   g->record = test::make_gemm_record(key, kShape, test::KernelVariant::plain, 1);
   g->cache = (g->dir.path() / "cache").string();
-  CacheWriter(g->cache).publish(g->record);
+  CacheWriter(g->cache).commit_record(g->record);
   KD_CU_CHECK(d.cuModuleLoadData(&g->module, g->record.cubin.data()), "bare module");
   KD_CU_CHECK(d.cuModuleGetFunction(&g->fn, g->module, "kd_gemm_plain"), "bare function");
   const std::size_t bytes = static_cast<std::size_t>(kShape.m * kShape.k) * 4;
@@ -61,24 +61,12 @@ void setup() {
   KD_CU_CHECK(d.cuMemsetD32(g->a, 0, bytes / 4), "A");
   KD_CU_CHECK(d.cuMemsetD32(g->b, 0, bytes / 4), "B");
 
-  kd_gemm_desc& s = g->desc;
-  s.ta = s.tb = KD_OP_N;
-  s.m = kShape.m, s.n = kShape.n, s.k = kShape.k;
-  s.lda = kShape.m, s.ldb = kShape.k, s.ldc = kShape.m;
-  s.batch = 1;
-  s.a_type = s.b_type = s.c_type = KD_DTYPE_F32;
-  s.compute = KD_COMPUTE_F32;
-  s.beta_zero = 1;
-  g->miss_desc = s;
+  g->desc = test::gemm_desc_for(kShape);
+  g->miss_desc = g->desc;
   g->miss_desc.m = 63;
   g->miss_desc.lda = g->miss_desc.ldc = 63;
-  g->args.a = reinterpret_cast<const void*>(g->a);
-  g->args.b = reinterpret_cast<const void*>(g->b);
-  g->args.c = reinterpret_cast<void*>(g->c);
-  g->args.m = kShape.m, g->args.n = kShape.n, g->args.k = kShape.k;
-  g->args.lda = kShape.m, g->args.ldb = kShape.k, g->args.ldc = kShape.m;
-  g->args.batch = 1;
-  g->args.alpha = 1.f;
+  g->args = test::gemm_args_for(kShape, reinterpret_cast<const void*>(g->a), reinterpret_cast<const void*>(g->b),
+                               reinterpret_cast<void*>(g->c), 1.f);
 
   kd_options o{};
   o.cache_dir = g->cache.c_str();

@@ -34,13 +34,11 @@
 #include "protocol/frame.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
 
 // KD_FUZZ_FRAMES overrides the count (longer runs by hand; the test asserts at least 100,000).
 int frames_to_send() {
@@ -403,7 +401,7 @@ void run_stream(const std::filesystem::path& socket, int stream, int frames, Tal
 }
 
 TEST(DaemonFuzz, HundredThousandFramesNeverStopTheDaemonAndMemoryStaysBounded) {
-  test::TempDir dir;
+  TempDir dir;
   const int kFrames = frames_to_send();
   DaemonProcess d(dir.path(), {"--workers", "none"});
   Client bystander(d.socket());
@@ -474,4 +472,4 @@ TEST(DaemonFuzz, HundredThousandFramesNeverStopTheDaemonAndMemoryStaysBounded) {
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

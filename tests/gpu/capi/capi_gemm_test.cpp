@@ -30,14 +30,7 @@ using test::GemmShape;
 
 constexpr std::uint32_t kNaNBits = 0x7fc00000u;
 
-struct DeviceBuffer {
-  CUdeviceptr ptr = 0;
-  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&ptr, bytes), "buffer"); }
-  ~DeviceBuffer() { cu().cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return reinterpret_cast<void*>(ptr); }
-};
+using test::DeviceBuffer;
 
 kd_stats_t stats() {
   kd_stats_t s{};
@@ -102,7 +95,7 @@ TEST_F(CapiGemm, StoredRecordIsLookedUpLaunchedAndMatchesCublas) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
   }
   init();
   const float alpha = 0.75f;
@@ -138,14 +131,7 @@ TEST_F(CapiGemm, StoredRecordIsLookedUpLaunchedAndMatchesCublas) {
   EXPECT_EQ(differ, 0) << "tuned kernel vs cuBLAS";
 
   // The lower-level pair sees the same entry.
-  kd_gemm_desc desc{};
-  desc.ta = desc.tb = KD_OP_N;
-  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
-  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.beta_zero = 1;
+  const kd_gemm_desc desc = test::gemm_desc_for(shape_);
   const kd_entry* entry = nullptr;
   ASSERT_EQ(kd_gemm_lookup(&desc, nullptr, &entry, nullptr), KD_SUCCESS);
   kd_gemm_args args{};
@@ -206,7 +192,7 @@ TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::plain, 1));
   }
   const Record second = test::make_gemm_record(key, shape_, test::KernelVariant::tiled, 2);
   init();
@@ -244,7 +230,7 @@ TEST_F(CapiGemm, HotSwapWhileEightThreadsLaunchKeepsEveryResultCorrect) {
 
   std::this_thread::sleep_for(300ms);
   const kd_stats_t before = stats();
-  { CacheWriter(cache_).publish(second); }
+  { CacheWriter(cache_).commit_record(second); }
   bool swapped = false;
   for (int i = 0; i < 500 && !swapped; ++i) {
     std::this_thread::sleep_for(10ms);
@@ -276,7 +262,7 @@ TEST_F(CapiGemm, WorkspaceRecordRunsInCapturedGraphsWithAWorkspaceOfItsOwn) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
   init(KD_GRAPH_WORKSPACE);
   const std::size_t mn = static_cast<std::size_t>(shape_.m * shape_.n);
@@ -343,7 +329,7 @@ TEST_F(CapiGemm, WorkspaceRecordFallsBackUnderCaptureByDefault) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
   init();
   const float alpha = 1.f;
@@ -382,7 +368,7 @@ TEST_F(CapiGemm, LentWorkspaceServesCapturedCallsInClonedAndNestedGraphs) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split_dependent, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split_dependent, 1));
   }
   init();
   const float alpha = 1.25f;
@@ -393,19 +379,8 @@ TEST_F(CapiGemm, LentWorkspaceServesCapturedCallsInClonedAndNestedGraphs) {
   KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
   ASSERT_TRUE(wait_for_hit(a, b, c));
 
-  kd_gemm_desc desc{};
-  desc.ta = desc.tb = KD_OP_N;
-  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
-  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.beta_zero = 1;
-  kd_gemm_args args{};
-  args.a = a.get(), args.b = b.get(), args.c = c.get();
-  args.m = shape_.m, args.n = shape_.n, args.k = shape_.k;
-  args.lda = shape_.m, args.ldb = shape_.k, args.ldc = shape_.m;
-  args.batch = 1, args.alpha = alpha, args.beta = 0.f;
+  const kd_gemm_desc desc = test::gemm_desc_for(shape_);
+  const kd_gemm_args args = test::gemm_args_for(shape_, a.get(), b.get(), c.get(), alpha);
 
   CUstream stream = nullptr;
   KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
@@ -446,7 +421,7 @@ TEST_F(CapiGemm, TooSmallLentWorkspaceFallsBackUnderCapture) {
   const GemmKey key = test::gemm_key_for(shape_, /*beta_zero=*/true);
   {
     CacheWriter w(cache_);
-    w.publish(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
+    w.commit_record(test::make_gemm_record(key, shape_, test::KernelVariant::split, 1));
   }
   init();
   const test::HostGemm h = test::make_host_gemm(shape_, 1.f, 41);
@@ -455,19 +430,8 @@ TEST_F(CapiGemm, TooSmallLentWorkspaceFallsBackUnderCapture) {
   KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, h.a.data(), h.a.size() * 4), "A");
   KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, h.b.data(), h.b.size() * 4), "B");
   ASSERT_TRUE(wait_for_hit(a, b, c));
-  kd_gemm_desc desc{};
-  desc.ta = desc.tb = KD_OP_N;
-  desc.m = shape_.m, desc.n = shape_.n, desc.k = shape_.k;
-  desc.lda = shape_.m, desc.ldb = shape_.k, desc.ldc = shape_.m;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.beta_zero = 1;
-  kd_gemm_args args{};
-  args.a = a.get(), args.b = b.get(), args.c = c.get();
-  args.m = shape_.m, args.n = shape_.n, args.k = shape_.k;
-  args.lda = shape_.m, args.ldb = shape_.k, args.ldc = shape_.m;
-  args.batch = 1, args.alpha = 1.f;
+  const kd_gemm_desc desc = test::gemm_desc_for(shape_);
+  const kd_gemm_args args = test::gemm_args_for(shape_, a.get(), b.get(), c.get(), 1.f);
   CUstream stream = nullptr;
   KD_CU_CHECK(cu().cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "stream");
   const kd_stats_t before = stats();

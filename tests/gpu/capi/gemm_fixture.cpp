@@ -9,6 +9,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
+#include "support/gemm_desc.hpp"
 
 namespace kd::test {
 namespace {
@@ -88,6 +89,21 @@ extern "C" __global__ void kd_gemm_split_sum(kd_gemm_args p) {
 )";
 
 }  // namespace
+
+kd_gemm_desc gemm_desc_for(const GemmShape& s) {
+  kd_gemm_desc d = gemm_desc(KD_OP_N, KD_OP_N, s.m, s.n, s.k, KD_DTYPE_F32);
+  d.beta_zero = 1;
+  return d;
+}
+
+kd_gemm_args gemm_args_for(const GemmShape& s, const void* a, const void* b, void* c, float alpha) {
+  kd_gemm_args args{};
+  args.a = a, args.b = b, args.c = c;
+  args.m = s.m, args.n = s.n, args.k = s.k;
+  args.lda = s.m, args.ldb = s.k, args.ldc = s.m;
+  args.batch = 1, args.alpha = alpha, args.beta = 0.f;
+  return args;
+}
 
 GemmKey gemm_key_for(const GemmShape& s, bool beta_zero) {
   GemmKey k;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kdispatch/kdispatch.h"
 #include "key/gemm_key.hpp"
 #include "store/record.hpp"
 
@@ -25,6 +26,10 @@ struct GemmShape {
 // is a programmatic dependent launch ("pdl"). split_dependent: split whose first launch is a
 // programmatic dependent too (of the application's previous kernel; it waits first).
 enum class KernelVariant { plain, tiled, split, split_dependent };
+
+// The C API's description of the shape's call with beta == 0, and its arguments on device buffers.
+kd_gemm_desc gemm_desc_for(const GemmShape& s);
+kd_gemm_args gemm_args_for(const GemmShape& s, const void* a, const void* b, void* c, float alpha);
 
 // The canonical key of the shape (beta0 as given) for device 0.
 GemmKey gemm_key_for(const GemmShape& s, bool beta_zero);

@@ -19,7 +19,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "cublaslt_gpu_common.hpp"
 #include "cuda/driver.hpp"
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "kdispatch/kdispatch.h"
 #include "store/cache_store.hpp"
 #include "support/gpu.hpp"
@@ -30,14 +30,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct DeviceBuffer {
-  CUdeviceptr ptr = 0;
-  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&ptr, bytes), "buffer"); }
-  ~DeviceBuffer() { cu().cuMemFree(ptr); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return reinterpret_cast<void*>(ptr); }
-};
+using test::DeviceBuffer;
 
 kd_stats_t stats() {
   kd_stats_t s{};
@@ -127,7 +120,7 @@ TEST(CublasLtLaunchOnGpu, PublishedRecordRunsThroughKdGemmWithinThePrecisionClas
       ASSERT_GE(id, 0) << "no correct cuBLASLt algorithm for " << key.shape_line();
       const Record r = search::make_record(out, id, key.full_line(), {search::nvrtc_version(), cu().driver_version, 0});
       ASSERT_EQ(r.kind, RecordKind::cublaslt_algo);
-      writer.publish(r);
+      writer.commit_record(r);
       published_ideas.push_back(r.idea);
       std::printf("published for %s: %s (cuBLASLt %d, workspace %llu bytes)\n", key.shape_line().c_str(),
                   r.idea.c_str(), r.cublas_version, static_cast<unsigned long long>(r.plan.workspace_bytes));

@@ -19,11 +19,7 @@ namespace {
 // f32 nn.Linear on 16 tokens: the builtin search beats cuBLAS here (3xTF32 skinny_bulk).
 constexpr std::int64_t kM = 4096, kN = 16, kK = 4096;
 
-struct DeviceBuffer {
-  CUdeviceptr p = 0;
-  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&p, bytes), "buffer"); }
-  ~DeviceBuffer() { cu().cuMemFree(p); }
-};
+using test::DeviceBuffer;
 
 int gemm(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream s) {
   const float alpha = 1.f, beta = 0.f;
@@ -48,22 +44,22 @@ TEST(DaemonOnGpu, MissIsTunedPublishedAndLaunchedBySubscribedProcess) {
   for (float& x : ha) x = dist(rng);
   for (float& x : hb) x = dist(rng);
   DeviceBuffer a(ha.size() * 4), b(hb.size() * 4), c(kM * kN * 4);
-  KD_CU_CHECK(cu().cuMemcpyHtoD(a.p, ha.data(), ha.size() * 4), "A");
-  KD_CU_CHECK(cu().cuMemcpyHtoD(b.p, hb.data(), hb.size() * 4), "B");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(a.ptr, ha.data(), ha.size() * 4), "A");
+  KD_CU_CHECK(cu().cuMemcpyHtoD(b.ptr, hb.data(), hb.size() * 4), "B");
   CUstream s = nullptr;
   KD_CU_CHECK(cu().cuStreamCreate(&s, 0), "stream");
 
   // The miss: computed by cuBLAS, reported to the daemon.
-  ASSERT_EQ(gemm(a.p, b.p, c.p, s), KD_SUCCESS);
+  ASSERT_EQ(gemm(a.ptr, b.ptr, c.ptr, s), KD_SUCCESS);
   KD_CU_CHECK(cu().cuStreamSynchronize(s), "miss");
   std::vector<float> reference(kM * kN), tuned(kM * kN);
-  KD_CU_CHECK(cu().cuMemcpyDtoH(reference.data(), c.p, reference.size() * 4), "C");
+  KD_CU_CHECK(cu().cuMemcpyDtoH(reference.data(), c.ptr, reference.size() * 4), "C");
 
   // Keep calling, as a server would, until the published kernel is loaded and launched.
   const auto start = std::chrono::steady_clock::now();
   kd_stats_t st{};
   for (;;) {
-    ASSERT_EQ(gemm(a.p, b.p, c.p, s), KD_SUCCESS);
+    ASSERT_EQ(gemm(a.ptr, b.ptr, c.ptr, s), KD_SUCCESS);
     KD_CU_CHECK(cu().cuStreamSynchronize(s), "call");
     kd_stats(&st);
     if (st.hits > 0) break;
@@ -74,10 +70,10 @@ TEST(DaemonOnGpu, MissIsTunedPublishedAndLaunchedBySubscribedProcess) {
   const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   // One more call on poisoned output: the tuned kernel computes C (within strict-f32 error).
-  KD_CU_CHECK(cu().cuMemsetD32(c.p, 0x7fc00000u, kM * kN), "poison");
-  ASSERT_EQ(gemm(a.p, b.p, c.p, s), KD_SUCCESS);
+  KD_CU_CHECK(cu().cuMemsetD32(c.ptr, 0x7fc00000u, kM * kN), "poison");
+  ASSERT_EQ(gemm(a.ptr, b.ptr, c.ptr, s), KD_SUCCESS);
   KD_CU_CHECK(cu().cuStreamSynchronize(s), "hit");
-  KD_CU_CHECK(cu().cuMemcpyDtoH(tuned.data(), c.p, tuned.size() * 4), "C");
+  KD_CU_CHECK(cu().cuMemcpyDtoH(tuned.data(), c.ptr, tuned.size() * 4), "C");
   double err = 0, ref = 0;
   for (std::size_t i = 0; i < tuned.size(); ++i) {
     err += (tuned[i] - reference[i]) * double(tuned[i] - reference[i]);

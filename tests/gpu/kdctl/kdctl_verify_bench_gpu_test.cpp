@@ -94,8 +94,8 @@ protected:
     KD_REQUIRE_GPU();
     dev_ = query_device(0);
     CacheWriter writer(cache());  // closed before kdctl opens the cache
-    writer.publish(compiled_record(on_device(kGood, dev_), kNaiveSource, dev_.arch));
-    writer.publish(compiled_record(on_device(kBad, dev_), kZerosSource, dev_.arch));
+    writer.commit_record(compiled_record(on_device(kGood, dev_), kNaiveSource, dev_.arch));
+    writer.commit_record(compiled_record(on_device(kBad, dev_), kZerosSource, dev_.arch));
   }
   std::filesystem::path cache() const { return tmp_.path() / "cache"; }
   KdctlRun kdctl(std::vector<std::string> args) {

@@ -6,8 +6,8 @@
 #include "builtin/family.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
-#include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "fake_llm_server.hpp"
 #include "llm/search_adapter.hpp"
@@ -83,7 +83,7 @@ TEST(LlmSearchOnGpu, ScriptedModelKernelsRunThroughTheGateAndTheBestIsPublished)
 
   CacheWriter writer(cache.path());
   writer.put_raw("trees", out.tree.search_id(), out.tree.to_json().dump());
-  writer.publish(search::make_record(out, *out.winner, key.full_line(), {search::nvrtc_version(), 0, 0}));
+  writer.commit_record(search::make_record(out, *out.winner, key.full_line(), {search::nvrtc_version(), 0, 0}));
   EXPECT_EQ(server.requests().size(), 2u);
   const std::string stored = *writer.get_raw("trees", out.tree.search_id());
   EXPECT_EQ(stored.find("sk-test-not-a-real-key"), std::string::npos);

@@ -104,7 +104,7 @@ protected:
         r.key_line = full_key(i);
         r.cubin.assign(static_cast<std::size_t>(300 + 200 * i), 'c');
         r.created_unix_s = 1700000000 + i;
-        w.publish(r);
+        w.commit_record(r);
       }
     }
     test::DaemonProcess daemon(original_->path(), {},

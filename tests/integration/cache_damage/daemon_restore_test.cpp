@@ -46,7 +46,7 @@ TEST(DaemonRestore, ADamagedCacheIsMovedAsideAndTheCompactCopyRestored) {
       Record r;
       r.key_line = key_for(i);
       r.cubin.assign(static_cast<std::size_t>(500 + 300 * i), 'c');
-      w.publish(r);
+      w.commit_record(r);
     }
   }
   {

@@ -16,18 +16,15 @@
 #include "store/cache_store.hpp"
 #include "store/record_usage.hpp"
 #include "support/eventually.hpp"
+#include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using namespace std::chrono_literals;
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
-
-using test::eventually;
 
 std::int64_t now_s() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
@@ -44,20 +41,11 @@ CallKey call_key(std::int64_t n) {
 }
 
 // Loads records without CUDA (the dispatcher's only GPU seam): key n is test_key(n).
-class HostLoader final : public EntryLoader {
-public:
-  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override { return test_key(static_cast<int>(key.n)); }
-  std::variant<LoadedEntry, FallbackReason> load(const CallKey&, const Record&) override {
-    LoadedEntry out;
-    out.entry = std::make_unique<Entry>();
-    return out;
-  }
-};
-
-bool hits(Dispatcher& d, std::int64_t n) {
-  ReadGuard guard(*EpochDomain::instance().this_thread());
-  return d.lookup(call_key(n)).entry != nullptr;
+std::unique_ptr<EntryLoader> host_loader() {
+  return std::make_unique<HostEntryLoader>([](const CallKey& key) { return test_key(static_cast<int>(key.n)); });
 }
+
+bool hits(Dispatcher& d, std::int64_t n) { return lookup_as_caller(d, call_key(n)).entry != nullptr; }
 
 // A record of 64 KiB of cubin: 17 overflow pages of 4 KiB (69632 bytes) in the records database.
 Record record(int n, std::int64_t created_unix_s) {
@@ -68,13 +56,13 @@ Record record(int n, std::int64_t created_unix_s) {
   return r;
 }
 
-// Publishes in a child process, as another writer would while the daemon runs.
-void publish_in_child(const std::filesystem::path& cache, const std::vector<Record>& records) {
+// Commits in a child process, as another writer would while the daemon runs.
+void commit_in_child(const std::filesystem::path& cache, const std::vector<Record>& records) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
       CacheWriter w(cache);
-      for (const Record& r : records) w.publish(r);
+      for (const Record& r : records) w.commit_record(r);
       ::_exit(0);
     } catch (...) {
       ::_exit(3);
@@ -103,7 +91,7 @@ DispatcherOptions dispatcher_options(const DaemonProcess& d) {
 }
 
 TEST(DaemonBounds, QueuedJobsStayWithinTheBoundAndStatusShowsIt) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {}, "workers = \"none\"\nmax_queued_jobs = 5\n");
   Client c(d.socket());
   json keys = json::array();
@@ -114,11 +102,11 @@ TEST(DaemonBounds, QueuedJobsStayWithinTheBoundAndStatusShowsIt) {
   EXPECT_EQ(s.at("bounds").at("max_queued_jobs"), 5);
   EXPECT_EQ(s.at("bounds").at("jobs_dropped"), 7);
   EXPECT_EQ(s.at("top_jobs").at(0).at("key"), test_key(12)) << "the most called key is kept";
-  EXPECT_NE(test::http_get(d.metrics_port(), "/metrics").find("kdispatch_jobs_dropped_total 7"), std::string::npos);
+  EXPECT_NE(http_get(d.metrics_port(), "/metrics").find("kdispatch_jobs_dropped_total 7"), std::string::npos);
 }
 
 TEST(DaemonBounds, PurgeOverTheProtocolSaysWhatItRemoved) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {}, "workers = \"none\"\n");
   Client c(d.socket());
   json keys = json::array();
@@ -147,21 +135,21 @@ TEST(DaemonBounds, PurgeOverTheProtocolSaysWhatItRemoved) {
 // The dispatcher does not poll the cache while it is connected: only the daemon's notice after
 // an eviction can make it drop the entries.
 TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
-  test::TempDir dir;
+  TempDir dir;
   const auto cache = dir.path() / "cache";
   {
     CacheWriter w(cache);
-    w.publish(record(1, 1000));
-    w.publish(record(2, 1000));
+    w.commit_record(record(1, 1000));
+    w.commit_record(record(2, 1000));
   }
   // Two records take 143360 bytes, four 282624: over the limit, eviction goes down to 180000.
   DaemonProcess d(dir.path(), {}, daemon_toml(200000));
-  Dispatcher disp(dispatcher_options(d), std::make_unique<HostLoader>());
+  Dispatcher disp(dispatcher_options(d), host_loader());
   ASSERT_TRUE(eventually([&] { return hits(disp, 1) && hits(disp, 2); }));
   ASSERT_TRUE(eventually([&] { return reporting(d); }));
   const auto generation = Client::status(d.socket()).generation;
 
-  publish_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});  // the newest
+  commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});  // the newest
   EXPECT_TRUE(eventually([&] { return !hits(disp, 1) && !hits(disp, 2); })) << d.log();
   const protocol::Status s = Client::status(d.socket());
   EXPECT_EQ(s.bounds.value().records_evicted, 2u);
@@ -170,20 +158,20 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
 }
 
 TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
-  test::TempDir dir;
+  TempDir dir;
   const auto cache = dir.path() / "cache";
   {
     CacheWriter w(cache);
-    w.publish(record(1, now_s() - 200));  // older: without its hits it would go first
-    w.publish(record(2, now_s() - 100));
+    w.commit_record(record(1, now_s() - 200));  // older: without its hits it would go first
+    w.commit_record(record(2, now_s() - 100));
   }
   // Three records take 212992 bytes, under the limit; four are over it, and one eviction brings
   // them under 225000.
   DaemonProcess d(dir.path(), {}, daemon_toml(250000));
   {
-    Dispatcher disp(dispatcher_options(d), std::make_unique<HostLoader>());
+    Dispatcher disp(dispatcher_options(d), host_loader());
     ASSERT_TRUE(eventually([&] { return hits(disp, 1); }));  // record 2 is loaded, never hit
-    { ReadGuard guard(*EpochDomain::instance().this_thread()); (void)disp.lookup(call_key(2)); }
+    (void)lookup_as_caller(disp, call_key(2));
     ASSERT_TRUE(eventually([&] { return reporting(d); }));
     for (int i = 0; i < 100; ++i) ASSERT_TRUE(hits(disp, 1));
     disp.stop_background();  // the last usage report goes with the final counters
@@ -192,7 +180,7 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
     CacheWriter w(cache);
     return w.get_raw(kUsageDb, test_key(1)).has_value();
   })) << d.log();
-  publish_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});
+  commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});
   ASSERT_TRUE(eventually([&] { return Client::status(d.socket()).bounds.value().records_evicted == 1; }))
       << d.log();
   CacheWriter w(cache);
@@ -201,4 +189,4 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

@@ -13,13 +13,11 @@
 #include "protocol/frame.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
 
 // A key line of `bytes` bytes: a valid key whose GPU name is padded out (so only its length is wrong).
 std::string long_key(std::size_t bytes) {
@@ -37,7 +35,7 @@ protected:
     ASSERT_TRUE(daemon_->running()) << daemon_->log();
     EXPECT_EQ(bystander_->request({{"type", "status"}}).at("type"), "status");
   }
-  test::TempDir dir_;
+  TempDir dir_;
   std::unique_ptr<DaemonProcess> daemon_;
   std::unique_ptr<Client> bystander_ = nullptr;
   void connect_bystander() { bystander_ = std::make_unique<Client>(daemon_->socket()); }
@@ -178,4 +176,4 @@ TEST_F(DaemonLimits, JobsAnswersPerKeyWithinItsLimit) {
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

@@ -15,13 +15,11 @@
 #include "daemon_process.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
 
 std::uint64_t job_count(const protocol::Status& status, const std::string& key) {
   for (const auto& j : status.top_jobs.value())
@@ -30,8 +28,8 @@ std::uint64_t job_count(const protocol::Status& status, const std::string& key) 
 }
 
 TEST(DaemonProtocol, HelloStatusAndNoSearchBackend) {
-  test::HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
-  test::TempDir dir;
+  HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
+  TempDir dir;
   DaemonProcess d(dir.path());
   struct stat st{};
   ASSERT_EQ(::stat(d.socket().c_str(), &st), 0);
@@ -54,7 +52,7 @@ TEST(DaemonProtocol, HelloStatusAndNoSearchBackend) {
 }
 
 TEST(DaemonProtocol, ConcurrentClientsDeduplicateByKey) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path());
   constexpr int kClients = 24, kSharedMisses = 100, kOwnKeys = 10;
   const std::string shared = test_key(16);
@@ -105,7 +103,7 @@ TEST(DaemonProtocol, ConcurrentClientsDeduplicateByKey) {
 }
 
 TEST(DaemonProtocol, BadKeysAreRejectedNotFatal) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path());
   Client c(d.socket());
   const json r = c.request({{"type", "miss"},
@@ -118,8 +116,8 @@ TEST(DaemonProtocol, BadKeysAreRejectedNotFatal) {
 }
 
 TEST(DaemonProtocol, PrewarmAndCancel) {
-  test::HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
-  test::TempDir dir;
+  HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
+  TempDir dir;
   DaemonProcess d(dir.path());
   Client c(d.socket());
   const std::string shape =
@@ -178,7 +176,7 @@ TEST(DaemonProtocol, MissesQueueBucketsAndPrewarmTakesRanges) {
 }
 
 TEST(DaemonProtocol, SubscribeAndShutdownMessage) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path());
   Client c(d.socket());
   EXPECT_EQ(c.request({{"type", "subscribe"}}).at("type"), "ok");
@@ -191,9 +189,9 @@ TEST(DaemonProtocol, SubscribeAndShutdownMessage) {
 }
 
 TEST(DaemonProtocol, SecondDaemonOnTheSameCacheIsRefused) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path());
-  const auto r = test::run_daemon_command(
+  const auto r = run_daemon_command(
       {"--cache-dir", d.cache_dir().string(), "--socket", (dir.path() / "other.sock").string(),
        "--metrics-listen", "off", "--config", (dir.path() / "kdispatchd.toml").string()});
   EXPECT_EQ(r.exit_code, 2);  // usage (common/exit_code.hpp): restarting cannot help
@@ -201,7 +199,7 @@ TEST(DaemonProtocol, SecondDaemonOnTheSameCacheIsRefused) {
 }
 
 TEST(DaemonPeers, UidNotInAllowedUidsIsRefused) {
-  test::TempDir dir;
+  TempDir dir;
   const uid_t other = ::getuid() == 4242 ? 4243 : 4242;
   DaemonProcess d(dir.path(), {"--allowed-uids", std::to_string(other)});
   Client c(d.socket());
@@ -215,7 +213,7 @@ TEST(DaemonPeers, UidNotInAllowedUidsIsRefused) {
   EXPECT_EQ(reply->at("type"), "error");
   EXPECT_NE(reply->at("message").get<std::string>().find("not allowed"), std::string::npos);
   EXPECT_FALSE(c.receive(std::chrono::seconds(5)).has_value());  // and closed
-  const std::string metrics = test::http_get(d.metrics_port(), "/metrics");
+  const std::string metrics = http_get(d.metrics_port(), "/metrics");
   // (The start-up probe of DaemonProcess was refused too.)
   EXPECT_EQ(metrics.find("kdispatch_clients_refused_total 0"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("kdispatch_clients_accepted_total 0"), std::string::npos) << metrics;
@@ -225,7 +223,7 @@ TEST(DaemonPeers, UidNotInAllowedUidsIsRefused) {
 // opened up so that connect() itself succeeds).
 TEST(DaemonPeers, ClientOfAnotherUidIsRefusedWhenRoot) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to run a client under another uid";
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {"--socket-mode", "0666"});
   ::chmod(dir.path().c_str(), 0755);
   const pid_t child = ::fork();
@@ -255,10 +253,10 @@ TEST(DaemonPeers, ClientOfAnotherUidIsRefusedWhenRoot) {
 }
 
 TEST(DaemonConfig, PrintConfigShowsValuesAndSources) {
-  test::TempDir dir;
+  TempDir dir;
   const auto file = dir.path() / "kd.toml";
   std::ofstream(file) << "proposer = \"llm\"\nallowed_uids = [0, 1000]\n";
-  const auto r = test::run_daemon_command(
+  const auto r = run_daemon_command(
       {"--config", file.string(), "--budget-rounds", "3", "--print-config"},
       {"KD_LOG_LEVEL=debug"});
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -269,10 +267,10 @@ TEST(DaemonConfig, PrintConfigShowsValuesAndSources) {
   EXPECT_NE(r.output.find("socket_mode = \"0600\"  # default"), std::string::npos);
 
   std::ofstream(file) << "no_such_key = 1\n";
-  const auto bad = test::run_daemon_command({"--config", file.string(), "--print-config"});
+  const auto bad = run_daemon_command({"--config", file.string(), "--print-config"});
   EXPECT_EQ(bad.exit_code, 2);
   EXPECT_NE(bad.output.find("unknown key 'no_such_key'"), std::string::npos) << bad.output;
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

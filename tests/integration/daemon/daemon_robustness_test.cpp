@@ -19,13 +19,11 @@
 #include "protocol/frame.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
 
 std::string frame_of(const std::string& payload) { return protocol::encode_frame(payload); }
 
@@ -71,7 +69,7 @@ std::string hostile_input(std::mt19937& rng, int kind) {
 }
 
 TEST(DaemonRobustness, BoundedFrameFuzzLeavesTheDaemonServing) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {"--frame-timeout-ms", "300"});
   Client bystander(d.socket());  // connected throughout; must be served afterwards
   std::mt19937 rng(20261122);
@@ -110,7 +108,7 @@ TEST(DaemonRobustness, BoundedFrameFuzzLeavesTheDaemonServing) {
 }
 
 TEST(DaemonRobustness, SlowClientIsDroppedOthersServed) {
-  test::TempDir dir;
+  TempDir dir;
   DaemonProcess d(dir.path(), {"--frame-timeout-ms", "300"});
   Client slow(d.socket());
   const std::string f = frame_of(R"({"v":1,"type":"status"})");
@@ -128,7 +126,7 @@ TEST(DaemonRobustness, SlowClientIsDroppedOthersServed) {
 // Acknowledged misses survive kill -9 at random moments during heavy queue writes, and the queue
 // reopens intact each time.
 TEST(DaemonRobustness, KillNineDuringQueueWritesLosesNothingAcknowledged) {
-  test::TempDir dir;
+  TempDir dir;
   constexpr int kRounds = 4, kWriters = 8, kKeys = 300;
   std::map<int, std::uint64_t> acked;  // key index -> acknowledged count, over all rounds
   std::uint64_t sent_total = 0;
@@ -186,15 +184,15 @@ TEST(DaemonRobustness, KillNineDuringQueueWritesLosesNothingAcknowledged) {
 
 // Prometheus text exposition 0.0.4, checked line by line.
 TEST(DaemonMetrics, ExpositionParsesAndCounts) {
-  test::HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
-  test::TempDir dir;
+  HiddenGpus no_gpu;  // asserts the daemon's behaviour without a search backend
+  TempDir dir;
   DaemonProcess d(dir.path());
   {
     Client c(d.socket());
     c.request({{"type", "miss"}, {"keys", {{{"key", test_key(4)}, {"count", 5}}, {{"key", "bad"}}}},
                {"hits", 7}, {"ack", true}});
   }
-  const std::string text = test::http_get(d.metrics_port(), "/metrics");
+  const std::string text = http_get(d.metrics_port(), "/metrics");
   const std::regex help(R"(# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .+)");
   const std::regex type(R"(# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|histogram|summary|untyped))");
   const std::regex sample(
@@ -235,10 +233,10 @@ TEST(DaemonMetrics, ExpositionParsesAndCounts) {
                            "kdispatch_candidates_evaluated_total"})
     EXPECT_TRUE(values.count(name)) << name;
 
-  const json status = json::parse(test::http_get(d.metrics_port(), "/status"));
+  const json status = json::parse(http_get(d.metrics_port(), "/status"));
   EXPECT_EQ(status.at("queue_depth"), 1);
   EXPECT_FALSE(status.at("search_backend").at("available").get<bool>());
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

@@ -20,6 +20,7 @@
 #include "daemon_process.hpp"
 #include "kdctl_runner.hpp"
 #include "kdispatch/kdispatch.h"
+#include "support/gemm_desc.hpp"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
 
@@ -39,16 +40,7 @@ constexpr int kCalls = 25;
   (void)gpu_unavailable_reason();  // with a GPU: device 0's primary context becomes current
   kd_options o{cache.c_str(), socket.c_str(), 0, 200};
   if (kd_init(&o) != KD_SUCCESS) _exit(10);
-  kd_gemm_desc desc{};
-  desc.ta = KD_OP_N;
-  desc.tb = KD_OP_N;
-  desc.m = desc.n = desc.k = 64;
-  desc.lda = desc.ldb = desc.ldc = 64;
-  desc.batch = 1;
-  desc.a_type = desc.b_type = desc.c_type = KD_DTYPE_F32;
-  desc.compute = KD_COMPUTE_F32;
-  desc.math = KD_MATH_DEFAULT;
-  desc.epilogue = KD_EPILOGUE_NONE;
+  const kd_gemm_desc desc = test::gemm_desc(KD_OP_N, KD_OP_N, 64, 64, 64, KD_DTYPE_F32);
   for (int i = 0; i < kCalls; ++i) {
     const kd_entry* entry = nullptr;
     kd_fallback_reason reason{};

@@ -354,7 +354,7 @@ TEST(SystemdDeployment, GroupMemberReadsTheCacheAndUsesTheSocketOfTheServiceAsTh
   const std::string key = key_for(0);
   {
     CacheWriter scratch(tmp.path() / "scratch");
-    scratch.publish(make_record(0, key));
+    scratch.commit_record(make_record(0, key));
   }
   const fs::path kdctl = in.prefix / "bin/kdctl", archive = tmp.path() / "h100.kda";
   const Finished exported = run_here(tmp.path(), {kdctl.string(), "export", "--cache-dir",

@@ -23,23 +23,19 @@
 #include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
-namespace kd {
+namespace kd::test {
 namespace {
 
 using namespace std::chrono_literals;
 using daemon::Client;
 using nlohmann::json;
-using test::DaemonProcess;
-using test::test_key;
-
-using test::eventually;
 
 std::filesystem::path made(const std::filesystem::path& p) {
   std::filesystem::create_directories(p);
   return p;
 }
 
-std::string fleet_toml(const test::RedisServer& redis, const std::string& extra = "") {
+std::string fleet_toml(const RedisServer& redis, const std::string& extra = "") {
   return "workers = \"none\"\nremote = \"" + redis.url() +
          "\"\nremote_trust = \"trusted\"\nremote_poll_ms = 50\nremote_prefix = \"fleet\"\n" + extra;
 }
@@ -60,10 +56,10 @@ std::filesystem::path archive_of(const std::filesystem::path& dir, const std::ve
   const auto src = dir / "source-cache";
   {
     CacheWriter w(src);
-    for (const auto& k : keys) w.publish(record_for(k));
+    for (const auto& k : keys) w.commit_record(record_for(k));
   }
   const auto file = dir / "records.kdar";
-  const auto r = test::run_kdctl(dir, {"export", "--cache-dir", src.string(), "-o", file.string()});
+  const auto r = run_kdctl(dir, {"export", "--cache-dir", src.string(), "-o", file.string()});
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
   std::filesystem::remove_all(src);
   return file;
@@ -91,15 +87,15 @@ bool cached(const DaemonProcess& d, const std::string& key) {
   return std::holds_alternative<Record>(reader.lookup(key));
 }
 
-daemon::RedisLink link_to(const test::RedisServer& redis) {
+daemon::RedisLink link_to(const RedisServer& redis) {
   daemon::RedisLogin l;
   l.endpoint = std::get<daemon::RemoteEndpoint>(daemon::parse_remote_url(redis.url()));
   return daemon::RedisLink(l);
 }
 
 TEST(RemoteFleet, ARecordImportedIntoOneDaemonReachesTheOthersAndTheirClients) {
-  test::TempDir dir;
-  test::RedisServer redis(dir.path() / "redis");
+  TempDir dir;
+  RedisServer redis(dir.path() / "redis");
   DaemonProcess a(made(dir.path() / "a"), {}, fleet_toml(redis));
   DaemonProcess b(made(dir.path() / "b"), {}, fleet_toml(redis));
   DaemonProcess c(made(dir.path() / "c"), {}, fleet_toml(redis));
@@ -109,7 +105,7 @@ TEST(RemoteFleet, ARecordImportedIntoOneDaemonReachesTheOthersAndTheirClients) {
   Client subscriber(b.socket());
   ASSERT_EQ(subscriber.request({{"type", "subscribe"}}).at("type"), "ok");
 
-  const auto imported = test::run_kdctl(dir.path(), {"import", archive_of(dir.path(), {k}).string(), "--cache-dir",
+  const auto imported = run_kdctl(dir.path(), {"import", archive_of(dir.path(), {k}).string(), "--cache-dir",
                                                      a.cache_dir().string(), "--socket", a.socket().string()});
   ASSERT_EQ(imported.rc, 0) << imported.out << imported.err;
   ASSERT_TRUE(eventually([&] { return job_state(b, k) == "done" && job_state(c, k) == "done"; }))
@@ -125,21 +121,21 @@ TEST(RemoteFleet, ARecordImportedIntoOneDaemonReachesTheOthersAndTheirClients) {
   const protocol::RemoteStatus status = remote_of(b);
   EXPECT_EQ(status.counters.counts.at("imports"), 1u) << json(status).dump();
   EXPECT_EQ(remote_of(a).counters.counts.at("pushes"), 1u);
-  const std::string metrics = test::http_get(b.metrics_port(), "/metrics");
+  const std::string metrics = http_get(b.metrics_port(), "/metrics");
   EXPECT_NE(metrics.find("kdispatch_remote_imports_total 1"), std::string::npos) << metrics;
   EXPECT_NE(metrics.find("kdispatch_remote_connected 1"), std::string::npos);
 }
 
 TEST(RemoteFleet, RedisDownLeavesEveryDaemonServingAndTheyCatchUpWhenItReturns) {
-  test::TempDir dir;
-  test::RedisServer redis(dir.path() / "redis");
+  TempDir dir;
+  RedisServer redis(dir.path() / "redis");
   DaemonProcess a(made(dir.path() / "a"), {}, fleet_toml(redis));
   DaemonProcess b(made(dir.path() / "b"), {}, fleet_toml(redis));
   ASSERT_TRUE(eventually([&] { return remote_of(a).connected; }));
   redis.kill();
   const std::string k = test_key(32);
   miss(b, {k});
-  const auto imported = test::run_kdctl(dir.path(), {"import", archive_of(dir.path(), {k}).string(), "--cache-dir",
+  const auto imported = run_kdctl(dir.path(), {"import", archive_of(dir.path(), {k}).string(), "--cache-dir",
                                                      a.cache_dir().string(), "--socket", a.socket().string()});
   ASSERT_EQ(imported.rc, 0) << imported.out << imported.err;
   EXPECT_TRUE(cached(a, k)) << "the local cache took the record while Redis is down";
@@ -154,8 +150,8 @@ TEST(RemoteFleet, RedisDownLeavesEveryDaemonServingAndTheyCatchUpWhenItReturns) 
 }
 
 TEST(RemoteFleet, TenThousandGarbageValuesNeverTakeADaemonDown) {
-  test::TempDir dir;
-  test::RedisServer redis(dir.path() / "redis");
+  TempDir dir;
+  RedisServer redis(dir.path() / "redis");
   auto link = link_to(redis);
   std::mt19937_64 rng(3131);
   const std::string valid = daemon::encode_remote_value(record_for(test_key(1)));
@@ -191,7 +187,7 @@ TEST(RemoteFleet, TenThousandGarbageValuesNeverTakeADaemonDown) {
   EXPECT_TRUE(d.running());
 
   // kdctl remote pull reads all 10,001 values, skips each bad one by name and imports the good one.
-  const auto pulled = test::run_kdctl(dir.path(), {"remote", "pull", "--trusted", "--remote", redis.url(), "--prefix",
+  const auto pulled = run_kdctl(dir.path(), {"remote", "pull", "--trusted", "--remote", redis.url(), "--prefix",
                                                    "fleet", "--cache-dir", (dir.path() / "pulled").string(), "--create",
                                                    "--socket", (dir.path() / "none.sock").string()});
   EXPECT_EQ(pulled.rc, 0) << pulled.out << pulled.err;
@@ -201,46 +197,46 @@ TEST(RemoteFleet, TenThousandGarbageValuesNeverTakeADaemonDown) {
 }
 
 TEST(RemoteFleet, KdctlRemoteStatusPushAndPull) {
-  test::TempDir dir;
-  test::RedisServer redis(dir.path() / "redis");
+  TempDir dir;
+  RedisServer redis(dir.path() / "redis");
   DaemonProcess a(made(dir.path() / "a"), {}, fleet_toml(redis));
   const std::vector<std::string> keys{test_key(7), test_key(8)};
   {
     // Records a's cache holds before the fleet existed (kdctl import with the daemon told).
-    const auto r = test::run_kdctl(dir.path(), {"import", archive_of(dir.path(), keys).string(), "--cache-dir",
+    const auto r = run_kdctl(dir.path(), {"import", archive_of(dir.path(), keys).string(), "--cache-dir",
                                                 a.cache_dir().string(), "--socket", a.socket().string()});
     ASSERT_EQ(r.rc, 0) << r.out << r.err;
   }
   link_to(redis).command({"FLUSHDB"});  // the tier forgets them
-  const auto push = test::run_kdctl(dir.path(), {"remote", "push", "--cache-dir", a.cache_dir().string(), "--socket",
+  const auto push = run_kdctl(dir.path(), {"remote", "push", "--cache-dir", a.cache_dir().string(), "--socket",
                                                  a.socket().string(), "--prefix", "fleet"});
   ASSERT_EQ(push.rc, 0) << push.out << push.err;
   EXPECT_NE(push.out.find("pushed 2 record(s)"), std::string::npos) << push.out;
 
-  const auto status = test::run_kdctl(dir.path(), {"remote", "status", "--socket", a.socket().string(), "--prefix",
+  const auto status = run_kdctl(dir.path(), {"remote", "status", "--socket", a.socket().string(), "--prefix",
                                                    "fleet"});
   EXPECT_EQ(status.rc, 0) << status.out << status.err;
   EXPECT_NE(status.out.find("reachable: 2 record(s)"), std::string::npos) << status.out;
   EXPECT_NE(status.out.find(redis.url()), std::string::npos) << "the URL comes from the daemon's status";
 
   // Without a GPU, pull refuses to import unverified records unless told the tier is trusted.
-  const auto refused = test::run_kdctl(dir.path(), {"remote", "pull", "--remote", redis.url(), "--prefix", "fleet",
+  const auto refused = run_kdctl(dir.path(), {"remote", "pull", "--remote", redis.url(), "--prefix", "fleet",
                                                     "--cache-dir", (dir.path() / "b").string(), "--create"},
                                        {"CUDA_VISIBLE_DEVICES="});
   EXPECT_EQ(refused.rc, 4) << refused.out << refused.err;
   EXPECT_NE(refused.err.find("--trusted"), std::string::npos) << refused.err;
 
   redis.kill();
-  const auto down = test::run_kdctl(dir.path(), {"remote", "status", "--remote", redis.url(), "--socket",
+  const auto down = run_kdctl(dir.path(), {"remote", "status", "--remote", redis.url(), "--socket",
                                                  (dir.path() / "none.sock").string()});
   EXPECT_EQ(down.rc, 1) << down.out << down.err;
   EXPECT_NE(down.out.find("unreachable"), std::string::npos) << down.out;
 }
 
 TEST(RemoteFleet, ThePasswordComesFromAFileAndNeverShows) {
-  test::TempDir dir;
+  TempDir dir;
   const std::string secret = "s3cret-fleet-password-31";
-  test::RedisServer redis(dir.path() / "redis", 0, {"--requirepass", secret});
+  RedisServer redis(dir.path() / "redis", 0, {"--requirepass", secret});
   const auto file = dir.path() / "redis.password";
   std::ofstream(file) << secret << "\n";
   ::chmod(file.c_str(), 0600);
@@ -256,14 +252,14 @@ TEST(RemoteFleet, ThePasswordComesFromAFileAndNeverShows) {
   }
   miss(d, {k});
   ASSERT_TRUE(eventually([&] { return job_state(d, k) == "done"; })) << d.log();
-  const auto printed = test::run_daemon_command({"--config", (dir.path() / "d" / "kdispatchd.toml").string(),
+  const auto printed = run_daemon_command({"--config", (dir.path() / "d" / "kdispatchd.toml").string(),
                                                  "--print-config"});
   for (const std::string& text : {d.log(), protocol::to_payload(Client::status(d.socket())), printed.output,
-                                  test::http_get(d.metrics_port(), "/metrics"),
-                                  test::http_get(d.metrics_port(), "/status")})
+                                  http_get(d.metrics_port(), "/metrics"),
+                                  http_get(d.metrics_port(), "/status")})
     EXPECT_EQ(text.find(secret), std::string::npos) << text;
   // A URL with credentials is refused at start, with the fix.
-  const auto refused = test::run_daemon_command(
+  const auto refused = run_daemon_command(
       {"--config", (dir.path() / "d" / "kdispatchd.toml").string(), "--remote", "redis://user:pw@127.0.0.1:1/0",
        "--print-config"});
   EXPECT_EQ(refused.exit_code, 2) << refused.output;
@@ -271,4 +267,4 @@ TEST(RemoteFleet, ThePasswordComesFromAFileAndNeverShows) {
 }
 
 }  // namespace
-}  // namespace kd
+}  // namespace kd::test

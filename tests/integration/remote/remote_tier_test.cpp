@@ -107,7 +107,7 @@ struct Member {
     tier = std::make_unique<RemoteTier>(config, queue, kH100, make_record_verifier(config, why_no_gpu),
                                         RemoteTier::ImportedFn{});
     scheduler = std::make_unique<Scheduler>(config, queue, metrics, std::move(runners),
-                                            [this](const std::string& k, std::uint64_t) { tier->published(k); });
+                                            [this](const std::string& k, std::uint64_t) { tier->queue_push(k); });
     scheduler->set_fleet_hooks(tier->fleet_hooks());
     tier->start();
     scheduler->start();

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kdispatch/kdispatch.h"
+#include "support/gemm_desc.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -80,17 +81,7 @@ TEST(CApi, NullArgumentsAreRejected) {
   EXPECT_EQ(kd_shutdown(), KD_SUCCESS);
 }
 
-kd_gemm_desc f32_desc() {
-  kd_gemm_desc d{};
-  d.ta = KD_OP_N;
-  d.tb = KD_OP_N;
-  d.m = d.n = d.k = 64;
-  d.lda = d.ldb = d.ldc = 64;
-  d.batch = 1;
-  d.a_type = d.b_type = d.c_type = KD_DTYPE_F32;
-  d.compute = KD_COMPUTE_F32;
-  return d;
-}
+kd_gemm_desc f32_desc() { return kd::test::gemm_desc(KD_OP_N, KD_OP_N, 64, 64, 64, KD_DTYPE_F32); }
 
 // Without kd_init: the check reads no process state.
 TEST(CApi, DescCheckSaysWhyACallIsNotKeyed) {

@@ -7,6 +7,7 @@
 #include <set>
 #include <thread>
 
+#include "job_queue_sync.hpp"
 #include "queue/job_queue.hpp"
 #include "store/record_usage.hpp"
 #include "support/temp_dir.hpp"
@@ -14,17 +15,8 @@
 namespace kd::daemon {
 namespace {
 
-std::string key(int n) {
-  return "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=" + std::to_string(n) +
-         " k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 arch=sm_90 "
-         "gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
-}
-
-void misses_sync(JobQueue& q, std::vector<MissReport> m) {
-  std::promise<CommitResult> p;
-  q.report_misses(std::move(m), [&](const CommitResult& r) { p.set_value(r); });
-  ASSERT_TRUE(p.get_future().get().committed);
-}
+std::string key(int n) { return test::job_key(n); }
+using test::misses_sync;
 
 std::vector<Refused> prewarm_sync(JobQueue& q, std::vector<PrewarmRequest> r) {
   std::promise<std::vector<Refused>> p;
@@ -207,7 +199,7 @@ TEST(JobBound, ANewJobBeyondTheBoundDisplacesALowerOneOrIsRefused) {
 TEST(JobBound, PrewarmOfACachedKeyWithoutAJobIsDone) {
   test::TempDir dir;
   JobQueue q(dir.path());
-  q.publish(key(5), record(5, 100));  // no job: as after its job was purged
+  q.commit_winner(key(5), record(5, 100));  // no job: as after its job was purged
   EXPECT_TRUE(prewarm_sync(q, {{key(5), "", {}}}).empty());
   EXPECT_EQ(q.find(key(5))->state, JobState::done);
   EXPECT_EQ(q.counts().of(JobState::queued), 0u);
@@ -272,7 +264,7 @@ TEST(JobPurge, RemovesMoreThanOneBatch) {
 TEST(Usage, NotesAreStoredOnlyForRecordsAndOnlyMoveForward) {
   test::TempDir dir;
   JobQueue q(dir.path());
-  q.publish(key(1), record(1, 10));
+  q.commit_winner(key(1), record(1, 10));
   q.note_usage({key(1), key(2)}, 5000);  // key(2) has no record
   q.flush_usage();
   q.note_usage({key(1)}, 4000);  // older than what is stored
@@ -292,7 +284,7 @@ TEST(Eviction, LeastRecentlyUsedRecordsGoFirstWithTheirJobsAndTrees) {
   for (int n = 1; n <= 8; ++n) {
     misses_sync(q, {{key(n), 1}});
     q.store_tree("search-" + std::to_string(n), "{}");
-    q.publish(key(n), record(n, kRecordBytes, "search-" + std::to_string(n)));
+    q.commit_winner(key(n), record(n, kRecordBytes, "search-" + std::to_string(n)));
   }
   q.flush_usage();  // every record used at its publication
   const auto now = unix_ms_now();

@@ -3,6 +3,7 @@
 
 #include <future>
 
+#include "job_queue_sync.hpp"
 #include "queue/job_queue.hpp"
 #include "sched/scheduler.hpp"
 #include "support/temp_dir.hpp"
@@ -10,17 +11,8 @@
 namespace kd::daemon {
 namespace {
 
-std::string key(int n) {
-  return "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=" + std::to_string(n) +
-         " k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 arch=sm_90 "
-         "gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
-}
-
-void misses_sync(JobQueue& q, std::vector<MissReport> m) {
-  std::promise<CommitResult> p;
-  q.report_misses(std::move(m), [&](const CommitResult& r) { p.set_value(r); });
-  ASSERT_TRUE(p.get_future().get().committed);
-}
+std::string key(int n) { return test::job_key(n); }
+using test::misses_sync;
 
 TEST(Job, SerializeRoundTripsEveryField) {
   Job j;

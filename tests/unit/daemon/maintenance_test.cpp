@@ -35,7 +35,7 @@ TEST(Maintenance, APassStoresUsageEvictsDownToNinetyPercentAndNotifies) {
     Record r;
     r.key_line = key(n);
     r.cubin = std::string(32 * 1024, 'k');
-    q.publish(key(n), r);
+    q.commit_winner(key(n), r);
   }
   const std::uint64_t limit = q.records_bytes() / 2;
   const Config c = config(limit, std::chrono::seconds(0));

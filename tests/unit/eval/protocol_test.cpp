@@ -19,7 +19,7 @@ eval::EvalRequest sample_request() {
   r.options.trials = 7;
   r.options.timing = eval::Timing::skip;
   r.options.timing_budget = std::chrono::milliseconds(250);
-  r.options.publish_margin = 0.05;
+  r.options.win_margin = 0.05;
   r.options.serving_min_replays = 7;
   r.options.serving_budget = std::chrono::milliseconds(90);
   r.options.seed = 0xFFFFFFFFFFFFFFF0ull;  // above int64: must survive JSON

@@ -4,20 +4,17 @@
 #include <variant>
 
 #include "eval/roofline.hpp"
+#include "support/parsed_key.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd::eval {
 namespace {
 
-GemmKey parse(const char* line) {
-  auto k = parse_key(line);
-  if (auto* e = std::get_if<KeyError>(&k)) ADD_FAILURE() << e->message;
-  return std::get<GemmKey>(k);
-}
+using test::parsed_key;
 
 TEST(Roofline, FloorIsTheSlowerOfBandwidthAndPeak) {
   // Decode GEMV: memory bound. A = 4096*4096 bf16 = 32 MiB read.
-  const GemmKey gemv = parse("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=1 k=4096 "
+  const GemmKey gemv = parsed_key("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=1 k=4096 "
                              "lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
   Roofline r;
   r.bandwidth_bytes_per_s = 3e12;
@@ -28,7 +25,7 @@ TEST(Roofline, FloorIsTheSlowerOfBandwidthAndPeak) {
   EXPECT_DOUBLE_EQ(roofline_floor_s(gemv, r, 1.0), bw_s);
   EXPECT_DOUBLE_EQ(roofline_floor_s(gemv, r), bw_s * kRooflineSlack);
   // Large square GEMM: compute bound.
-  const GemmKey square = parse("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=8192 n=8192 k=8192 "
+  const GemmKey square = parsed_key("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=8192 n=8192 k=8192 "
                                "lda=8192 ldb=8192 ldc=8192 batch=1 epilogue=none beta0=1");
   EXPECT_DOUBLE_EQ(flops(square), 2.0 * 8192.0 * 8192.0 * 8192.0);
   EXPECT_DOUBLE_EQ(roofline_floor_s(square, r, 1.0), flops(square) / 700e12);
@@ -40,10 +37,10 @@ TEST(Roofline, FloorIsTheSlowerOfBandwidthAndPeak) {
 }
 
 TEST(Roofline, PeakClassFollowsInputTypeAndPrecision) {
-  EXPECT_EQ(peak_class(parse("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=8 n=8 k=8 lda=8 ldb=8 ldc=8 "
+  EXPECT_EQ(peak_class(parsed_key("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=8 n=8 k=8 lda=8 ldb=8 ldc=8 "
                              "batch=1 epilogue=none beta0=1 precision=tf32")),
             "f32/tf32");
-  EXPECT_EQ(peak_class(parse("gemm a=f16 b=f16 c=f16 compute=f16 ta=N tb=N m=8 n=8 k=8 lda=8 ldb=8 ldc=8 "
+  EXPECT_EQ(peak_class(parsed_key("gemm a=f16 b=f16 c=f16 compute=f16 ta=N tb=N m=8 n=8 k=8 lda=8 ldb=8 ldc=8 "
                              "batch=1 epilogue=none beta0=1")),
             "f16/f16");
 }

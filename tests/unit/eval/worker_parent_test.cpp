@@ -30,6 +30,13 @@ eval::EvalRequest any_request() {
   return r;
 }
 
+// After a lost worker: the next evaluation starts a fresh one (the `restarts`-th), which answers.
+void expect_replaced(WorkerParent& parent, FakeWorkers& w, int restarts) {
+  w.set("echo");
+  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
+  EXPECT_EQ(parent.restarts(), restarts);
+}
+
 TEST(WorkerParent, EvaluatesInOneWorkerAcrossCalls) {
   FakeWorkers w;
   w.set("echo");
@@ -59,9 +66,7 @@ TEST(WorkerParent, WatchdogKillsAHungWorkerAndTheNextCallGetsAFreshOne) {
   EXPECT_EQ(parent.pid(), 0);
   EXPECT_EQ(::kill(hung, 0), -1) << "the hung worker must be gone (killed and reaped)";
 
-  w.set("echo");
-  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(parent.restarts(), 1);
+  expect_replaced(parent, w, 1);
 }
 
 TEST(WorkerParent, AWorkerThatDiesIsACrashAndIsReplaced) {
@@ -71,9 +76,7 @@ TEST(WorkerParent, AWorkerThatDiesIsACrashAndIsReplaced) {
   const eval::Verdict v = parent.evaluate(any_request(), 10s);
   EXPECT_EQ(v.rule, eval::Rule::crashed);
   EXPECT_NE(v.detail.find("signal 11"), std::string::npos) << v.detail;
-  w.set("echo");
-  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(parent.restarts(), 1);
+  expect_replaced(parent, w, 1);
 }
 
 TEST(WorkerParent, ALostContextIsReportedThenTheWorkerIsReplaced) {
@@ -85,9 +88,7 @@ TEST(WorkerParent, ALostContextIsReportedThenTheWorkerIsReplaced) {
   EXPECT_NE(v.detail.find("CUDA_ERROR_ILLEGAL_ADDRESS"), std::string::npos) << v.detail;
   EXPECT_NE(v.detail.find("exit status 70"), std::string::npos) << v.detail;
   EXPECT_EQ(parent.pid(), 0);
-  w.set("echo");
-  EXPECT_EQ(parent.evaluate(any_request(), 10s).rule, eval::Rule::not_faster);
-  EXPECT_EQ(parent.restarts(), 1);
+  expect_replaced(parent, w, 1);
 }
 
 TEST(WorkerParent, AWorkerThatCannotStartThrows) {

@@ -8,18 +8,12 @@
 
 #include "common/error.hpp"
 #include "key/gemm_key.hpp"
+#include "support/parsed_key.hpp"
 
 namespace kd {
 namespace {
 
-GemmKey parse_ok(std::string_view line) {
-  auto result = parse_key(line);
-  if (auto* e = std::get_if<KeyError>(&result)) {
-    ADD_FAILURE() << "rejected: " << line << "\n  " << e->message;
-    return {};
-  }
-  return std::get<GemmKey>(std::move(result));
-}
+using test::parsed_key;
 
 const DevicePart kH100{"sm_90", "NVIDIA H100 80GB HBM3", 132};
 
@@ -54,17 +48,17 @@ TEST(KeyPrecision, ClassFollowsComputeTypeMathModeAndInputType) {
 }
 
 TEST(KeyHash, IsXxh3OfTheLineAndStableAcrossBuilds) {
-  const GemmKey k = parse_ok(
+  const GemmKey k = parsed_key(
       "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 "
       "ldc=4096 batch=1 epilogue=none beta0=1");
   // Pinned: a change here orphans every cache on disk that is indexed by hash.
   EXPECT_EQ(k.hash(), 0x2d2a00ef5880edd3ull) << std::hex << k.hash();
-  EXPECT_EQ(k.hash(), parse_ok(k.shape_line()).hash());
+  EXPECT_EQ(k.hash(), parsed_key(k.shape_line()).hash());
   EXPECT_NE(k.with_device(kH100).hash(), k.hash());
 }
 
 TEST(KeyHash, DiffersForKeysThatDifferInOneField) {
-  const GemmKey base = parse_ok(
+  const GemmKey base = parsed_key(
       "gemm a=f16 b=f16 c=f16 compute=f16 ta=N tb=N m=64 n=32 k=16 lda=64 ldb=16 ldc=64 batch=2 "
       "stride_a=1024 stride_b=512 stride_c=2048 epilogue=none beta0=1 arch=sm_90 gpu=\"NVIDIA H100 "
       "80GB HBM3\" sms=132");
@@ -92,7 +86,7 @@ TEST(KeyHash, DiffersForKeysThatDifferInOneField) {
 }
 
 TEST(KeyDevice, WithDeviceAddsThePartAndKeepsTheShape) {
-  const GemmKey shape = parse_ok("linear dtype=bf16 tokens=16 in=4096 out=4096");
+  const GemmKey shape = parsed_key("linear dtype=bf16 tokens=16 in=4096 out=4096");
   const GemmKey full = shape.with_device(kH100);
   ASSERT_TRUE(full.device.has_value());
   EXPECT_EQ(*full.device, kH100);
@@ -103,7 +97,7 @@ TEST(KeyDevice, WithDeviceAddsThePartAndKeepsTheShape) {
 }
 
 TEST(KeyDevice, LinesThatWouldNotParseBackAreNotPrinted) {
-  const GemmKey shape = parse_ok("linear dtype=bf16 tokens=16 in=4096 out=4096");
+  const GemmKey shape = parsed_key("linear dtype=bf16 tokens=16 in=4096 out=4096");
   EXPECT_THROW((void)shape.full_line(), Error);  // no device part
   EXPECT_THROW((void)shape.with_device({"sm_90", "bad \"name\"", 132}).full_line(), Error);
   EXPECT_THROW((void)shape.with_device({"sm_90", "two\nlines", 132}).hash(), Error);
@@ -112,12 +106,12 @@ TEST(KeyDevice, LinesThatWouldNotParseBackAreNotPrinted) {
 
 TEST(KeyRoofline, MinBytesAndFlopsOfAKnownShape) {
   // bf16 4096x16x4096, beta0=1: A 4096*4096*2 + B 4096*16*2 + C written 4096*16*2.
-  const GemmKey decode = parse_ok("linear dtype=bf16 tokens=16 in=4096 out=4096");
+  const GemmKey decode = parsed_key("linear dtype=bf16 tokens=16 in=4096 out=4096");
   EXPECT_EQ(min_bytes(decode), 33554432 + 131072 + 131072);
   EXPECT_DOUBLE_EQ(flops(decode), 2.0 * 4096 * 16 * 4096);
 
   // f32 with beta != 0 reads C too; a bias adds m elements of C's type; all of it per batch.
-  const GemmKey batched = parse_ok(
+  const GemmKey batched = parsed_key(
       "gemm a=f16 b=f16 c=f32 compute=f32 ta=N tb=T m=100 n=30 k=20 lda=128 ldb=64 ldc=100 "
       "batch=3 stride_a=2560 stride_b=1920 stride_c=3000 epilogue=bias beta0=0");
   const std::int64_t per_batch = 100 * 20 * 2 + 20 * 30 * 2 + 100 * 30 * 4 * 2 + 100 * 4;
@@ -129,7 +123,7 @@ TEST(KeyRoofline, MinBytesAndFlopsOfAKnownShape) {
 
 TEST(KeyRoofline, MinBytesSaturatesInsteadOfOverflowing) {
   const std::string max = std::to_string(std::numeric_limits<std::int64_t>::max());
-  const GemmKey k = parse_ok("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=" + max +
+  const GemmKey k = parsed_key("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=" + max +
                              " n=2 k=2 lda=" + max + " ldb=2 ldc=" + max +
                              " batch=1 epilogue=none beta0=1");
   EXPECT_EQ(min_bytes(k), std::numeric_limits<std::int64_t>::max());

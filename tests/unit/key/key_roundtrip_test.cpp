@@ -14,18 +14,12 @@
 #include <variant>
 
 #include "key/gemm_key.hpp"
+#include "support/parsed_key.hpp"
 
 namespace kd {
 namespace {
 
-GemmKey parse_ok(std::string_view line) {
-  auto result = parse_key(line);
-  if (auto* e = std::get_if<KeyError>(&result)) {
-    ADD_FAILURE() << "rejected: " << line << "\n  " << e->message;
-    return {};
-  }
-  return std::get<GemmKey>(std::move(result));
-}
+using test::parsed_key;
 
 // Random valid keys: every accepted dtype combination and precision class, small and 64-bit-sized
 // dimensions, padded leading dimensions, strided batches, device parts whose names hold blanks.
@@ -115,7 +109,7 @@ TEST(KeyRoundTrip, RandomKeysPrintParseAndReprint) {
   for (int i = 0; i < kKeys; ++i) {
     const GemmKey k = keys.next();
     const std::string line = k.device ? k.full_line() : k.shape_line();
-    const GemmKey back = parse_ok(line);
+    const GemmKey back = parsed_key(line);
     ASSERT_EQ(back, k) << line;
     ASSERT_EQ(back.device ? back.full_line() : back.shape_line(), line);
     ASSERT_EQ(back.hash(), k.hash());
@@ -135,7 +129,7 @@ TEST(KeyRoundTrip, DesignDocumentLineIsCanonical) {
   const std::string line =
       "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 "
       "ldc=4096 batch=1 epilogue=none beta0=1";
-  const GemmKey k = parse_ok(line);
+  const GemmKey k = parsed_key(line);
   EXPECT_EQ(k.a, DType::bf16);
   EXPECT_EQ(k.c, DType::bf16);
   EXPECT_EQ(k.ta, Transpose::T);
@@ -152,7 +146,7 @@ TEST(KeyRoundTrip, FullLineWithDevicePartAndPrecision) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=777 n=333 k=555 lda=800 ldb=333 ldc=777 "
       "batch=8 stride_a=444000 stride_b=0 stride_c=621591 epilogue=bias beta0=0 precision=tf32 "
       "arch=sm_90 gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
-  const GemmKey k = parse_ok(line);
+  const GemmKey k = parsed_key(line);
   ASSERT_TRUE(k.device.has_value());
   EXPECT_EQ(k.device->arch, "sm_90");
   EXPECT_EQ(k.device->gpu, "NVIDIA H100 80GB HBM3");
@@ -166,18 +160,18 @@ TEST(KeyRoundTrip, FullLineWithDevicePartAndPrecision) {
 }
 
 TEST(KeyRoundTrip, LinearShorthandExpandsToTheDesignLine) {
-  const GemmKey k = parse_ok("linear dtype=bf16 tokens=16 in=4096 out=4096");
+  const GemmKey k = parsed_key("linear dtype=bf16 tokens=16 in=4096 out=4096");
   EXPECT_EQ(k.shape_line(),
             "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 "
             "ldc=4096 batch=1 epilogue=none beta0=1");
 }
 
 TEST(KeyRoundTrip, LinearShorthandMapsOutTokensInAndBias) {
-  const GemmKey k = parse_ok("  linear dtype=f16 tokens=7 in=4096 out=14336 bias=1 batch=1 ");
+  const GemmKey k = parsed_key("  linear dtype=f16 tokens=7 in=4096 out=14336 bias=1 batch=1 ");
   EXPECT_EQ(k.shape_line(),
             "gemm a=f16 b=f16 c=f16 compute=f32 ta=T tb=N m=14336 n=7 k=4096 lda=4096 ldb=4096 "
             "ldc=14336 batch=1 epilogue=bias beta0=1");
-  EXPECT_EQ(parse_ok("linear dtype=f32 tokens=1 in=2 out=3 bias=0").epilogue, Epilogue::none);
+  EXPECT_EQ(parsed_key("linear dtype=f32 tokens=1 in=2 out=3 bias=0").epilogue, Epilogue::none);
 }
 
 TEST(KeyRoundTrip, BundledLlamaShapeListParsesAndRoundTrips) {
@@ -192,7 +186,7 @@ TEST(KeyRoundTrip, BundledLlamaShapeListParsesAndRoundTrips) {
   while (std::getline(in, line)) {
     const auto first = line.find_first_not_of(" \t\r");
     if (first == std::string::npos || line[first] == '#') continue;
-    const GemmKey k = parse_ok(line);
+    const GemmKey k = parsed_key(line);
     EXPECT_EQ(k.shape_line(), line);
     ++keys;
   }
@@ -206,7 +200,7 @@ TEST(KeyRoundTrip, LargestValuesRoundTrip) {
                            " batch=" + max + " stride_a=" + max + " stride_b=" + max +
                            " stride_c=" + max +
                            " epilogue=none beta0=0 arch=sm_100 gpu=\"x\" sms=2147483647";
-  const GemmKey k = parse_ok(line);
+  const GemmKey k = parsed_key(line);
   EXPECT_EQ(k.m, std::numeric_limits<std::int64_t>::max());
   EXPECT_EQ(k.precision, PrecisionClass::f16);
   EXPECT_EQ(k.device->sms, std::numeric_limits<int>::max());

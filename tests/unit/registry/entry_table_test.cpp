@@ -7,20 +7,12 @@
 #include "registry/call_key.hpp"
 #include "registry/epoch.hpp"
 #include "registry/registry.hpp"
+#include "support/call_key.hpp"
 
 namespace kd {
 namespace {
 
-CallKey key_for(std::int64_t m) {
-  CallKey k;
-  k.context = 0x1000;
-  k.m = m;
-  k.n = 16;
-  k.k = 4096;
-  k.lda = k.ldb = 4096;
-  k.ldc = m;
-  return k;
-}
+CallKey key_for(std::int64_t m) { return test::linear_call_key(m, 0x1000); }
 
 std::unique_ptr<Entry> entry_for(const CallKey& key, std::uint64_t record_id) {
   auto e = std::make_unique<Entry>();

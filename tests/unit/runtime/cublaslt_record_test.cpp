@@ -11,6 +11,7 @@
 #include "cublaslt/library.hpp"
 #include "launch/cuda_entry_loader.hpp"
 #include "store/cache_store.hpp"
+#include "support/call_key.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -31,13 +32,7 @@ const CublasLtLibrary* cublaslt_12_9() noexcept {
 const CublasLtLibrary* no_cublaslt() noexcept { return nullptr; }
 
 CallKey key_for(std::int64_t m, Epilogue epilogue = Epilogue::none) {
-  CallKey k;
-  k.context = 0xABC;
-  k.m = m;
-  k.n = 16;
-  k.k = 4096;
-  k.lda = k.ldb = 4096;
-  k.ldc = m;
+  CallKey k = test::linear_call_key(m, 0xABC);
   k.a = k.b = k.c = DType::bf16;
   k.ta = Transpose::T;
   k.epilogue = epilogue;
@@ -94,9 +89,9 @@ TEST(CublasLtRecord, FromAnotherCublasLtVersionIsAForeignRecord) {
   const CallKey foreign = key_for(4096), damaged = key_for(2048), bias = key_for(1024, Epilogue::bias);
   {
     CacheWriter w(options(dir).cache_dir);
-    w.publish(cublaslt_record(foreign, 130100));
-    w.publish(cublaslt_record(damaged, 120900, kCublasLtAlgoBytes - 1));
-    w.publish(cublaslt_record(bias, 120900));
+    w.commit_record(cublaslt_record(foreign, 130100));
+    w.commit_record(cublaslt_record(damaged, 120900, kCublasLtAlgoBytes - 1));
+    w.commit_record(cublaslt_record(bias, 120900));
   }
   Dispatcher d(options(dir), std::make_unique<LineLoader>(&cublaslt_12_9));
   EXPECT_EQ(settled_reason(d, foreign), FallbackReason::foreign_record);
@@ -109,7 +104,7 @@ TEST(CublasLtRecord, WithoutCublasLtTheRecordFailsToLoad) {
   const CallKey k = key_for(4096);
   {
     CacheWriter w(options(dir).cache_dir);
-    w.publish(cublaslt_record(k, 130100));
+    w.commit_record(cublaslt_record(k, 130100));
   }
   Dispatcher d(options(dir), std::make_unique<LineLoader>(&no_cublaslt));
   EXPECT_EQ(settled_reason(d, k), FallbackReason::load_failed);

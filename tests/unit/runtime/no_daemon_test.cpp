@@ -12,6 +12,7 @@
 #include "runtime/dispatcher.hpp"
 #include "store/cache_store.hpp"
 #include "support/eventually.hpp"
+#include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
 
 namespace kd {
@@ -32,19 +33,7 @@ std::string line_for(const CallKey& k) { return "fake gemm m=" + std::to_string(
 
 // Loads "records" without CUDA: the entry's first launch carries the record's grid, so the test
 // can see which record was loaded.
-class FakeLoader final : public EntryLoader {
-public:
-  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override {
-    return line_for(key);
-  }
-  std::variant<LoadedEntry, FallbackReason> load(const CallKey&, const Record& r) override {
-    LoadedEntry out;
-    out.entry = std::make_unique<Entry>();
-    out.entry->launch_count = 1;
-    out.entry->launches[0].grid = r.plan.launches.at(0).grid;
-    return out;
-  }
-};
+std::unique_ptr<EntryLoader> host_loader() { return std::make_unique<test::HostEntryLoader>(line_for); }
 
 Record record_for(const CallKey& k, std::uint32_t grid_x) {
   Record r;
@@ -55,22 +44,16 @@ Record record_for(const CallKey& k, std::uint32_t grid_x) {
   return r;
 }
 
-// Looks the key up the way a calling thread does.
-Dispatcher::Lookup lookup(Dispatcher& d, const CallKey& k) {
-  ThreadSlot* slot = EpochDomain::instance().this_thread();
-  ReadGuard guard(*slot);
-  return d.lookup(k);
-}
-
 using test::eventually;
+using test::lookup_as_caller;
 
-// Publishes in a child process, as the daemon would; returns the child's exit status.
-int publish_in_child(const std::filesystem::path& dir, const Record& r) {
+// Commits a record in a child process, as the daemon would; returns the child's exit status.
+int commit_in_child(const std::filesystem::path& dir, const Record& r) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
       CacheWriter w(dir);
-      w.publish(r);
+      w.commit_record(r);
       ::_exit(0);
     } catch (...) {
       ::_exit(3);
@@ -91,12 +74,12 @@ DispatcherOptions no_daemon_options(const test::TempDir& dir) {
 
 TEST(NoDaemon, MissesAreRememberedAndShutdownDoesNotHang) {
   test::TempDir dir;
-  auto d = std::make_unique<Dispatcher>(no_daemon_options(dir), std::make_unique<FakeLoader>());
+  auto d = std::make_unique<Dispatcher>(no_daemon_options(dir), host_loader());
   const CallKey k = key_for(100);
-  EXPECT_EQ(lookup(*d, k).reason, FallbackReason::not_loaded);
+  EXPECT_EQ(lookup_as_caller(*d, k).reason, FallbackReason::not_loaded);
   // No cache directory at all: the background thread resolves the key to cache_unavailable.
-  EXPECT_TRUE(eventually([&] { return lookup(*d, k).reason == FallbackReason::cache_unavailable; }));
-  for (int i = 0; i < 5000; ++i) lookup(*d, key_for(1000 + i));  // floods the queue: drops, no crash
+  EXPECT_TRUE(eventually([&] { return lookup_as_caller(*d, k).reason == FallbackReason::cache_unavailable; }));
+  for (int i = 0; i < 5000; ++i) lookup_as_caller(*d, key_for(1000 + i));  // floods the queue: drops, no crash
   const auto start = std::chrono::steady_clock::now();
   d.reset();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 2s) << "shutdown hung";
@@ -106,14 +89,14 @@ TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
   test::TempDir dir;
   const auto opts = no_daemon_options(dir);
   { CacheWriter create(opts.cache_dir); }  // an empty cache, as after `kdctl` first ran
-  Dispatcher d(opts, std::make_unique<FakeLoader>());
+  Dispatcher d(opts, host_loader());
   const CallKey k = key_for(7);
-  lookup(d, k);
-  ASSERT_TRUE(eventually([&] { return lookup(d, k).reason == FallbackReason::no_entry; }));
+  lookup_as_caller(d, k);
+  ASSERT_TRUE(eventually([&] { return lookup_as_caller(d, k).reason == FallbackReason::no_entry; }));
   const std::uint64_t g0 = d.generation();
 
-  ASSERT_EQ(publish_in_child(opts.cache_dir, record_for(k, 11)), 0);
-  ASSERT_TRUE(eventually([&] { return lookup(d, k).entry != nullptr; }))
+  ASSERT_EQ(commit_in_child(opts.cache_dir, record_for(k, 11)), 0);
+  ASSERT_TRUE(eventually([&] { return lookup_as_caller(d, k).entry != nullptr; }))
       << "published record never loaded";
   EXPECT_GT(d.generation(), g0);
   {
@@ -124,7 +107,7 @@ TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
 
   // A second record for the same key is hot-swapped in.
   const std::uint64_t swaps0 = dispatcher_counters().swaps.load();
-  ASSERT_EQ(publish_in_child(opts.cache_dir, record_for(k, 22)), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, record_for(k, 22)), 0);
   ASSERT_TRUE(eventually([&] {
     ThreadSlot* slot = EpochDomain::instance().this_thread();
     ReadGuard guard(*slot);

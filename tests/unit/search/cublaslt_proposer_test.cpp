@@ -7,8 +7,8 @@
 #include <map>
 
 #include "cublaslt_proposer/cublaslt_proposer.hpp"
-#include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
+#include "driver/winner_record.hpp"
 #include "store/record.hpp"
 
 namespace kd::search {

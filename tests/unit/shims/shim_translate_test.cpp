@@ -9,6 +9,7 @@
 
 #include "cuda_enums.hpp"
 #include "shim_stats.hpp"
+#include "support/gemm_desc.hpp"
 #include "translation.hpp"
 
 namespace kd::shim {
@@ -62,16 +63,7 @@ TEST(CudaEnums, HalfBitsConvertExactly) {
 }
 
 kd_gemm_desc valid_desc() {
-  kd_gemm_desc d{};
-  d.ta = KD_OP_T;
-  d.tb = KD_OP_N;
-  d.m = 4096;
-  d.n = 16;
-  d.k = 4096;
-  d.lda = d.ldb = d.ldc = 4096;
-  d.batch = 1;
-  d.a_type = d.b_type = d.c_type = KD_DTYPE_BF16;
-  d.compute = KD_COMPUTE_F32;
+  kd_gemm_desc d = test::gemm_desc(KD_OP_T, KD_OP_N, 4096, 16, 4096, KD_DTYPE_BF16);
   d.beta_zero = 1;
   return d;
 }

@@ -80,7 +80,7 @@ TEST(CacheCheck, ACompactCopyPassesAndReplacesThePreviousCopy) {
   EXPECT_GT(first.bytes, 0u);
   EXPECT_LE(first.bytes, fs::file_size(data_file_of(dir.path())));
   EXPECT_TRUE(check_data_file(backup_file_of(dir.path()), CheckScope::everything).ok());
-  w.publish(test::make_record(1, test::key_for(1)));
+  w.commit_record(test::make_record(1, test::key_for(1)));
   EXPECT_GT(last_commit(w.env()), first.txnid);
   write_compact_copy(w.env());
   EXPECT_FALSE(fs::exists(backup_file_of(dir.path()).string() + ".tmp"));

@@ -49,8 +49,8 @@ int first_failure(std::initializer_list<std::function<int()>> checks) {
 TEST(CacheStoreProcesses, PublishThenLookupFromAChildReader) {
   test::TempDir tmp;
   CacheWriter writer(tmp.path());
-  writer.publish(test::make_record(1, test::key_for(1)));
-  writer.publish(test::make_record(2, test::key_for(2)));
+  writer.commit_record(test::make_record(1, test::key_for(1)));
+  writer.commit_record(test::make_record(2, test::key_for(2)));
 
   test::ChildProcess child([&] {
     CacheReader reader(tmp.path(), RuntimeVersions{13000, 130100});
@@ -86,7 +86,7 @@ TEST(CacheStoreProcesses, ReaderSeesNewPublicationsOnlyAfterRefresh) {
     });
   });
   ASSERT_EQ(to_parent.receive(30s), 'r');
-  writer.publish(test::make_record(1, test::key_for(1)));
+  writer.commit_record(test::make_record(1, test::key_for(1)));
   to_child.send('p');
   EXPECT_EQ(child.wait(), 0);
 }
@@ -128,7 +128,7 @@ TEST(CacheStoreProcesses, ConcurrentReadersSeeMonotonicGenerationsAndWholeRecord
   }
   for (int r = 0; r < kReaders; ++r) ASSERT_EQ(ready.receive(30s), 'r') << "reader " << r << " not ready";
   for (int i = 0; i < kRecords; ++i) {
-    ASSERT_EQ(writer.publish(test::make_record(i, test::key_for(i))), static_cast<std::uint64_t>(i + 1));
+    ASSERT_EQ(writer.commit_record(test::make_record(i, test::key_for(i))), static_cast<std::uint64_t>(i + 1));
     if (i % 10 == 0) std::this_thread::sleep_for(2ms);
   }
   for (int r = 0; r < kReaders; ++r) EXPECT_EQ(readers[r]->wait(), 0) << "reader " << r;
@@ -146,7 +146,7 @@ TEST(CacheStoreProcesses, DamagedRecordsAreCorruptedNeverACrash) {
   std::string other_schema = serialize_record(test::make_record(5, test::key_for(5)));
   other_schema[3] = static_cast<char>(kRecordSchemaVersion + 1);
   writer.put_raw("records", test::key_for(5), other_schema);
-  writer.publish(test::make_record(6, test::key_for(6)));
+  writer.commit_record(test::make_record(6, test::key_for(6)));
 
   test::ChildProcess child([&] {
     CacheReader reader(tmp.path());
@@ -165,7 +165,7 @@ TEST(CacheStoreProcesses, DamagedRecordsAreCorruptedNeverACrash) {
 TEST(CacheStoreProcesses, RecordsOfAnotherDriverOrCublasMajorAreForeign) {
   test::TempDir tmp;
   CacheWriter writer(tmp.path());
-  writer.publish(test::make_record(1, test::key_for(1)));  // driver 13000, cuBLAS 130100
+  writer.commit_record(test::make_record(1, test::key_for(1)));  // driver 13000, cuBLAS 130100
   test::ChildProcess child([&] {
     const auto lookup_with = [&](RuntimeVersions v) { return CacheReader(tmp.path(), v).lookup(test::key_for(1)); };
     const Record want = test::make_record(1, test::key_for(1));
@@ -183,7 +183,7 @@ TEST(CacheStoreProcesses, CacheOfAnotherSchemaIsRefusedByWriterAndMismatchedForR
   test::TempDir tmp;
   {
     CacheWriter writer(tmp.path());
-    writer.publish(test::make_record(1, test::key_for(1)));
+    writer.commit_record(test::make_record(1, test::key_for(1)));
     writer.put_raw("meta", "schema", std::to_string(kCacheSchemaVersion + 1));
   }
   EXPECT_THROW(CacheWriter{tmp.path()}, Error);
@@ -237,7 +237,7 @@ enum class LockFile { kept, removed };
 void expect_read_only_cache_readable(LockFile lock_file) {
   test::TempDir tmp;
   const fs::path cache = tmp.path() / "cache";
-  { CacheWriter(cache).publish(test::make_record(1, test::key_for(1))); }
+  { CacheWriter(cache).commit_record(test::make_record(1, test::key_for(1))); }
   if (lock_file == LockFile::removed) fs::remove(cache / "lock.mdb");
   ReadOnlyCache read_only(tmp.path(), cache);
   test::ChildProcess child([&] {
@@ -268,7 +268,7 @@ TEST(CacheStoreProcesses, ReadOnlyDirectoryWithoutLockFileIsReadWithoutLocking) 
 TEST(CacheStoreProcesses, UnreadableCacheIsUnavailableAndLookupsDoNotThrow) {
   test::TempDir tmp;
   const fs::path cache = tmp.path() / "cache";
-  { CacheWriter(cache).publish(test::make_record(1, test::key_for(1))); }
+  { CacheWriter(cache).commit_record(test::make_record(1, test::key_for(1))); }
   ReadOnlyCache read_only(tmp.path(), cache);
   fs::permissions(cache / "data.mdb", fs::perms::none);
   test::ChildProcess child([&] {
@@ -293,7 +293,7 @@ TEST(CacheStoreProcesses, UnreadableCacheIsUnavailableAndLookupsDoNotThrow) {
 // be alone and LMDB would reset the whole table, hiding what the writer does.
 TEST(CacheStoreProcesses, WriterClearsReaderSlotsOfKilledProcesses) {
   test::TempDir tmp;
-  { CacheWriter(tmp.path()).publish(test::make_record(1, test::key_for(1))); }
+  { CacheWriter(tmp.path()).commit_record(test::make_record(1, test::key_for(1))); }
   test::Pipe keeper_ready;
   test::Pipe keeper_stop;
   test::ChildProcess keeper([&] {

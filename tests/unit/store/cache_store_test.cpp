@@ -91,9 +91,9 @@ TEST(CacheWriter, CreatesTheCacheWithSchemaAndGenerationZero) {
 TEST(CacheWriter, PublishAndEvictBumpTheGeneration) {
   test::TempDir tmp;
   CacheWriter writer(tmp.path());
-  EXPECT_EQ(writer.publish(test::make_record(1, test::key_for(1))), 1u);
-  EXPECT_EQ(writer.publish(test::make_record(2, test::key_for(2))), 2u);
-  EXPECT_EQ(writer.publish(test::make_record(3, test::key_for(1))), 3u);  // replaces
+  EXPECT_EQ(writer.commit_record(test::make_record(1, test::key_for(1))), 1u);
+  EXPECT_EQ(writer.commit_record(test::make_record(2, test::key_for(2))), 2u);
+  EXPECT_EQ(writer.commit_record(test::make_record(3, test::key_for(1))), 3u);  // replaces
   EXPECT_EQ(writer.get_raw("meta", "generation"), "3");
   const auto stored = writer.get_raw("records", test::key_for(1));
   ASSERT_TRUE(stored.has_value());
@@ -130,7 +130,7 @@ TEST(CacheWriter, RawDatabasesPutGetDeleteAndScanInKeyOrder) {
 
 TEST(CacheWriter, ReopeningKeepsRecordsAndGeneration) {
   test::TempDir tmp;
-  { CacheWriter(tmp.path()).publish(test::make_record(1, test::key_for(1))); }
+  { CacheWriter(tmp.path()).commit_record(test::make_record(1, test::key_for(1))); }
   CacheWriter writer(tmp.path());
   EXPECT_EQ(writer.generation(), 1u);
   EXPECT_TRUE(writer.get_raw("records", test::key_for(1)).has_value());
@@ -140,7 +140,7 @@ TEST(CacheWriter, MovedWriterKeepsWorking) {
   test::TempDir tmp;
   CacheWriter first(tmp.path());
   CacheWriter second(std::move(first));
-  EXPECT_EQ(second.publish(test::make_record(1, test::key_for(1))), 1u);
+  EXPECT_EQ(second.commit_record(test::make_record(1, test::key_for(1))), 1u);
   test::TempDir other;
   CacheWriter third(other.path());
   third = std::move(second);
@@ -172,7 +172,7 @@ TEST(CacheWriter, AFullMapSaysTheCacheIsFullAndKeepsEarlierRecords) {
   for (int i = 0; i < 64 && !full; ++i) {
     big.key_line = test::key_for(i);
     try {
-      published = writer.publish(big);
+      published = writer.commit_record(big);
     } catch (const Error& e) {
       full = true;
       EXPECT_EQ(e.code(), MDB_MAP_FULL);
@@ -188,7 +188,7 @@ TEST(CacheWriter, AFullMapSaysTheCacheIsFullAndKeepsEarlierRecords) {
 TEST(CacheWriter, RejectsARecordWithoutKey) {
   test::TempDir tmp;
   CacheWriter writer(tmp.path());
-  EXPECT_THROW(writer.publish(test::make_record(1, "")), Error);
+  EXPECT_THROW(writer.commit_record(test::make_record(1, "")), Error);
   EXPECT_EQ(writer.generation(), 0u);
 }
 
@@ -207,7 +207,7 @@ TEST(CacheReader, MissingDirectoryIsUnavailableAndThenAppears) {
   // This process holds no environment while unavailable, so a child may write the cache.
   test::ChildProcess writer_child([&] {
     CacheWriter writer(dir);
-    return writer.publish(test::make_record(1, test::key_for(1))) == 1 ? 0 : 1;
+    return writer.commit_record(test::make_record(1, test::key_for(1))) == 1 ? 0 : 1;
   });
   ASSERT_EQ(writer_child.wait(), 0);
 

@@ -15,8 +15,9 @@
 #include "store/cache_check.hpp"
 #include "store/cache_recovery.hpp"
 #include "store/cache_store.hpp"
-#include "support/eventually.hpp"
 #include "support/cache_damage.hpp"
+#include "support/eventually.hpp"
+#include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
 #include "test_records.hpp"
 
@@ -110,29 +111,14 @@ TEST(DamagedCacheReader, ADamagedFileAnswersCorruptedAndSaysWhy) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
-// The dispatcher's loader without CUDA (as in tests/unit/runtime/no_daemon_test.cpp): the entry
-// carries the record's grid.
-class FakeLoader final : public EntryLoader {
-public:
-  std::variant<std::string, FallbackReason> key_line(const CallKey& key) override {
-    return test::key_for(static_cast<int>(key.m));
-  }
-  std::variant<LoadedEntry, FallbackReason> load(const CallKey&, const Record& r) override {
-    LoadedEntry out;
-    out.entry = std::make_unique<Entry>();
-    out.entry->launch_count = 1;
-    out.entry->launches[0].grid = r.plan.launches.at(0).grid;
-    return out;
-  }
-};
-
-Dispatcher::Lookup lookup(Dispatcher& d, const CallKey& k) {
-  ThreadSlot* slot = EpochDomain::instance().this_thread();
-  ReadGuard guard(*slot);
-  return d.lookup(k);
+// The dispatcher's loader without CUDA: call key m is test::key_for(m); the entry carries the
+// record's grid.
+std::unique_ptr<EntryLoader> host_loader() {
+  return std::make_unique<test::HostEntryLoader>([](const CallKey& key) { return test::key_for(static_cast<int>(key.m)); });
 }
 
 using test::eventually;
+using test::lookup_as_caller;
 
 TEST(DamagedCacheReader, TheDispatcherFallsBackAsCorruptedUntilTheFileIsReplaced) {
   test::TempDir dir;
@@ -146,19 +132,19 @@ TEST(DamagedCacheReader, TheDispatcherFallsBackAsCorruptedUntilTheFileIsReplaced
   o.cache_dir = cache;
   o.socket_path = dir.path() / "nobody-listens.sock";
   o.poll_interval = 50ms;
-  Dispatcher d(o, std::make_unique<FakeLoader>());
+  Dispatcher d(o, host_loader());
   CallKey k;
   k.context = 0xABC;
   k.m = 7;
   k.n = k.k = k.lda = k.ldb = k.ldc = 64;
-  lookup(d, k);
-  EXPECT_TRUE(eventually([&] { return lookup(d, k).reason == FallbackReason::corrupted; }))
-      << "reason " << to_string(lookup(d, k).reason);
+  lookup_as_caller(d, k);
+  EXPECT_TRUE(eventually([&] { return lookup_as_caller(d, k).reason == FallbackReason::corrupted; }))
+      << "reason " << to_string(lookup_as_caller(d, k).reason);
 
   // What kdispatchd does at its next start: the damaged file goes aside, a sound one takes its place.
   move_aside(cache, std::chrono::system_clock::now());
   install_copy(data_file_of(dir.path() / "intact"), cache);
-  ASSERT_TRUE(eventually([&] { return lookup(d, k).entry != nullptr; })) << "the repaired cache was never read";
+  ASSERT_TRUE(eventually([&] { return lookup_as_caller(d, k).entry != nullptr; })) << "the repaired cache was never read";
   ThreadSlot* slot = EpochDomain::instance().this_thread();
   ReadGuard guard(*slot);
   EXPECT_EQ(d.lookup(k).entry->launches[0].grid[0], 8u);  // make_record(7): grid x = i + 1

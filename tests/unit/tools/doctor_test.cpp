@@ -28,16 +28,11 @@ protected:
     args.insert(args.begin() + 1, {"--cache-dir", cache().string()});
     return run_kdctl(tmp_.path(), args);
   }
-  std::vector<std::string> keys() const {
-    const CacheWriter w(cache());
-    std::vector<std::string> out;
-    for (const auto& kv : w.scan_raw("records")) out.push_back(kv.first);
-    return out;
-  }
+  std::vector<std::string> keys() const { return record_keys(cache()); }
   // Many records, so the records tree has branch pages: record i's key is bf16_shape(1000 + i).
   void make_big_cache(int records) {
     CacheWriter w(cache());
-    for (int i = 0; i < records; ++i) w.publish(test_record(full(bf16_shape(1000 + i), kH100), hours(1), 3000));
+    for (int i = 0; i < records; ++i) w.commit_record(test_record(full(bf16_shape(1000 + i), kH100), hours(1), 3000));
   }
   std::vector<fs::path> moved_aside() const {
     std::vector<fs::path> out;
@@ -114,7 +109,7 @@ TEST_F(KdctlDoctor, FromAddsWhatAMovedAsideFileHolds) {
   fs::remove_all(cache());
   {
     CacheWriter w(cache());
-    w.publish(test_record(full(bf16_shape(1000), kH100), hours(1), 3000));
+    w.commit_record(test_record(full(bf16_shape(1000), kH100), hours(1), 3000));
   }
   const auto run = kdctl({"doctor", "--from", aside.string()});
   ASSERT_EQ(run.rc, 0) << run.out << run.err;

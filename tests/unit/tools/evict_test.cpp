@@ -22,20 +22,15 @@ protected:
     return run_kdctl(tmp_.path(), args);
   }
   // The key lines left, in key order (opened after the kdctl child has exited).
-  std::vector<std::string> keys() const {
-    const CacheWriter w(cache());
-    std::vector<std::string> out;
-    for (const auto& kv : w.scan_raw("records")) out.push_back(kv.first);
-    return out;
-  }
+  std::vector<std::string> keys() const { return record_keys(cache()); }
   TempDir tmp_;
 };
 
 TEST_F(KdctlEvict, OlderThanRemovesOnlyOldRecordsAndDryRunNothing) {
   {
     CacheWriter w(cache());
-    w.publish(test_record(full(bf16_shape(1024), kH100), hours(24 * 40)));
-    w.publish(test_record(full(bf16_shape(2048), kH100), hours(24)));
+    w.commit_record(test_record(full(bf16_shape(1024), kH100), hours(24 * 40)));
+    w.commit_record(test_record(full(bf16_shape(2048), kH100), hours(24)));
   }
   const auto dry = evict({"--older-than", "30d", "--dry-run"});
   ASSERT_EQ(dry.rc, 0) << dry.err;
@@ -65,7 +60,7 @@ TEST_F(KdctlEvict, MaxSizeEvictsOldestFirst) {
     CacheWriter w(cache());
     for (int i = 0; i < 4; ++i) {
       // Record i is (4 - i) hours old: record 0 is the oldest.
-      w.publish(test_record(full(bf16_shape(1024 * (i + 1)), kH100), hours(4 - i), 4096));
+      w.commit_record(test_record(full(bf16_shape(1024 * (i + 1)), kH100), hours(4 - i), 4096));
     }
     one_record = w.get_raw("records", full(bf16_shape(1024), kH100))->size();
   }

@@ -44,10 +44,10 @@ void make_test_cache(const std::filesystem::path& dir) {
   using std::chrono::hours;
   CacheWriter writer(dir);
   const Record winner = test_record(full(bf16_shape(4096), kH100), hours(2));
-  writer.publish(winner);
-  writer.publish(test_record(full(bf16_shape(8192), kH100), hours(30)));
-  writer.publish(test_record(full(f32_shape(), kH100), hours(1)));
-  writer.publish(test_record(full(bf16_shape(4096), kH200), hours(3)));
+  writer.commit_record(winner);
+  writer.commit_record(test_record(full(bf16_shape(8192), kH100), hours(30)));
+  writer.commit_record(test_record(full(f32_shape(), kH100), hours(1)));
+  writer.commit_record(test_record(full(bf16_shape(4096), kH200), hours(3)));
 
   search::SearchTree tree("search-a", winner.key_line);
   search::Node seed;
@@ -78,6 +78,13 @@ void make_test_cache(const std::filesystem::path& dir) {
   tree.close_round(1);
   writer.put_raw("trees", "search-a", tree.to_json().dump());
   writer.put_raw("jobs", full(bf16_shape(1024), kH100), R"({"state":"queued","count":3})");
+}
+
+std::vector<std::string> record_keys(const std::filesystem::path& dir) {
+  const CacheWriter w(dir);
+  std::vector<std::string> out;
+  for (const auto& kv : w.scan_raw("records")) out.push_back(kv.first);
+  return out;
 }
 
 }  // namespace kd::test

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "store/record.hpp"
 
@@ -27,6 +28,10 @@ Record test_record(const std::string& key_line, std::chrono::seconds age, std::s
 //   H200: bf16_shape(4096)
 // plus one job {"state":"queued"} in the jobs database. The writer is closed on return.
 void make_test_cache(const std::filesystem::path& dir);
+
+// The key lines of the records in the cache in `dir`, in key order. Open it only while no other
+// writer (a kdctl child) runs: one LMDB environment per directory per process.
+std::vector<std::string> record_keys(const std::filesystem::path& dir);
 
 inline constexpr const char* kWinnerIdea = "wider tiles along n";
 inline constexpr const char* kLoserIdea = "split k across two blocks";

@@ -208,7 +208,7 @@ int run_doctor(const DoctorArgs& a) {
 
 void setup_doctor(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<DoctorArgs>();
-  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  add_cache_dir_flag(sub, a->cache_dir);
   sub.add_option("--from", a->from,
                  "Salvage this data file (a data.mdb.damaged-* kdispatchd moved aside) into the cache instead");
   sub.add_flag("--dry-run", a->dry_run, "Check and count what can be salvaged; change nothing");

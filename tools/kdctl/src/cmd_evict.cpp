@@ -171,7 +171,7 @@ int run_evict(const EvictArgs& a) {
 
 void setup_evict(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<EvictArgs>();
-  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  add_cache_dir_flag(sub, a->cache_dir);
   sub.add_option("--older-than", a->older_than, "Evict records created longer ago than this (30d, 12h, 90m, 2w)");
   sub.add_option("--max-size", a->max_size,
                  "Evict the oldest records until the records' total serialized size is at most this (500M, 2G)");

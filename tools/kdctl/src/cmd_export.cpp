@@ -106,7 +106,7 @@ int run_export(const ExportArgs& a) {
 
 void setup_export(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<ExportArgs>();
-  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  add_cache_dir_flag(sub, a->cache_dir);
   sub.add_option("--gpu", a->gpu,
                  "GPU model to export (its name, or text in exactly one name); default: the cache's only GPU");
   sub.add_option("-o,--output", a->output, "Archive file to write")->required();

@@ -80,7 +80,7 @@ int run_import(const ImportArgs& a) {
     const Record& record = std::get<Record>(checked);
     const bool replaces = writer && writer->get_raw("records", record.key_line).has_value();
     if (writer) {
-      writer->publish(record);
+      writer->commit_record(record);
       written.push_back(record.key_line);
     }
     ++imported;
@@ -100,8 +100,7 @@ int run_import(const ImportArgs& a) {
 void setup_import(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<ImportArgs>();
   sub.add_option("file", a->file, "Archive written by kdctl export")->required();
-  sub.add_option("--cache-dir", a->cache_dir,
-                 "Cache directory holding a cache (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  add_cache_dir_flag(sub, a->cache_dir);
   add_socket_flag(sub, a->socket);
   sub.add_flag("--create", a->create,
                "Start a new cache in --cache-dir when it holds none (without it, import refuses)");

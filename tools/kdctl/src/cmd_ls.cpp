@@ -84,7 +84,7 @@ int run_ls(const LsArgs& a) {
 
 void setup_ls(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<LsArgs>();
-  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
+  add_cache_dir_flag(sub, a->cache_dir);
   // A filter value no record can have is a usage error naming the valid ones, not an empty list.
   sub.add_option("--op", a->op, "Only this operator")->check(CLI::IsMember(kOps));
   sub.add_option("--dtype", a->dtype, "Only this input dtype")->check(CLI::IsMember(dtype_names()));

@@ -14,6 +14,7 @@
 #include "cache_snapshot.hpp"
 #include "ctl_client/ctl_client.hpp"
 #include "commands.hpp"
+#include "daemon_link.hpp"
 #include "kdctl.hpp"
 #include "protocol/messages.hpp"
 #include "queue/job_queue.hpp"
@@ -135,8 +136,8 @@ void setup_purge(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--older-than", a->older_than,
                  "Only jobs unchanged for longer than this (7d, 12h, 90m, 2w); default: every finished job");
   sub.add_flag("--dry-run", a->dry_run, "Count what would be removed; change nothing");
-  sub.add_option("--socket", a->socket, "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
-  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
+  add_socket_flag(sub, a->socket);
+  add_cache_dir_flag(sub, a->cache_dir);
   sub.footer("Queued and running jobs are never purged. The daemon also purges finished\n"
              "jobs by itself after job_retention_s. Records are not touched (kdctl evict removes records).\n"
              "Exit codes: 0 ok, 1 no cache, a daemon that holds the cache but does not answer, or a failed\n"

@@ -17,7 +17,7 @@
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
 #include "daemon_link.hpp"
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
@@ -253,7 +253,7 @@ int run_pull(const RemoteArgs& a) {
   if (!usable.empty()) {
     CacheWriter writer(dir);
     for (const Record& r : usable) {
-      writer.publish(r);
+      writer.commit_record(r);
       written.push_back(r.key_line);
     }
   }

@@ -17,8 +17,8 @@
 #include "daemon_link.hpp"
 #include "driver/gpu_target.hpp"
 #include "driver/proposer_table.hpp"
-#include "driver/publish.hpp"
 #include "driver/search_driver.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
@@ -177,7 +177,7 @@ int run_search_command(const SearchArgs& a) {
       writer.put_raw("trees", out.tree.search_id(), out.tree.to_json().dump());
       if (out.winner) {
         const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
-        const std::uint64_t gen = writer.publish(search::make_record(out, *out.winner, key.full_line(), versions));
+        const std::uint64_t gen = writer.commit_record(search::make_record(out, *out.winner, key.full_line(), versions));
         published.push_back(key.full_line());
         std::printf("published to %s (generation %llu)\n", a.cache_dir.c_str(), static_cast<unsigned long long>(gen));
       }

@@ -18,6 +18,7 @@
 
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
+#include "daemon_link.hpp"
 #include "kdctl.hpp"
 #include "table.hpp"
 
@@ -247,9 +248,8 @@ int run_stats(const StatsArgs& a) {
 
 void setup_stats(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<StatsArgs>();
-  sub.add_option("--cache-dir", a->cache_dir, "Cache directory (default: KD_CACHE_DIR, else ~/.cache/kdispatch)");
-  sub.add_option("--socket", a->socket,
-                 "kdispatchd socket (default: KD_SOCKET, $XDG_RUNTIME_DIR/kdispatch.sock, else <cache>/kdispatch.sock)");
+  add_cache_dir_flag(sub, a->cache_dir);
+  add_socket_flag(sub, a->socket);
   sub.add_flag("--json", a->json, "Print JSON");
   sub.add_flag("-z,--zero", a->zero, "Zero the client counter totals kept by kdispatchd (needs the daemon)");
   sub.footer("Client counters come from kdispatchd; without a running daemon they are reported as unavailable.\n"

@@ -12,7 +12,7 @@
 #include "cuda/device.hpp"
 #include "daemon_link.hpp"
 #include "cuda/driver.hpp"
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/cublaslt_enumeration.hpp"
 #include "range/range_search.hpp"
@@ -219,7 +219,7 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
 }
 
 void gpu_flags(CLI::App& sub, GpuArgs& a) {
-  sub.add_option("--cache-dir", a.cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
+  add_cache_dir_flag(sub, a.cache_dir);
   sub.add_option("--device", a.device, "CUDA device ordinal")->capture_default_str();
   sub.add_option("--watchdog-seconds", a.watchdog_s, "Kill a kernel's worker after this long")->capture_default_str();
 }

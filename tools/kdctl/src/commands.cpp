@@ -30,4 +30,9 @@ constexpr Command kCommands[] = {
 
 std::span<const Command> commands() { return kCommands; }
 
+void add_cache_dir_flag(CLI::App& sub, std::string& cache_dir) {
+  sub.add_option("--cache-dir", cache_dir,
+                 "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch, else ~/.cache/kdispatch)");
+}
+
 }  // namespace kd::kdctl

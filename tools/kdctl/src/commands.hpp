@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <span>
+#include <string>
 #include <string_view>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,9 @@ struct Command {
 };
 
 std::span<const Command> commands();
+
+// --cache-dir as the subcommands that read or write a cache name it (empty: default_cache_dir()).
+void add_cache_dir_flag(CLI::App& sub, std::string& cache_dir);
 
 // One setup function per subcommand, each in its own file (cmd_<name>.cpp).
 void setup_devices(CLI::App& sub, std::function<int()>& action);

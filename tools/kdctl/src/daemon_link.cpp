@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "commands.hpp"
 #include "ctl_client/ctl_client.hpp"
 #include "protocol/messages.hpp"
 #include "store/cache_store.hpp"
@@ -39,7 +40,7 @@ void add_socket_flag(CLI::App& sub, std::string& socket) {
 
 void add_daemon_flags(CLI::App& sub, DaemonArgs& a) {
   add_socket_flag(sub, a.socket);
-  sub.add_option("--cache-dir", a.cache_dir, "Cache directory (default: KD_CACHE_DIR, else $XDG_CACHE_HOME/kdispatch)");
+  add_cache_dir_flag(sub, a.cache_dir);
 }
 
 DaemonNotice tell_daemon_cache_changed(const std::filesystem::path& socket, const std::filesystem::path& cache_dir,

@@ -4,16 +4,12 @@
 // that bypass them (kdctl validate), runs it behind a producer that writes the inputs late.
 // kdispatch:plan {"launches":[{"entry":"kd_main","grid":[16,32,1],"block":[32,8,1],"smem":0,"pdl":true}],"workspace":0}
 #include <kdispatch/gemm.cuh>
+#include "naive_f32.cuh"
 
 extern "C" __global__ void kd_main(kd_gemm_args p) {
-  const long long i = blockIdx.x * 32ll + threadIdx.x, j = blockIdx.y * 8ll + threadIdx.y;
+  const long long i = kd_row(), j = kd_col();
   const bool in = i < p.m && j < p.n;
-  float acc = 0.0f;
-  if (in) {
-    const float* A = static_cast<const float*>(p.a);
-    const float* B = static_cast<const float*>(p.b);
-    for (long long l = 0; l < p.k; ++l) acc = fmaf(A[i + l * p.lda], B[l + j * p.ldb], acc);
-  }
+  const float acc = in ? kd_naive_dot(p, i, j) : 0.0f;
   asm volatile("griddepcontrol.wait;" ::: "memory");
   if (in) static_cast<float*>(p.c)[i + j * p.ldc] = p.alpha * acc;
 }

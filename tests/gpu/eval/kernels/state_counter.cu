@@ -2,6 +2,7 @@
 // it adds the call count to every output.
 // kdispatch:plan {"launches":[{"entry":"kd_main","grid":[16,32,1],"block":[32,8,1],"smem":0}],"workspace":0}
 #include <kdispatch/gemm.cuh>
+#include "naive_f32.cuh"
 
 __device__ unsigned long long kd_blocks_seen;
 
@@ -10,13 +11,9 @@ extern "C" __global__ void kd_main(kd_gemm_args p) {
   if (threadIdx.x == 0 && threadIdx.y == 0)
     call = atomicAdd(&kd_blocks_seen, 1ull) / (gridDim.x * gridDim.y * gridDim.z);
   __syncthreads();
-  const long long i = blockIdx.x * 32ll + threadIdx.x, j = blockIdx.y * 8ll + threadIdx.y;
+  const long long i = kd_row(), j = kd_col();
   if (i >= p.m || j >= p.n) return;
-  const float* A = static_cast<const float*>(p.a);
-  const float* B = static_cast<const float*>(p.b);
-  float acc = 0.0f;
-  for (long long l = 0; l < p.k; ++l) acc = fmaf(A[i + l * p.lda], B[l + j * p.ldb], acc);
-  float v = p.alpha * acc;
+  float v = p.alpha * kd_naive_dot(p, i, j);
   if (call >= 2) v += (float)call;
   static_cast<float*>(p.c)[i + j * p.ldc] = v;
 }

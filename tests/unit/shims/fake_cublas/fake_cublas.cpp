@@ -6,7 +6,6 @@
 #include <cublas_v2.h>
 
 #include <cstdint>
-#include <cstring>
 #include <string>
 
 #include "fake_log.hpp"
@@ -27,14 +26,7 @@ FakeHandle* fake(cublasHandle_t h) { return reinterpret_cast<FakeHandle*>(h); }
 std::string scalar(const void* p, bool half, cublasPointerMode_t mode) {
   if (p == nullptr) return "null";
   if (mode == CUBLAS_POINTER_MODE_DEVICE) return fake_cublas::format("dev:%p", p);
-  if (half) {
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, p, 2);
-    return fake_cublas::format("h%04x", bits);
-  }
-  float v = 0;
-  std::memcpy(&v, p, 4);
-  return fake_cublas::format("%g", v);
+  return fake_cublas::host_scalar(p, half);
 }
 
 // Every GEMM entry point logs through this, widened to 64 bits.

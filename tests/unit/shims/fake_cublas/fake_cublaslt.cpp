@@ -121,15 +121,7 @@ std::string describe_scalar(const AttrStore* d, const void* p) {
   if (d->value(CUBLASLT_MATMUL_DESC_POINTER_MODE) != CUBLASLT_POINTER_MODE_HOST) {
     return fake_cublas::format("dev:%p", p);  // device scalars: logged, never read
   }
-  const std::int64_t scale = d->value(CUBLASLT_MATMUL_DESC_SCALE_TYPE);
-  if (scale == CUDA_R_16F) {
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, p, 2);
-    return fake_cublas::format("h%04x", bits);
-  }
-  float v = 0;
-  std::memcpy(&v, p, 4);
-  return fake_cublas::format("%g", v);
+  return fake_cublas::host_scalar(p, d->value(CUBLASLT_MATMUL_DESC_SCALE_TYPE) == CUDA_R_16F);
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
 extern "C" {
@@ -27,5 +29,17 @@ inline std::string format(const char* fmt, ...) {
   std::vsnprintf(out.data(), out.size() + 1, fmt, ap2);
   va_end(ap2);
   return out;
+}
+
+// A host scalar as the log writes it: an f16 one by its bits ("h3c00"), an f32 one by value.
+inline std::string host_scalar(const void* p, bool half) {
+  if (half) {
+    std::uint16_t bits = 0;
+    std::memcpy(&bits, p, 2);
+    return format("h%04x", bits);
+  }
+  float v = 0;
+  std::memcpy(&v, p, 4);
+  return format("%g", v);
 }
 }  // namespace fake_cublas

@@ -1,4 +1,4 @@
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 
 #include <chrono>
 
@@ -21,7 +21,7 @@ Record make_record(const SearchOutcome& outcome, int id, const std::string& full
   } else {
     const auto build = outcome.builds.find(id);
     if (build == outcome.builds.end() || !build->second.plan)
-      throw Error(ErrorDomain::data, 0, "search node " + std::to_string(id) + " has no compiled kernel to publish");
+      throw Error(ErrorDomain::data, 0, "search node " + std::to_string(id) + " has no compiled kernel to store");
     r.kind = RecordKind::nvrtc_kernel;
     r.cubin = build->second.cubin;
     r.ptx = build->second.ptx;
