@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/publish.hpp"
+#include "driver/winner_record.hpp"
 #include "driver/search_driver.hpp"
 #include "range/range_candidate.hpp"
 #include "range/range_points.hpp"

@@ -74,12 +74,12 @@ Record exact_record(std::int64_t n, std::uint32_t x) {
   return r;
 }
 
-int publish_in_child(const std::filesystem::path& dir, const std::vector<Record>& records) {
+int commit_in_child(const std::filesystem::path& dir, const std::vector<Record>& records) {
   const pid_t pid = ::fork();
   if (pid == 0) {
     try {
       CacheWriter w(dir);
-      for (const Record& r : records) w.publish(r);
+      for (const Record& r : records) w.commit_record(r);
       ::_exit(0);
     } catch (...) {
       ::_exit(3);
@@ -119,7 +119,7 @@ DispatcherOptions options(const test::TempDir& dir) {
 TEST(RangeDispatch, EachCoveredNGetsItsOwnGridAndNothingOutsideTheRange) {
   test::TempDir dir;
   const auto opts = options(dir);
-  ASSERT_EQ(publish_in_child(opts.cache_dir, {range_record(129, 256, 7), exact_record(200, 9)}), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {range_record(129, 256, 7), exact_record(200, 9)}), 0);
   Dispatcher d(opts, std::make_unique<PlanLoader>());
   EXPECT_TRUE(eventually([&] { return loaded_with(d, 130, {7, 3, 1}); }));
   EXPECT_TRUE(eventually([&] { return loaded_with(d, 193, {7, 4, 1}); }));
@@ -151,7 +151,7 @@ TEST(RangeDispatch, AnUnsoundRangeRecordIsRefusedAsCorrupted) {
   const auto opts = options(dir);
   Record bad = range_record(1, 64, 5);
   bad.plan.launches[0].grid_rule[1] = GridRule{.div = 64};  // 0 blocks for n < 64
-  ASSERT_EQ(publish_in_child(opts.cache_dir, {bad}), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {bad}), 0);
   Dispatcher d(opts, std::make_unique<PlanLoader>());
   EXPECT_TRUE(eventually([&] { return missing_with(d, 10, FallbackReason::corrupted); }));
 }
@@ -159,10 +159,10 @@ TEST(RangeDispatch, AnUnsoundRangeRecordIsRefusedAsCorrupted) {
 TEST(RangeDispatch, ARangePublishedLaterIsPickedUp) {
   test::TempDir dir;
   const auto opts = options(dir);
-  ASSERT_EQ(publish_in_child(opts.cache_dir, {exact_record(1, 1)}), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {exact_record(1, 1)}), 0);
   Dispatcher d(opts, std::make_unique<PlanLoader>());
   ASSERT_TRUE(eventually([&] { return missing_with(d, 40, FallbackReason::no_entry); }));
-  ASSERT_EQ(publish_in_child(opts.cache_dir, {range_record(33, 64, 3)}), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {range_record(33, 64, 3)}), 0);
   EXPECT_TRUE(eventually([&] { return loaded_with(d, 40, {3, 1, 1}); }));
 }
 

@@ -49,11 +49,11 @@ TEST(RangeLookup, ExactFirstThenTheNarrowestCoveringRange) {
   test::TempDir tmp;
   {
     CacheWriter writer(tmp.path());
-    writer.publish(range_record(1, 129, 256));
-    writer.publish(range_record(2, 1, 1024));
-    writer.publish(test::make_record(3, line_with_n("200")));
-    writer.publish(range_record(4, 129, 256, 1024));  // another m: never serves m=768
-    writer.publish(test::make_record(5, line_with_n("16")));
+    writer.commit_record(range_record(1, 129, 256));
+    writer.commit_record(range_record(2, 1, 1024));
+    writer.commit_record(test::make_record(3, line_with_n("200")));
+    writer.commit_record(range_record(4, 129, 256, 1024));  // another m: never serves m=768
+    writer.commit_record(test::make_record(5, line_with_n("16")));
   }
   test::ChildProcess child([&] {
     CacheReader reader(tmp.path());
@@ -84,20 +84,20 @@ TEST(RangeLookup, UnsoundRangeDataIsCorruptedNotLaunched) {
     Record zero_at_lo = range_record(1, 1, 64);  // y = floor(n / 64): 0 at n = 1
     zero_at_lo.plan.launches[0].grid_rule[1] = GridRule{.div = 64};
     zero_at_lo.plan.launches[0].grid[1] = 1;
-    writer.publish(zero_at_lo);
+    writer.commit_record(zero_at_lo);
     Record stale_grid = range_record(2, 65, 128);  // rule gives 2 at n=128, grid says 3
     stale_grid.plan.launches[0].grid[1] = 3;
-    writer.publish(stale_grid);
+    writer.commit_record(stale_grid);
     Record no_rules_but_cublaslt = range_record(3, 129, 256);
     no_rules_but_cublaslt.kind = RecordKind::cublaslt_algo;
-    writer.publish(no_rules_but_cublaslt);
+    writer.commit_record(no_rules_but_cublaslt);
     Record rules_on_exact = test::make_record(4, line_with_n("300"));
     rules_on_exact.plan.launches[0].grid_rule[0] = GridRule{.div = 1};
-    writer.publish(rules_on_exact);
+    writer.commit_record(rules_on_exact);
     Record too_large = range_record(5, 1000, 1u << 20);  // y reaches 16384 at the top: allowed
     too_large.key_line = line_with_n("1000..5000000");
     too_large.plan.launches[0].grid = {12, 78125, 1};  // 5e6/64 > 65535: beyond CUDA's y limit
-    writer.publish(too_large);
+    writer.commit_record(too_large);
   }
   test::ChildProcess child([&] {
     CacheReader reader(tmp.path());
@@ -116,8 +116,8 @@ TEST(RangeLookup, ManyExactRecordsOfOneShapeFamilyStillFindTheRange) {
   test::TempDir tmp;
   {
     CacheWriter writer(tmp.path());
-    for (int n = 1; n <= 300; ++n) writer.publish(test::make_record(n, line_with_n(std::to_string(n * 7))));
-    writer.publish(range_record(400, 2049, 4096));
+    for (int n = 1; n <= 300; ++n) writer.commit_record(test::make_record(n, line_with_n(std::to_string(n * 7))));
+    writer.commit_record(range_record(400, 2049, 4096));
   }
   test::ChildProcess child([&] {
     CacheReader reader(tmp.path());

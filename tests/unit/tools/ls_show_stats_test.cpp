@@ -127,7 +127,7 @@ TEST_F(KdctlCache, ShowPrintsARangeAndTheNItWasCheckedAt) {
                           R"("timed":[{"n":129,"candidate_us":9.5,"baseline_us":11.0,"verdict":"passed"},)"
                           R"({"n":182,"candidate_us":10.25,"baseline_us":12.0,"verdict":"passed"},)"
                           R"({"n":256,"candidate_us":12.0,"baseline_us":14.5,"verdict":"passed"}]}})";
-    w.publish(r);
+    w.commit_record(r);
   }
   const auto by_range = kdctl({"show", full(range_shape(), kH100)});
   ASSERT_EQ(by_range.rc, 0) << by_range.err;
