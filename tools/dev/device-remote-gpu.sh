@@ -17,6 +17,8 @@
 #   KD_RG_ROUNDS (2), KD_RG_CANDIDATES (16), KD_RG_WALL (60): each search's budget
 #   KD_RG_SHARED   the shape of step 1 (default f32 4096x16x4096: builtin beats cuBLAS there)
 #   KD_RG_KILLED   the shape of step 3 (default f32 4096x8x4096)
+#   KD_RG_KILL_BUDGET "ROUNDS CANDIDATES WALL" of step 3's search, long enough to be killed in (default "6 96 150")
+#   KD_RG_KILL_AFTER seconds A searches before B asks and A is killed (default 3)
 #   KD_RG_APP      the application's GEMM "OUT IN TOKENS DTYPE" (default "6144 4096 16 f32")
 #   KD_RG_HIT_LIMIT seconds the application waits for its hit (default 60)
 #   KD_RG_PORT     Redis port on 127.0.0.1 (default 6391)
@@ -180,8 +182,10 @@ say "  application: $result"
 a_pid=$(python3 "$here/kd_socket.py" status "$w/a/s.sock" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
 b_from=$(( $(lines "$logs/rg-b.log") + 1 ))
 printf '%s\n' "$killed" >"$w/killed.txt"
-kdctl prewarm "$w/killed.txt" --socket "$w/a/s.sock" --rounds "$rounds" --max-candidates "$candidates" \
-  --wall-seconds "$wall" --no-wait >"$logs/rg-a-prewarm.log" 2>&1
+# A budget long enough to be killed in (KD_RG_KILL_BUDGET: rounds candidates wall seconds).
+read -r k_rounds k_candidates k_wall <<<"${KD_RG_KILL_BUDGET:-6 96 150}"
+kdctl prewarm "$w/killed.txt" --socket "$w/a/s.sock" --rounds "$k_rounds" --max-candidates "$k_candidates" \
+  --wall-seconds "$k_wall" --no-wait >"$logs/rg-a-prewarm.log" 2>&1
 runner_state() {  # SOCKET: the first runner's state and key
   python3 "$here/kd_socket.py" status "$1" 2>/dev/null |
     python3 -c 'import json,sys; r=(json.load(sys.stdin).get("runners") or [{}])[0]; print(r.get("state",""), r.get("key",""))'
@@ -196,9 +200,9 @@ if [[ -z $searching ]]; then
   say "step 3: FAIL: A never started searching the prewarmed shape (rg-a-prewarm.log, rg-a.log)"
   exit 1
 fi
-sleep "${KD_RG_KILL_AFTER:-5}"
-kdctl prewarm "$w/killed.txt" --socket "$w/b/s.sock" --rounds "$rounds" --max-candidates "$candidates" \
-  --wall-seconds "$wall" --no-wait >"$logs/rg-b-prewarm.log" 2>&1
+sleep "${KD_RG_KILL_AFTER:-3}"
+kdctl prewarm "$w/killed.txt" --socket "$w/b/s.sock" --rounds "$k_rounds" --max-candidates "$k_candidates" \
+  --wall-seconds "$k_wall" --no-wait >"$logs/rg-b-prewarm.log" 2>&1
 sleep 2
 st=$(runner_state "$w/a/s.sock")
 if [[ $st != searching* ]]; then

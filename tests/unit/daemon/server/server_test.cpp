@@ -134,7 +134,11 @@ public:
       const std::lock_guard lock(log.mu);
       log.cancelled.push_back(key);
     };
-    hooks.status = [](std::size_t) { return json{{"daemon", "test"}, {"generation", 0}}; };
+    hooks.status = [](std::size_t) {
+      protocol::Status st;
+      st.daemon = "test";
+      return st;
+    };
     hooks.stats = [] { return json{{"counters", json::object()}}; };
     hooks.progress = [](const std::string&) { return std::string(); };
     server_.emplace(io_, config_, queue_, metrics_, stats_, std::move(hooks));
