@@ -271,10 +271,17 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
           jt.put(job, before);
           continue;
         }
-      } else if (before->state == JobState::queued && before->origin == JobOrigin::miss) {
-        // Queued by a miss and now asked for: searched at the prewarm's share of the GPU.
+      } else if ((before->state == JobState::queued || before->state == JobState::running) &&
+                 before->origin == JobOrigin::miss) {
+        // Queued or being searched for a miss, and now asked for: searched at the prewarm's share
+        // of the GPU (a running search reads its job's origin before each pause:
+        // Progress::duty_cycle_now), and a queued one with the prewarm's proposer and budgets.
         job = *before;
         job.origin = JobOrigin::prewarm;
+        if (before->state == JobState::queued) {
+          if (!r.proposer.empty()) job.proposer = r.proposer;
+          if (r.budgets != JobBudgets{}) job.budgets = r.budgets;
+        }
         job.updated_unix_ms = now;
         jt.put(job, before);
         continue;

@@ -32,6 +32,7 @@ eval::Verdict DutyCycleBackend::evaluate(const eval::EvalRequest& request) {
                                        : std::chrono::milliseconds(0);
   eval::Verdict verdict = inner_.evaluate(request);
   const auto busy = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started);
+  if (const auto now = progress_.duty_cycle_now(); now && *now > 0) duty_cycle_ = *now;
   const auto pause = pause_after(duty_cycle_, busy, idle_before);
   const auto pause_started = Clock::now();
   if (pause.count() > 0 && !stop_.stop_requested()) pause_(pause, stop_);

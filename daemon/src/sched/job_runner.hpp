@@ -41,6 +41,10 @@ public:
   // An evaluation kept the GPU busy for `busy`; the run then paused `paused` to stay within its
   // duty cycle (Budgets::duty_cycle; sched/duty_cycle.hpp).
   virtual void gpu_time(std::chrono::milliseconds busy, std::chrono::milliseconds paused) = 0;
+  // The duty cycle the run should keep from now on, asked before each pause: a search started by a
+  // miss that `kdctl prewarm` then asks for goes on at the prewarm's share, and a SIGHUP's new
+  // search_duty_cycle reaches searches already running. nullopt: the one the run started with.
+  virtual std::optional<double> duty_cycle_now() { return std::nullopt; }
 };
 
 struct JobOutcome {

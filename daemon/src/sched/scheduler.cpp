@@ -72,6 +72,24 @@ public:
       r.paused += paused;
     });
   }
+  // The job as stored now (a prewarm may have taken over a miss's job) under the policy as loaded
+  // now (SIGHUP): one LMDB read per evaluation, against evaluations of 0.1 s and more.
+  std::optional<double> duty_cycle_now() override {
+    std::string key;
+    {
+      const std::lock_guard lock(s_.mu_);
+      key = s_.slots_[index_].status.key;
+    }
+    if (key.empty()) return std::nullopt;
+    const auto job = s_.queue_.find(key);
+    if (!job) return std::nullopt;
+    const double duty = duty_cycle_of(*job, s_.limits().policy);
+    edit([&](RunnerStatus& r) {
+      r.duty_cycle = duty;
+      r.origin = std::string(to_string(job->origin));
+    });
+    return duty;
+  }
 
 private:
   // A candidate finished: a restarted worker serves again, and the round's line comes back.

@@ -62,6 +62,25 @@ TEST(JobOrigin, AMissQueuesAMissJobAndAPrewarmAPrewarmJob) {
   EXPECT_EQ(reopened.find(key(2))->origin, JobOrigin::prewarm);
 }
 
+TEST(JobOrigin, APrewarmOfAMissJobBringsItsBudgetsAndReachesARunningSearch) {
+  test::TempDir dir;
+  JobQueue q(dir.path());
+  miss(q, key(5));
+  miss(q, key(6));
+  q.update(key(6), [](Job& j) { j.state = JobState::running; });
+  std::promise<void> done;
+  q.prewarm({{key(5), "builtin", {2, 24, 8, 0}}, {key(6), "builtin", {2, 24, 8, 0}}},
+            [&](const CommitResult&, const std::vector<Refused>&) { done.set_value(); });
+  done.get_future().wait();
+  const Job queued = *q.find(key(5));
+  EXPECT_EQ(queued.origin, JobOrigin::prewarm);
+  EXPECT_EQ(queued.budgets, (JobBudgets{2, 24, 8, 0})) << "the operator's budgets, not the defaults of a miss";
+  EXPECT_EQ(queued.proposer, "builtin");
+  const Job running = *q.find(key(6));
+  EXPECT_EQ(running.state, JobState::running) << "a running search is not queued again";
+  EXPECT_EQ(running.origin, JobOrigin::prewarm) << "its pauses read this (Progress::duty_cycle_now)";
+}
+
 TEST(JobOrigin, AFailedMissJobQueuedAgainByAPrewarmIsThePrewarms) {
   test::TempDir dir;
   JobQueue q(dir.path());
@@ -190,8 +209,26 @@ public:
     busy.push_back(b);
     paused.push_back(p);
   }
+  std::optional<double> duty_cycle_now() override { return duty_now; }
   std::vector<std::chrono::milliseconds> busy, paused;
+  std::optional<double> duty_now;
 };
+
+TEST(DutyCycle, TheBackendTakesTheDutyCycleOfNowBeforeEachPause) {
+  SlowBackend inner(20ms);
+  RecordingProgress progress;
+  std::vector<std::chrono::milliseconds> asked;
+  DutyCycleBackend paced(inner, 0.1, progress, {},
+                         [&](std::chrono::milliseconds p, std::stop_token) { asked.push_back(p); });
+  const eval::EvalRequest request{};
+  paced.evaluate(request);
+  ASSERT_EQ(asked.size(), 1u);
+  EXPECT_EQ(asked[0], pause_after(0.1, progress.busy[0], 0ms));
+  progress.duty_now = 1.0;  // a prewarm took the job over: full speed from the next evaluation on
+  paced.evaluate(request);
+  paced.evaluate(request);
+  EXPECT_EQ(asked.size(), 1u) << "no pause at full speed";
+}
 
 TEST(DutyCycle, TheBackendPausesAfterEachEvaluationAndReportsIt) {
   SlowBackend inner(30ms);
