@@ -80,6 +80,21 @@ def delta(before, after):
             "reasons": reasons}
 
 
+def settled_run(args, env, run):
+    """The measured run of a prewarmed stage, in the steady state a server reaches: a first run's
+    misses (an n whose bucket found no range winner is searched alone) queue searches, which run
+    beside the application at search_duty_cycle; a run of a fraction of a second measured during
+    one of their evaluations would time the evaluation's burst, not the kernels. So one run, a
+    wait until the daemon is idle, then the measured run."""
+    def measured(tag):
+        first = run(tag + "-first")
+        idle = common.wait_for_idle_daemon(args.kdctl, {**os.environ, **env})
+        print(f"  {tag}: {'the daemon is idle' if idle else 'the daemon did not become idle'} before the measured run",
+              flush=True)
+        return run(tag)
+    return measured
+
+
 # ---- bert ------------------------------------------------------------------------------------
 
 def bert_worker(args):
@@ -157,7 +172,8 @@ def run_bert(args, ctx):
     if not common.prewarm(args, work / "bert-buckets.txt"):
         checks.skip("bert prewarmed stage: no --prewarm-cmd given")
         return
-    warm, stats = run("warm", args.shim, {**env, "KD_STATS": "1"})
+    settle_then_measure = settled_run(args, env, lambda tag: run(tag, args.shim, {**env, "KD_STATS": "1"}))
+    warm, stats = settle_then_measure("warm")
     plain_again, _ = run("noshim-again", None, None)
     c = warm["counters"]
     calls = (c["hits"] + c["fallbacks"]) if c else 0
@@ -258,7 +274,7 @@ def run_decode(args, ctx):
     if not common.prewarm(args, work / "decode-buckets.txt"):
         checks.skip("decode prewarmed stage: no --prewarm-cmd given")
         return
-    warm, stats = run("warm", args.shim, {**env, "KD_STATS": "1"})
+    warm, stats = settled_run(args, env, lambda tag: run(tag, args.shim, {**env, "KD_STATS": "1"}))("warm")
     plain_again, _ = run("noshim-again", None, None)
     print(f"  decode shim totals: {stats}")
     missed = {b: c for b, c in warm["capture"].items() if c is None or c["fallbacks"] or not c["hits"]}
