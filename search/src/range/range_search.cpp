@@ -18,7 +18,13 @@ public:
       : inner_(inner), range_key_(range_key), target_(target) {}
 
   std::string_view name() const override { return inner_.name(); }
-  std::vector<Proposal> seeds(const ProposalContext& ctx) override { return keep(inner_.seeds(ctx)); }
+  // The builtin proposer's range seeds include the families that decline the exact key at HI for
+  // padding (builtin::Family::declines): the range gate's timing decides whether a range is worth it.
+  std::vector<Proposal> seeds(const ProposalContext& ctx) override {
+    if (dynamic_cast<builtin::BuiltinProposer*>(&inner_) != nullptr)
+      return keep(builtin::BuiltinProposer::range_seeds(ctx));
+    return keep(inner_.seeds(ctx));
+  }
   std::vector<Idea> ideas(const ProposalContext& ctx, const Node& seed, int n) override {
     return inner_.ideas(ctx, seed, n);
   }
