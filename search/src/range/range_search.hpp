@@ -22,18 +22,12 @@
 #include "driver/winner_record.hpp"
 #include "driver/search_driver.hpp"
 #include "range/range_candidate.hpp"
+#include "range/range_gate.hpp"
 #include "range/range_points.hpp"
 
 namespace kd::search::range {
 
 inline constexpr int kMaxTries = 3;
-
-// One point of the range gate.
-struct PointResult {
-  std::int64_t n = 0;
-  bool timed = false;
-  eval::Verdict verdict;
-};
 
 struct RangeOutcome {
   SearchOutcome search;             // the search at n = HI (its tree is the job's)
