@@ -55,6 +55,10 @@ TEST(KdctlValidate, ARangeKernelWhosePlanDoesNotServeTheRangeIsRejectedWithoutAG
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("grid_rule"), std::string::npos) << "the message names the fix: " << r.out;
+  const KdctlRun json = run_kdctl(dir.path(), {"validate", "--key", "linear dtype=f32 tokens=33..64 in=256 out=256",
+                                               "--kernel", (dir.path() / "k.cu").string(), "--json"});
+  EXPECT_EQ(json.rc, 1) << json.out << json.err;
+  EXPECT_NE(json.out.find("\"rule\": \"plan_invalid\""), std::string::npos) << json.out;
 }
 
 TEST(KdctlValidate, ARangeKernelWhosePlanServesTheRangeNeedsTheGpu) {

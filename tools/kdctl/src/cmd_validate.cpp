@@ -121,6 +121,12 @@ int run_validate(const ValidateArgs& a) {
   text << in.rdbuf();
   if (const GemmKey& k = std::get<GemmKey>(parsed); k.is_range()) {
     if (const auto problem = range_plan_refusal(k, text.str())) {
+      if (a.json) {
+        const nlohmann::json report = {{"rule", "plan_invalid"},
+                                       {"detail", fmt::format("the plan does not serve n={}..{}: {}", k.n, k.n_hi, *problem)}};
+        std::printf("%s\n", report.dump(2).c_str());
+        return kFailure;
+      }
       std::printf("verdict: plan_invalid  (rejected before running)\n  the plan does not serve n=%lld..%lld: %s\n"
                   "  a kernel for a range of n gives each grid extent that depends on n a \"grid_rule\" whose value at "
                   "n=%lld is the stored grid (ARCHITECTURE.md, range records), or a grid that covers every n\n",
