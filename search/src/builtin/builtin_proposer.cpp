@@ -23,6 +23,17 @@ search::Proposal make(const Family& f, const GemmKey& key, const Target& t, cons
   return {"builtin", std::string(f.name), std::move(idea), describe(p), render(f, key, t, p), parent};
 }
 
+// Appends the valid seeds of `f` for ctx.key to `out`.
+void add_seeds(const Family& f, const search::ProposalContext& ctx, std::vector<search::Proposal>& out) {
+  for (const Params& raw : f.seeds(ctx.key, ctx.target)) {
+    Params p = f.complete(ctx.key, ctx.target, raw);
+    if (!f.valid(ctx.key, ctx.target, p)) continue;
+    // Servers replay calls back to back in CUDA graphs: seed the overlap with the previous kernel.
+    if (f.pdl_first && ctx.target.cc_major >= 9 && !p.contains("KD_PDL")) p["KD_PDL"] = 1;
+    out.push_back(make(f, ctx.key, ctx.target, p, fmt::format("seed: {} defaults for this shape", f.name), -1));
+  }
+}
+
 }  // namespace
 
 std::optional<Params> parse_params(const std::string& text) {
@@ -44,17 +55,15 @@ std::optional<Params> parse_params(const std::string& text) {
 
 std::vector<search::Proposal> BuiltinProposer::seeds(const search::ProposalContext& ctx) {
   std::vector<search::Proposal> out;
-  for (const Family& f : families()) {
-    if (!family_enabled(f) || f.rejects(ctx.key)) continue;
-    for (const Params& raw : f.seeds(ctx.key, ctx.target)) {
-      Params p = f.complete(ctx.key, ctx.target, raw);
-      if (!f.valid(ctx.key, ctx.target, p)) continue;
-      // Servers replay calls back to back in CUDA graphs: seed the overlap with the previous kernel.
-      if (f.pdl_first && ctx.target.cc_major >= 9 && !p.contains("KD_PDL")) p["KD_PDL"] = 1;
-      out.push_back(make(f, ctx.key, ctx.target, p,
-                         fmt::format("seed: {} defaults for this shape", f.name), -1));
-    }
-  }
+  for (const Family& f : families())
+    if (family_enabled(f) && !not_searched_for(f, ctx.key)) add_seeds(f, ctx, out);
+  return out;
+}
+
+std::vector<search::Proposal> BuiltinProposer::range_seeds(const search::ProposalContext& ctx) {
+  std::vector<search::Proposal> out;
+  for (const Family& f : families())
+    if (family_enabled(f) && !f.rejects(ctx.key)) add_seeds(f, ctx, out);
   return out;
 }
 
@@ -126,7 +135,7 @@ std::optional<search::Proposal> BuiltinProposer::reseed(const GemmKey& key, cons
   if (colon == std::string::npos || eol == std::string::npos || colon > eol) return std::nullopt;
   const Family* f = find_family(cached_source.substr(kHeader.size(), colon - kHeader.size()));
   const auto params = parse_params(cached_source.substr(colon + 1, eol - colon - 1));
-  if (f == nullptr || !params || f->rejects(key)) return std::nullopt;
+  if (f == nullptr || !params || not_searched_for(*f, key)) return std::nullopt;
   const Params p = f->complete(key, target, *params);
   if (!f->valid(key, target, p)) return std::nullopt;
   return make(*f, key, target, p, "seed: cached winner of a nearby shape", -1);

@@ -18,6 +18,12 @@ public:
   std::vector<search::Proposal> implement(const search::ProposalContext& ctx, const search::Node& seed,
                                           const search::Idea& idea, int b) override;
 
+  // The round-0 seeds of a range search (search/src/range/range_search.hpp), which runs at the
+  // range's last n (ctx.key): seeds() with the families that decline that exact key for padding
+  // (Family::declines) added, in family order. One record for a whole range may be worth padding at
+  // its low end; the range gate's timing at the range's ends decides.
+  static std::vector<search::Proposal> range_seeds(const search::ProposalContext& ctx);
+
   // A round-0 seed re-rendered for `key` from a cached winner's source of a nearby shape (its
   // "// kdispatch builtin family NAME: K=V ..." header), or nullopt when the source is not a
   // builtin family's or the family cannot serve `key`.

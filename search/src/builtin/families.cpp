@@ -202,6 +202,11 @@ bool family_enabled(const Family& family) {
   return false;
 }
 
+std::optional<std::string> not_searched_for(const Family& family, const GemmKey& key) {
+  if (auto why = family.rejects(key)) return why;
+  return family.declines != nullptr ? family.declines(key) : std::nullopt;
+}
+
 const Family* find_family(std::string_view name) {
   for (const Family& f : families())
     if (f.name == name) return &f;

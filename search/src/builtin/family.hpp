@@ -46,7 +46,15 @@ struct Family {
   // the KD_PDL parameter is 1, so render() may make that launch a programmatic dependent of the
   // application's previous kernel (gemm.cuh). Such families are seeded with KD_PDL = 1 on sm_90+.
   bool pdl_first = false;
+  // Why the family, though it computes `key` correctly, is not searched for it as an exact key
+  // (another family serves such shapes better), or nullopt; null: it declines nothing. A range
+  // search ignores it (issue 29): one record for the whole range may be worth some padding at its
+  // low end, and the range gate's timing at the range's ends decides.
+  std::optional<std::string> (*declines)(const GemmKey& key) = nullptr;
 };
+
+// Why `family` is not seeded for the exact key `key`: it rejects or declines it; nullopt otherwise.
+std::optional<std::string> not_searched_for(const Family& family, const GemmKey& key);
 
 // The plan `family` renders for `params`: its plan, with the first launch a programmatic dependent
 // when KD_PDL is 1.

@@ -32,7 +32,10 @@ constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
 constexpr long long kMaxClusterSplit = 8;
 // Outputs 17-47 columns wide would be mostly padding in a 64-column wgmma (the skinny families stream
-// them); up to 16 columns take one m64n16 wgmma (warp-specialized only).
+// them), so an exact key of such n is declined (wg_declines), not rejected: the kernel computes any n
+// (B's rows past n are zero-filled, C's columns past n never stored), and a range such as 17..32 or
+// 33..64 has no other tensor-core family for f32 (issue 29). Up to 16 columns take one m64n16 wgmma
+// (warp-specialized only).
 constexpr long long kMinN = 48;
 constexpr long long kNarrowN = 16;
 
@@ -98,11 +101,15 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
   if (key.a != DType::f32 || key.b != DType::f32)
     return "f32 inputs only (its 16-bit path measured slower than cuBLAS; tc_tiled serves those)";
   if (key.tb != Transpose::N) return "needs tb=N (k-contiguous B)";
+  if (key.lda % 4 || key.ldb % 4) return "lda and ldb must be multiples of 4 for 16-byte copies";
+  if (key.batch > 1 && (key.stride_a % 4 || key.stride_b % 4)) return "batch strides must keep 16-byte alignment";
+  return std::nullopt;
+}
+
+std::optional<std::string> wg_declines(const GemmKey& key) {
   if (key.n > kNarrowN && key.n < kMinN)
     return fmt::format("n={} is between {} and {}: a 64-column wgmma tile would be mostly padding", key.n, kNarrowN + 1,
                        kMinN - 1);
-  if (key.lda % 4 || key.ldb % 4) return "lda and ldb must be multiples of 4 for 16-byte copies";
-  if (key.batch > 1 && (key.stride_a % 4 || key.stride_b % 4)) return "batch strides must keep 16-byte alignment";
   return std::nullopt;
 }
 
@@ -568,8 +575,11 @@ const IdeaMove kIdeas[] = {
 };
 
 Family make_family() {
-  return {"wg_tiled", "kd_wg_tiled", embedded_kernel("wg_tiled.cu"), wg_rejects, wg_seeds,
-          wg_complete, wg_valid, wg_plan, false, true};
+  Family f{"wg_tiled", "kd_wg_tiled", embedded_kernel("wg_tiled.cu"), wg_rejects, wg_seeds, wg_complete, wg_valid,
+           wg_plan};
+  f.pdl_first = true;
+  f.declines = wg_declines;
+  return f;
 }
 
 }  // namespace

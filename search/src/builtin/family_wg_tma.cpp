@@ -21,7 +21,10 @@ constexpr char kCtas[] = "KD_CTAS";
 constexpr long long kBk = 64;  // 16-bit elements per k tile: one 128-byte swizzle row
 // Splits are reduced in a cluster, whose portable size is 8.
 constexpr long long kMaxSplit = 8;
-// Narrower outputs are mostly padding in a 64-column tile; the skinny families stream them.
+// Narrower outputs are mostly padding in a 64-column tile; the skinny families stream them. So an
+// exact key of such n is declined (tma_declines), not rejected: the TMA zero-fills B's rows past n
+// and C's columns past n are never stored, so a range reaching below 48 (17..32, 33..64) may still
+// be served by one of these kernels where the range gate's timing says so (issue 29).
 constexpr long long kMinN = 48;
 // The TMA's coordinates and the tensor map's dimensions are 32-bit.
 constexpr long long kMaxDim = 0x7fffffffLL;
@@ -54,12 +57,16 @@ std::optional<std::string> tma_rejects(const GemmKey& key) {
   if ((key.a != DType::bf16 && key.a != DType::f16) || key.b != key.a)
     return "bf16 or f16 inputs of one type only (f32 goes to wg_tiled)";
   if (key.ta != Transpose::T || key.tb != Transpose::N) return "needs ta=T tb=N (k contiguous in A and B)";
-  if (key.n < kMinN)
-    return fmt::format("n={} is below {}: a 64-column wgmma tile would be mostly padding", key.n, kMinN);
   if (key.k < 1) return "needs k >= 1";
   if (key.lda % 8 || key.ldb % 8) return "lda and ldb must be multiples of 8 (16-byte TMA row strides)";
   if (key.batch > 1 && (key.stride_a % 8 || key.stride_b % 8)) return "batch strides must keep 16-byte alignment";
   if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
+  return std::nullopt;
+}
+
+std::optional<std::string> tma_declines(const GemmKey& key) {
+  if (key.n < kMinN)
+    return fmt::format("n={} is below {}: a 64-column wgmma tile would be mostly padding", key.n, kMinN);
   return std::nullopt;
 }
 
@@ -249,6 +256,7 @@ Family make_family() {
   // Correct on an H200 (the gate, every lab variant) but faster than cuBLAS on none of the shape
   // file's bf16 shapes (docs/kernel-notes.md, "wg_tma, session 10"): opt-in until it wins one.
   f.trial = true;
+  f.declines = tma_declines;
   return f;
 }
 

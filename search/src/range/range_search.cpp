@@ -18,7 +18,13 @@ public:
       : inner_(inner), range_key_(range_key), target_(target) {}
 
   std::string_view name() const override { return inner_.name(); }
-  std::vector<Proposal> seeds(const ProposalContext& ctx) override { return keep(inner_.seeds(ctx)); }
+  // The builtin proposer's range seeds include the families that decline the exact key at HI for
+  // padding (builtin::Family::declines): the range gate's timing decides whether a range is worth it.
+  std::vector<Proposal> seeds(const ProposalContext& ctx) override {
+    if (dynamic_cast<builtin::BuiltinProposer*>(&inner_) != nullptr)
+      return keep(builtin::BuiltinProposer::range_seeds(ctx));
+    return keep(inner_.seeds(ctx));
+  }
   std::vector<Idea> ideas(const ProposalContext& ctx, const Node& seed, int n) override {
     return inner_.ideas(ctx, seed, n);
   }
@@ -51,34 +57,6 @@ private:
   const builtin::Target& target_;
   std::map<std::string, std::variant<RangeCandidate, std::string>> cache_;
 };
-
-// Runs the range gate for one candidate; false at the first point that fails (results so far kept).
-bool gate_range(EvalBackend& backend, const GemmKey& range_key, const RangeCandidate& candidate,
-                const std::string& cubin, const eval::EvalOptions& options, const RangePoints& points,
-                std::vector<PointResult>& results, std::string& why) {
-  for (const std::int64_t n : points.checked) {
-    const bool timed = std::binary_search(points.timed.begin(), points.timed.end(), n);
-    auto plan = plan_at_n(candidate.plan, n);
-    if (const auto* bad = std::get_if<PlanError>(&plan)) {
-      why = bad->message;
-      return false;
-    }
-    eval::EvalOptions o = options;
-    o.timing = timed ? eval::Timing::measure : eval::Timing::skip;
-    eval::EvalRequest req{range_key.at_n(n).full_line(), cubin, std::get<LaunchPlan>(plan), o, std::nullopt};
-    PointResult r{n, timed, backend.evaluate(req)};
-    const bool ok = timed ? r.verdict.accepted() : r.verdict.correct();
-    results.push_back(std::move(r));
-    if (!ok) {
-      const eval::Verdict& v = results.back().verdict;
-      why = timed && v.correct()
-                ? fmt::format("n={}: not faster than the vendor library by the margin ({})", n, v.detail)
-                : fmt::format("n={}: {} ({})", n, eval::to_string(v.rule), v.detail);
-      return false;
-    }
-  }
-  return true;
-}
 
 // The correct kernel nodes that beat the baseline at HI, fastest first, at most kMaxTries.
 std::vector<int> contenders(const SearchOutcome& s) {
@@ -145,16 +123,16 @@ RangeOutcome run_range_search(const GemmKey& range_key, const builtin::Target& t
     auto made = filters.front()->candidate(node.family, node.params);
     if (!std::holds_alternative<RangeCandidate>(made)) continue;
     RangeCandidate candidate = std::get<RangeCandidate>(std::move(made));
-    out.points = range_points(range_key.n, range_key.n_hi, candidate.plan);
-    out.results.clear();
-    std::string why;
-    if (gate_range(*backend, range_key, candidate, out.search.builds.at(id).cubin, options.eval, out.points,
-                   out.results, why)) {
+    RangeGate gate = gate_range_kernel(*backend, range_key, out.search.builds.at(id).cubin, candidate.plan,
+                                       options.eval, GateStop::first_failure);
+    out.points = std::move(gate.points);
+    out.results = std::move(gate.results);
+    if (gate.passed()) {
       out.winner = id;
       out.candidate = std::move(candidate);
       return out;
     }
-    out.reason = fmt::format("node {} ({} {}): {}", id, node.family, node.params, why);
+    out.reason = fmt::format("node {} ({} {}): {}", id, node.family, node.params, gate.failure);
   }
   return out;
 }

@@ -2,7 +2,9 @@
 //
 // 1. The branching search runs for the exact key at n = HI with every proposal that cannot serve
 //    the whole range dropped (range/range_candidate.hpp): builtin family configurations only, since
-//    LLM-written kernels carry no range plan and cuBLASLt algorithms are chosen for one shape.
+//    LLM-written kernels carry no range plan and cuBLASLt algorithms are chosen for one shape. The
+//    builtin seeds include the families that decline the exact key at HI for padding
+//    (BuiltinProposer::range_seeds: wg_tiled for f32 n 17..47, wg_tma for n < 48).
 // 2. Its fastest correct kernels that beat the vendor library at HI (at most kMaxTries) are then
 //    held to the range gate, in order: the full validation gate at every checked point, timing at
 //    the timed points (range/range_points.hpp), each an exact key with the range plan's grid for
@@ -20,18 +22,12 @@
 #include "driver/winner_record.hpp"
 #include "driver/search_driver.hpp"
 #include "range/range_candidate.hpp"
+#include "range/range_gate.hpp"
 #include "range/range_points.hpp"
 
 namespace kd::search::range {
 
 inline constexpr int kMaxTries = 3;
-
-// One point of the range gate.
-struct PointResult {
-  std::int64_t n = 0;
-  bool timed = false;
-  eval::Verdict verdict;
-};
 
 struct RangeOutcome {
   SearchOutcome search;             // the search at n = HI (its tree is the job's)

@@ -42,7 +42,7 @@ IdeaSweep sweep_ideas(const Family& f, std::span<const IdeaMove> moves) {
   const Target t;
   IdeaSweep sweep;
   for (const GemmKey& key : llama_keys()) {
-    if (f.rejects(key)) continue;
+    if (not_searched_for(f, key)) continue;
     for (const Params& p : completed_seeds(f, key, t)) {
       std::set<Params> seen{p};
       for (const IdeaMove& m : moves) {

@@ -7,6 +7,9 @@
 
 #include <functional>
 #include <mutex>
+#include <set>
+
+#include <fmt/format.h>
 
 #include "builtin/builtin_proposer.hpp"
 
@@ -24,8 +27,13 @@ public:
     requests.push_back(request);
     eval::Verdict v;
     const double us = time_us_(key.n);
-    if (request.options.timing == eval::Timing::skip) {
+    if (request.options.timing == eval::Timing::skip && !wrong_at.contains(key.n)) {
       v.rule = eval::Rule::not_faster;
+      return v;
+    }
+    if (wrong_at.contains(key.n)) {
+      v.rule = eval::Rule::wrong_result;
+      v.detail = "max_rel 1";
       return v;
     }
     v.rule = us < 97 ? eval::Rule::passed : eval::Rule::not_faster;
@@ -35,6 +43,7 @@ public:
   }
   double floor_us(const GemmKey&) override { return 1; }
   std::vector<eval::EvalRequest> requests;
+  std::set<std::int64_t> wrong_at;  // the n whose outputs are wrong
 
 private:
   std::function<double(std::int64_t)> time_us_;
@@ -125,6 +134,62 @@ TEST(RangeSearch, LosingAtOneTimedPointPublishesNothing) {
       run_range_search(kRange, target, {&builtin}, compiler(), &backend, small_budget(), {});
   EXPECT_FALSE(out.winner);
   EXPECT_NE(out.reason.find("n=33: not faster"), std::string::npos) << out.reason;
+}
+
+// A range plan by hand: 8 x ceil(n / 16) blocks, so no compile is needed (the backend is scripted).
+LaunchPlan sixteen_column_plan() {
+  LaunchPlan plan;
+  plan.launches.push_back({"kd_main", {8, 4, 1}, {256, 1, 1}, 0});
+  plan.launches[0].grid_rule[1] = GridRule{.offset = 15, .div = 16};
+  return plan;
+}
+
+TEST(RangeGate, KdctlsGateTimesEveryTimedPointAndStopsOnlyWhereAKernelIsWrong) {
+  // Slow at the range's first n: the search's gate stops there, kdctl's times the rest too.
+  ScriptedBackend backend([](std::int64_t n) { return n == 33 ? 120.0 : 50.0; });
+  const RangeGate search = gate_range_kernel(backend, kRange, "cubin", sixteen_column_plan(), {}, GateStop::first_failure);
+  EXPECT_FALSE(search.passed());
+  EXPECT_NE(search.failure.find("n=33: not faster"), std::string::npos) << search.failure;
+  EXPECT_EQ(search.results.size(), 1u);
+  backend.requests.clear();
+  const RangeGate all = gate_range_kernel(backend, kRange, "cubin", sixteen_column_plan(), {}, GateStop::first_incorrect);
+  EXPECT_FALSE(all.passed());
+  EXPECT_TRUE(all.correct());
+  EXPECT_NE(all.failure.find("n=33: not faster"), std::string::npos) << all.failure;
+  ASSERT_EQ(all.results.size(), all.points.checked.size());
+  ASSERT_EQ(backend.requests.size(), all.points.checked.size());
+  for (std::size_t i = 0; i < all.results.size(); ++i) {
+    const std::int64_t n = all.results[i].n;
+    EXPECT_EQ(all.results[i].timed, std::ranges::count(all.points.timed, n) == 1) << n;
+    EXPECT_EQ(backend.requests[i].plan.launches[0].grid[1], static_cast<std::uint32_t>((n + 15) / 16)) << n;
+    EXPECT_EQ(backend.requests[i].options.timing, all.results[i].timed ? eval::Timing::measure : eval::Timing::skip);
+  }
+  // Wrong at an untimed point inside: both stop there, and the kernel is not correct.
+  ScriptedBackend wrong([](std::int64_t) { return 50.0; });
+  const RangePoints points = range_points(kRange.n, kRange.n_hi, sixteen_column_plan());
+  const auto inside = std::ranges::find_if(points.checked, [&](std::int64_t n) {
+    return !std::ranges::count(points.timed, n);
+  });
+  ASSERT_NE(inside, points.checked.end());
+  wrong.wrong_at.insert(*inside);
+  const RangeGate bad = gate_range_kernel(wrong, kRange, "cubin", sixteen_column_plan(), {}, GateStop::first_incorrect);
+  EXPECT_FALSE(bad.correct());
+  EXPECT_EQ(bad.results.back().n, *inside);
+  EXPECT_NE(bad.failure.find(fmt::format("n={}: wrong_result", *inside)), std::string::npos) << bad.failure;
+  // Everywhere faster and correct: passed.
+  ScriptedBackend fast([](std::int64_t) { return 50.0; });
+  EXPECT_TRUE(gate_range_kernel(fast, kRange, "cubin", sixteen_column_plan(), {}, GateStop::first_incorrect).passed());
+}
+
+TEST(RangeGate, APlanThatDoesNotServeTheRangeRunsNothing) {
+  ScriptedBackend backend([](std::int64_t) { return 50.0; });
+  LaunchPlan stale = sixteen_column_plan();
+  stale.launches[0].grid[1] = 5;  // the rule gives 4 at n = 64
+  const RangeGate gate = gate_range_kernel(backend, kRange, "cubin", stale, {}, GateStop::first_incorrect);
+  EXPECT_FALSE(gate.passed());
+  EXPECT_FALSE(gate.correct());
+  EXPECT_NE(gate.failure.find("the plan does not serve the range"), std::string::npos) << gate.failure;
+  EXPECT_TRUE(backend.requests.empty());
 }
 
 }  // namespace

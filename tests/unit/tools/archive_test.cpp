@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "archive.hpp"
+#include "key/gemm_key.hpp"
 #include "kdctl_runner.hpp"
 #include "store/cache_store.hpp"
 #include "support/temp_dir.hpp"
@@ -15,6 +16,11 @@ namespace {
 using kdctl::write_archive;
 
 const DevicePart kH100Part{"sm_90", "NVIDIA H100 80GB HBM3", 132};
+
+// f32 nn.Linear(768, 768) on 33..64 tokens.
+std::string kdctl_range_shape() {
+  return std::get<GemmKey>(parse_key("linear dtype=f32 tokens=33..64 in=768 out=768")).shape_line();
+}
 
 class KdctlArchive : public ::testing::Test {
 protected:
@@ -109,6 +115,34 @@ TEST_F(KdctlArchive, ForeignAndDamagedRecordsAreRejectedWithTheReason) {
   const auto stored = dst.scan_raw("records");
   ASSERT_EQ(stored.size(), 1u);
   EXPECT_EQ(stored[0].first, mine.key_line);
+}
+
+// Issue 29: a range record whose plan does not serve its range, and an exact record with grid
+// rules, are rejected as the cache reader would refuse them; a sound range record is imported.
+TEST_F(KdctlArchive, UnsoundRangeRecordsAreRejectedWithTheProblem) {
+  using std::chrono::hours;
+  const std::string range_shape = kdctl_range_shape();
+  Record sound = test_record(full(range_shape, kH100), hours(1));
+  sound.plan.launches.at(0).grid = {12, 4, 1};
+  sound.plan.launches.at(0).grid_rule[1] = GridRule{.offset = 15, .div = 16};  // ceil(n / 16): 4 at n = 64
+  Record stale = sound;
+  stale.key_line = full(std::get<GemmKey>(parse_key(range_shape)).with_n_range(33, 80).shape_line(), kH100);
+  Record exact_with_rules = sound;
+  exact_with_rules.key_line = full(std::get<GemmKey>(parse_key(range_shape)).at_n(64).shape_line(), kH100);
+  write_text(archive(), write_archive(kH100Part, 1700000000,
+                                      {serialize_record(sound), serialize_record(stale), serialize_record(exact_with_rules)}));
+  const auto r = import_archive();
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("1 imported, 2 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("rejected (unsound_range)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the plan does not serve n=33..80: plan: launches[0].grid_rule[1]: 5 at n=80, but grid[1] is 4"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("an exact record's plan has grid rules"), std::string::npos) << r.out;
+  const CacheWriter dst(target());
+  const auto stored = dst.scan_raw("records");
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(stored[0].first, sound.key_line);
 }
 
 TEST_F(KdctlArchive, ArchiveForAnotherGpuImportsIntoAnyCacheIntact) {

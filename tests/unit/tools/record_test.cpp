@@ -88,7 +88,8 @@ TEST(KdctlRecord, MissingInputAndNoInputAreErrors) {
 
 TEST(KdctlHelp, EverySubcommandHasHelpWithExitCodes) {
   TempDir tmp;
-  for (const char* cmd : {"record", "ls", "show", "stats", "export", "import", "evict", "prewarm", "status", "verify"}) {
+  for (const char* cmd : {"record", "ls", "show", "stats", "export", "import", "evict", "prewarm", "status", "verify",
+                          "search", "validate", "bench"}) {
     const auto r = run_kdctl(tmp.path(), {cmd, "--help"});
     EXPECT_EQ(r.rc, 0) << cmd;
     EXPECT_NE(r.out.find("Exit codes"), std::string::npos) << cmd << ":\n" << r.out;

@@ -83,5 +83,31 @@ TEST(KdctlSearch, LlmFlagsOverrideTheEnvironmentAndAMissingModelNamesTheFix) {
   EXPECT_EQ(r.rc, 0) << r.out << r.err;
 }
 
+// Issue 29: a range key runs the range search. f32 17..32 on the default target (sm_90, no GPU here)
+// is served by wg_tiled's 64-column tiles, which an exact n=32 search does not propose (padding);
+// one candidate keeps the dry run to one compile.
+TEST(KdctlSearch, ARangeKeyRunsTheRangeSearchOverTheConfigurationsThatServeEveryN) {
+  TempDir dir;
+  const KdctlRun r = run_kdctl(dir.path(), {"search", "--key", "linear dtype=f32 tokens=17..32 in=4096 out=4096",
+                                            "--dry-run", "--rounds", "0", "--max-candidates", "1"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("n=17..32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a range of n: searched at n=32"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("r0 #0   wg_tiled"), std::string::npos) << "the first seed is wgmma's:\n" << r.out;
+  EXPECT_NE(r.out.find("dry run: 1 candidates that serve every n of 17..32 compiled; the range gate did not run"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("winner"), std::string::npos) << r.out;
+}
+
+TEST(KdctlSearch, AnExactKeyIsNotSearchedAsARange) {
+  TempDir dir;
+  const KdctlRun r = run_kdctl(dir.path(), {"search", "--key", "linear dtype=f32 tokens=32 in=4096 out=4096",
+                                            "--dry-run", "--rounds", "0", "--max-candidates", "1"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_EQ(r.out.find("a range of n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("wg_tiled"), std::string::npos) << "n=32 alone is left to the other families:\n" << r.out;
+}
+
 }  // namespace
 }  // namespace kd::test

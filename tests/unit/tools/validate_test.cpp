@@ -36,6 +36,41 @@ TEST(KdctlValidate, WithoutAGpuSaysSoWithExitFour) {
   EXPECT_NE(r.err.find("no usable GPU"), std::string::npos) << r.err;
 }
 
+// Issue 29: a kernel for a range key must carry a plan that serves every n; that is checked before
+// a GPU is needed. Its grid's y follows ceil(n / 16) here, so at n=64 it must be 4.
+std::string range_kernel(int grid_y) {
+  return "// kdispatch:plan {\"launches\":[{\"entry\":\"kd_main\",\"grid\":[8," + std::to_string(grid_y) +
+         ",1],\"grid_rule\":[null,{\"offset\":15,\"div\":16},null],\"block\":[32,8,1],\"smem\":0}],"
+         "\"workspace\":0}\n#include <kdispatch/gemm.cuh>\nextern \"C\" __global__ void kd_main(kd_gemm_args) {}\n";
+}
+
+TEST(KdctlValidate, ARangeKernelWhosePlanDoesNotServeTheRangeIsRejectedWithoutAGpu) {
+  TempDir dir;
+  write_text(dir.path() / "k.cu", range_kernel(3));
+  const KdctlRun r = run_kdctl(dir.path(), {"validate", "--key", "linear dtype=f32 tokens=33..64 in=256 out=256",
+                                            "--kernel", (dir.path() / "k.cu").string()});
+  EXPECT_EQ(r.rc, 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("verdict: plan_invalid  (rejected before running)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("does not serve n=33..64: plan: launches[0].grid_rule[1]: 4 at n=64, but grid[1] is 3"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("grid_rule"), std::string::npos) << "the message names the fix: " << r.out;
+  const KdctlRun json = run_kdctl(dir.path(), {"validate", "--key", "linear dtype=f32 tokens=33..64 in=256 out=256",
+                                               "--kernel", (dir.path() / "k.cu").string(), "--json"});
+  EXPECT_EQ(json.rc, 1) << json.out << json.err;
+  EXPECT_NE(json.out.find("\"rule\": \"plan_invalid\""), std::string::npos) << json.out;
+}
+
+TEST(KdctlValidate, ARangeKernelWhosePlanServesTheRangeNeedsTheGpu) {
+  if (cu_device_count() > 0) GTEST_SKIP() << "a GPU is present: tests/gpu/kdctl runs the range gate";
+  TempDir dir;
+  write_text(dir.path() / "k.cu", range_kernel(4));
+  const KdctlRun r = run_kdctl(dir.path(), {"validate", "--key", "linear dtype=f32 tokens=33..64 in=256 out=256",
+                                            "--kernel", (dir.path() / "k.cu").string()});
+  EXPECT_EQ(r.rc, 4) << r.out << r.err;
+  EXPECT_NE(r.err.find("no usable GPU"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace kd::test
 

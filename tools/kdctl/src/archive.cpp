@@ -36,11 +36,12 @@ struct RejectionName {
   RecordRejection reason;
   std::string_view name;
 };
-constexpr std::array<RejectionName, 4> kRejectionNames{{
+constexpr std::array<RejectionName, 5> kRejectionNames{{
     {RecordRejection::corrupted, "corrupted"},
     {RecordRejection::schema_mismatch, "schema_mismatch"},
     {RecordRejection::bad_key, "bad_key"},
     {RecordRejection::foreign_gpu, "foreign_gpu"},
+    {RecordRejection::unsound_range, "unsound_range"},
 }};
 
 std::string describe(const DevicePart& d) {
@@ -164,6 +165,18 @@ std::variant<Record, Rejected> check_archived_record(std::string_view bytes, con
     return Rejected{RecordRejection::foreign_gpu, record.key_line,
                     fmt::format("record is for {}, the archive for {}", describe(*key.device),
                                 describe(device))};
+  }
+  // The checks the cache reader makes at load (issue 29): refused here, the record is never
+  // published to be refused by every process that looks it up.
+  if (key.is_range()) {
+    if (record.kind != RecordKind::nvrtc_kernel)
+      return Rejected{RecordRejection::unsound_range, record.key_line, "a range record must be a compiled kernel"};
+    if (const auto problem = range_plan_problem(record.plan, key.n, key.n_hi))
+      return Rejected{RecordRejection::unsound_range, record.key_line,
+                      fmt::format("the plan does not serve n={}..{}: {}", key.n, key.n_hi, *problem)};
+  } else if (record.plan.has_rules()) {
+    return Rejected{RecordRejection::unsound_range, record.key_line,
+                    "an exact record's plan has grid rules (only a range record's may)"};
   }
   return std::move(record);
 }

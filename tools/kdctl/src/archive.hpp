@@ -53,6 +53,8 @@ enum class RecordRejection : std::uint8_t {
   schema_mismatch,  // a record schema this kdctl does not read
   bad_key,          // key_line does not parse, or has no device part
   foreign_gpu,      // the key's device part is not the archive's
+  unsound_range,    // issue 29: a range record whose plan does not serve its range (or that is not a
+                    // kernel), or an exact record whose plan has grid rules: the reader refuses it
 };
 std::string_view to_string(RecordRejection r);
 

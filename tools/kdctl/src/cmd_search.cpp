@@ -1,7 +1,9 @@
-// kdctl search: one branching search in the foreground, with live progress and the tree printed.
+// kdctl search: one branching search in the foreground, with live progress and the tree printed; a
+// range key (n=LO..HI, issue 29) runs the range search and its gate, as kdispatchd does.
 #include <algorithm>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -22,6 +24,8 @@
 #include "driver/worker_backend.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "range/range_search.hpp"
+#include "range_gate_print.hpp"
 #include "store/cache_store.hpp"
 #include "worker/worker_parent.hpp"
 
@@ -81,12 +85,16 @@ void print_node(const search::Node& n) {
   std::fflush(stdout);
 }
 
-void print_summary(const search::SearchOutcome& out) {
+void print_rounds(const search::SearchOutcome& out) {
   std::printf("\nround  candidates  correct  best_us\n");
   for (const search::RoundSummary& r : out.tree.rounds())
     std::printf("%5d  %10d  %7d  %7s\n", r.round, r.candidates, r.correct, fmt_us(r.best_us).c_str());
   std::printf("stopped: %s (%zu candidates, %.1f s)\n", out.stop_reason.c_str(), out.tree.nodes().size(),
               out.elapsed.count() / 1000.0);
+}
+
+void print_summary(const search::SearchOutcome& out) {
+  print_rounds(out);
   const auto roof = [&](double us) {
     return out.floor_us > 0 && us > 0 ? fmt::format(", {:.0f}% of the roofline floor {:.1f} us", 100 * out.floor_us / us, out.floor_us)
                                       : std::string();
@@ -102,6 +110,31 @@ void print_summary(const search::SearchOutcome& out) {
                 b.id, b.candidate_us, b.baseline_us, roof(b.baseline_us).c_str());
   } else {
     std::printf("kept cuBLAS: no correct candidate\n");
+  }
+}
+
+// A range key's search (issue 29): the branching search at n = HI over the configurations that
+// serve every n, then the range gate; the summary names the range's winner, or why there is none.
+void print_range_summary(const GemmKey& key, const search::range::RangeOutcome& out, search::SearchMode mode) {
+  print_rounds(out.search);
+  if (mode == search::SearchMode::dry_run) {
+    std::printf("dry run: %zu candidates that serve every n of %lld..%lld compiled; the range gate did not run\n",
+                out.search.tree.nodes().size(), static_cast<long long>(key.n), static_cast<long long>(key.n_hi));
+    return;
+  }
+  if (!out.results.empty())
+    std::printf("range gate (%zu points checked, timed at n=%s):\n", out.points.checked.size(),
+                n_list(out.points.timed).c_str());
+  print_range_points(out.results);
+  if (out.winner) {
+    const search::Node& w = out.search.tree.node(*out.winner);
+    std::printf("range winner: #%d %s %s serves n=%lld..%lld: correct at every checked n, faster than cuBLAS at "
+                "n=%s\n",
+                w.id, w.family.c_str(), w.params.c_str(), static_cast<long long>(key.n),
+                static_cast<long long>(key.n_hi), n_list(out.points.timed).c_str());
+  } else {
+    std::printf("kept cuBLAS for n=%lld..%lld: %s\n", static_cast<long long>(key.n), static_cast<long long>(key.n_hi),
+                out.reason.c_str());
   }
 }
 
@@ -167,17 +200,32 @@ int run_search_command(const SearchArgs& a) {
       print_node(*e.node);
     std::fflush(stdout);
   };
-  const search::SearchOutcome out = run_search(key, target, proposers, compiler, backend.get(), opts, observer);
-  print_summary(out);
+  // A range key (issue 29) runs the range search, as kdispatchd's search runner does for a range job.
+  std::optional<search::range::RangeOutcome> ranged;
+  search::SearchOutcome plain;
+  if (key.is_range()) {
+    std::printf("  a range of n: searched at n=%lld over the configurations that serve every n of it, then checked "
+                "at up to %zu points and timed at its ends and middle\n",
+                static_cast<long long>(key.n_hi), search::range::kMaxChecked);
+    ranged = search::range::run_range_search(key, target, proposers, compiler, backend.get(), opts, observer);
+    print_range_summary(key, *ranged, opts.mode);
+  } else {
+    plain = run_search(key, target, proposers, compiler, backend.get(), opts, observer);
+    print_summary(plain);
+  }
+  const search::SearchOutcome& out = ranged ? ranged->search : plain;
+  const bool won = ranged ? ranged->winner.has_value() : out.winner.has_value();
 
   if (!a.cache_dir.empty() && !a.dry_run) {
     std::vector<std::string> published;
     {
       CacheWriter writer(a.cache_dir);
       writer.put_raw("trees", out.tree.search_id(), out.tree.to_json().dump());
-      if (out.winner) {
+      if (won) {
         const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
-        const std::uint64_t gen = writer.commit_record(search::make_record(out, *out.winner, key.full_line(), versions));
+        const Record record = ranged ? search::range::make_range_record(*ranged, key.full_line(), versions)
+                                     : search::make_record(out, *out.winner, key.full_line(), versions);
+        const std::uint64_t gen = writer.commit_record(record);
         published.push_back(key.full_line());
         std::printf("published to %s (generation %llu)\n", a.cache_dir.c_str(), static_cast<unsigned long long>(gen));
       }
@@ -188,14 +236,16 @@ int run_search_command(const SearchArgs& a) {
                           tell_daemon_cache_changed(socket_of(DaemonArgs{a.socket, a.cache_dir}), a.cache_dir, published));
   }
   if (a.dry_run) return kOk;
-  return out.winner ? kOk : kNotFaster;
+  return won ? kOk : kNotFaster;
 }
 
 }  // namespace
 
 void setup_search(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<SearchArgs>();
-  sub.add_option("--key", a->key, "Canonical key line or `linear dtype= tokens= in= out=` shorthand")->required();
+  sub.add_option("--key", a->key,
+                 "Canonical key line or `linear dtype= tokens= in= out=` shorthand; n (tokens) may be a range LO..HI")
+      ->required();
   sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm, cublaslt")->capture_default_str();
   for (const daemon::ConfigKeyInfo& k : daemon::config_keys()) {
     const auto shared = std::find_if(std::begin(kSharedKeys), std::end(kSharedKeys),
@@ -216,6 +266,12 @@ void setup_search(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--cache-dir", a->cache_dir, "Store the tree and publish the winner into this cache (default: print only)");
   add_socket_flag(sub, a->socket);
   sub.add_flag("--dry-run", a->dry_run, "Propose and compile only; needs no GPU");
+  sub.footer(
+      "A range key (n=LO..HI) is searched as kdispatchd searches a range job: the branching search at n=HI over the "
+      "builtin configurations that serve every n of it, then the range gate at up to 16 n (the ends, ragged values, "
+      "tile boundaries), timed against cuBLAS at the ends and the middle; the record it publishes serves every n.\n"
+      "Exit codes: 0 a winner (or a dry run), 3 cuBLAS kept (nothing faster by the margin, or for a range at one of "
+      "its timed n), 2 usage error, 4 no GPU.");
   sub.callback([a, &action, &sub] {
     // Only the flags given override the environment and the configuration file.
     for (const SharedKey& k : kSharedKeys)

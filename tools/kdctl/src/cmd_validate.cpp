@@ -1,8 +1,11 @@
 // kdctl validate --key LINE --kernel FILE.cu: the validation gate and timing on a user's kernel,
-// in the sandboxed worker. Exit codes: 0 passes and beats cuBLAS, 3 passes but is not faster,
-// 1 rejected, 2 usage error, 4 no GPU.
+// in the sandboxed worker. A range key (n=LO..HI, issue 29) runs the range gate: the kernel's plan
+// must serve every n (checked before any GPU is needed), then the gate at every n the range search
+// checks, timed at the ends and the middle. Exit codes: 0 passes and beats cuBLAS (at every timed
+// n), 3 passes but is not faster, 1 rejected, 2 usage error, 4 no GPU.
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -15,6 +18,9 @@
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "plan/launch_plan.hpp"
+#include "range/range_search.hpp"
+#include "range_gate_print.hpp"
 #include "store/cache_store.hpp"
 #include "worker/worker_parent.hpp"
 
@@ -58,6 +64,48 @@ void print_verdict(const eval::Verdict& v) {
   if (v.sm_clock_mhz > 0) std::printf("  SM clock %d MHz\n", v.sm_clock_mhz);
 }
 
+// A range kernel's plan checked against the range before any GPU is needed: nullopt when it serves
+// every n (rules that give each n-dependent extent, or a grid that covers the range by itself), else
+// the problem. A plan that does not parse is left to the compile, which names it as for any key.
+std::optional<std::string> range_plan_refusal(const GemmKey& key, const std::string& source) {
+  const auto plan = parse_plan_from_source(source);
+  const auto* p = std::get_if<LaunchPlan>(&plan);
+  if (p == nullptr) return std::nullopt;
+  return range_plan_problem(*p, key.n, key.n_hi);
+}
+
+// The range gate on the compiled kernel; prints every point and returns the exit code.
+int validate_range(const ValidateArgs& a, const GemmKey& key, const search::CandidateBuild& build,
+                   search::WorkerBackend& backend) {
+  const search::range::RangeGate gate = search::range::gate_range_kernel(
+      backend, key, build.cubin, *build.plan, {}, search::range::GateStop::first_incorrect);
+  const eval::Verdict& last = gate.results.empty() ? eval::Verdict{} : gate.results.back().verdict;
+  if (a.json) {
+    nlohmann::json report = gate.results.empty() ? nlohmann::json::object() : eval::to_json(last);
+    report["range"] = search::range::range_report(key.n, key.n_hi, gate.results);
+    report["range"]["passed"] = gate.passed();
+    if (!gate.passed()) report["range"]["failure"] = gate.failure;
+    std::printf("%s\n", report.dump(2).c_str());
+  } else {
+    std::printf("key: %s\nkernel: %s (%zu launches, NVRTC %.0f ms)\n", key.full_line().c_str(), a.kernel.c_str(),
+                build.plan->launches.size(), build.compile_time.count() / 1000.0);
+    std::printf("range gate for n=%lld..%lld (%zu points checked, timed at n=%s):\n", static_cast<long long>(key.n),
+                static_cast<long long>(key.n_hi), gate.points.checked.size(), n_list(gate.points.timed).c_str());
+    print_range_points(gate.results);
+    if (!gate.correct()) {
+      std::printf("verdict: rejected: %s\n", gate.failure.c_str());
+      if (!gate.results.empty()) print_verdict(last);
+    } else if (!gate.passed()) {
+      std::printf("verdict: correct at every checked n, but %s\n", gate.failure.c_str());
+    } else {
+      std::printf("verdict: passed: correct at every checked n and faster than cuBLAS at n=%s\n",
+                  n_list(gate.points.timed).c_str());
+    }
+  }
+  if (!gate.correct()) return kFailure;
+  return gate.passed() ? kOk : kNotFaster;
+}
+
 int run_validate(const ValidateArgs& a) {
   auto parsed = parse_key(a.key);
   if (auto* err = std::get_if<KeyError>(&parsed)) {
@@ -71,6 +119,22 @@ int run_validate(const ValidateArgs& a) {
   }
   std::ostringstream text;
   text << in.rdbuf();
+  if (const GemmKey& k = std::get<GemmKey>(parsed); k.is_range()) {
+    if (const auto problem = range_plan_refusal(k, text.str())) {
+      if (a.json) {
+        const nlohmann::json report = {{"rule", "plan_invalid"},
+                                       {"detail", fmt::format("the plan does not serve n={}..{}: {}", k.n, k.n_hi, *problem)}};
+        std::printf("%s\n", report.dump(2).c_str());
+        return kFailure;
+      }
+      std::printf("verdict: plan_invalid  (rejected before running)\n  the plan does not serve n=%lld..%lld: %s\n"
+                  "  a kernel for a range of n gives each grid extent that depends on n a \"grid_rule\" whose value at "
+                  "n=%lld is the stored grid (ARCHITECTURE.md, range records), or a grid that covers every n\n",
+                  static_cast<long long>(k.n), static_cast<long long>(k.n_hi), problem->c_str(),
+                  static_cast<long long>(k.n_hi));
+      return kFailure;
+    }
+  }
   if (cu_device_count() <= a.device) {
     std::fprintf(stderr, "kdctl validate: no usable GPU (%s)\n",
                  cu_unavailable_reason().empty() ? "no such device" : cu_unavailable_reason().c_str());
@@ -95,6 +159,7 @@ int run_validate(const ValidateArgs& a) {
   }
   search::WorkerBackend backend(worker::default_worker_spawn(a.device, default_cache_dir()),
                                 std::chrono::seconds(a.watchdog_s));
+  if (key.is_range()) return validate_range(a, key, build, backend);
   eval::EvalRequest request{key.full_line(), build.cubin, *build.plan, {}};
   const eval::Verdict v = backend.evaluate(request);
   if (a.json) {
@@ -113,14 +178,20 @@ int run_validate(const ValidateArgs& a) {
 
 void setup_validate(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<ValidateArgs>();
-  sub.add_option("--key", a->key, "Canonical key line or `linear` shorthand the kernel implements")->required();
+  sub.add_option("--key", a->key,
+                 "Canonical key line or `linear` shorthand the kernel implements; n (tokens) may be a range LO..HI")
+      ->required();
   sub.add_option("--kernel", a->kernel, "CUDA source under the kernel contract (kdispatch/gemm.cuh, a kdispatch:plan)")
       ->required();
   sub.add_option("--device", a->device, "CUDA device ordinal")->capture_default_str();
   sub.add_option("--watchdog-seconds", a->watchdog_s, "Kill the worker of a kernel that runs this long")->capture_default_str();
   sub.add_flag("--json", a->json, "Print the full verdict report as JSON");
-  sub.footer("Exit codes: 0 passes the gate and beats cuBLAS, 3 passes but is not faster, 1 rejected, "
-             "2 usage error, 4 no GPU.");
+  sub.footer("A range key (n=LO..HI) holds the kernel to the range gate, as the range search does: its plan must "
+             "serve every n (a grid_rule for each extent that depends on n, checked first, without a GPU), then the "
+             "gate at up to 16 n (the ends, ragged values, tile boundaries), timed against cuBLAS at the ends and the "
+             "middle; every point is printed.\n"
+             "Exit codes: 0 passes the gate and beats cuBLAS (for a range: at every timed n), 3 passes but is not "
+             "faster, 1 rejected, 2 usage error, 4 no GPU.");
   sub.callback([a, &action] { action = [a] { return run_validate(*a); }; });
 }
 

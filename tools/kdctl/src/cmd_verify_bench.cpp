@@ -1,5 +1,6 @@
 // kdctl verify: re-runs the gate on the stored records of this GPU and evicts those that fail.
-// kdctl bench FILE: tuned vs cuBLAS vs the roofline per shape, as a table and a PNG chart.
+// kdctl bench FILE: tuned vs cuBLAS vs the roofline per shape, as a table and a PNG chart; a range
+// n=LO..HI (issue 29) is timed at its range gate's timed points.
 // Both run candidates in the sandboxed worker, exactly as the search does.
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "driver/winner_record.hpp"
 #include "driver/worker_backend.hpp"
 #include "eval/cublaslt_enumeration.hpp"
+#include "range/range_gate.hpp"
 #include "range/range_search.hpp"
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
@@ -115,9 +117,125 @@ int run_verify(const GpuArgs& a, bool dry_run) {
   return failed.empty() ? kOk : kFailure;
 }
 
+// One row of the bench table and its chart bar.
+struct BenchRow {
+  std::string cublas = "-", tuned = "-", speedup = "-", st = "-", sc = "-", icublas = "-", ituned = "-", ispeed = "-",
+              roof = "-", note;
+  ChartBar bar;
+};
+
+std::string pct(double part, double whole) {
+  return part > 0 && whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : std::string("-");
+}
+
+// The row of an untuned shape: the exact cuBLAS call timed, with its floor fraction.
+BenchRow cublas_row(search::WorkerBackend& backend, const GemmKey& key, std::string note) {
+  BenchRow row;
+  row.note = std::move(note);
+  if (const auto v = time_cublas(backend, key)) {
+    const double c = v->baseline_time->median_us;
+    row.cublas = fmt::format("{:.1f}", c);
+    row.speedup = "1.00x";
+    row.sc = pct(v->stream_us, c);
+    if (v->isolated_baseline_time) row.icublas = fmt::format("{:.1f}", v->isolated_baseline_time->median_us);
+    row.roof = pct(v->floor_us, c);
+    row.bar.speedup = row.bar.speedup_isolated = 1.0;
+    row.bar.stream_frac = row.bar.stream_cublas = v->stream_us > 0 ? v->stream_us / c : 0;
+  }
+  return row;
+}
+
+// The row of a tuned kernel from its verdict at the row's n; `served_by` follows the proposer in
+// the note ("(range 33..64)" for a range record).
+BenchRow tuned_row(const eval::Verdict& v, const Record& r, const std::string& served_by) {
+  BenchRow row;
+  if (!v.correct() || !v.candidate_time || !v.baseline_time) {
+    row.note = fmt::format("stored kernel fails now: {} (kdctl verify evicts it)", eval::to_string(v.rule));
+    return row;
+  }
+  const double c = v.baseline_time->median_us, t = v.candidate_time->median_us;
+  row.cublas = fmt::format("{:.1f}", c);
+  row.tuned = fmt::format("{:.1f}", t);
+  row.speedup = fmt::format("{:.2f}x", c / t);
+  row.st = pct(v.stream_us, t);
+  row.sc = pct(v.stream_us, c);
+  row.roof = pct(v.floor_us, t);
+  row.bar.speedup = c / t;
+  row.bar.tuned = true;
+  row.bar.stream_frac = v.stream_us > 0 ? v.stream_us / t : 0;
+  row.bar.stream_cublas = v.stream_us > 0 ? v.stream_us / c : 0;
+  if (v.isolated_candidate_time && v.isolated_baseline_time) {
+    const double ic = v.isolated_baseline_time->median_us, it = v.isolated_candidate_time->median_us;
+    row.icublas = fmt::format("{:.1f}", ic);
+    row.ituned = fmt::format("{:.1f}", it);
+    row.ispeed = fmt::format("{:.2f}x", ic / it);
+    row.bar.speedup_isolated = ic / it;
+  }
+  // Who made it and, for a compiled kernel, its main entry point (which builtin family won): the
+  // launch with the most shared memory, the first on a tie (helper launches before or after the
+  // main kernel, such as a split of B or a split-K sum, use none).
+  row.note = r.proposer;
+  if (r.kind == RecordKind::nvrtc_kernel && !r.plan.launches.empty()) {
+    const auto main = std::max_element(r.plan.launches.begin(), r.plan.launches.end(),
+                                       [](const auto& x, const auto& y) { return x.smem_bytes < y.smem_bytes; });
+    row.note += " " + main->entry;
+  }
+  if (!served_by.empty()) row.note += " " + served_by;
+  return row;
+}
+
+// "(range 33..64)" for a record whose key is a range of n, else "".
+std::string range_tag(const Record& r) {
+  const auto parts = split_key(r.key_line);
+  if (!parts || !parts->key.is_range()) return {};
+  return fmt::format("(range {}..{})", parts->key.n, parts->key.n_hi);
+}
+
+// The rows of one shape line: an exact n timed with the record that serves it (its own, else the
+// narrowest range record covering n, at the grid its rule gives n); a range n=LO..HI timed at the
+// range gate's timed points, with its range record held to the whole gate (issue 29).
+std::vector<std::pair<GemmKey, BenchRow>> bench_shape(search::WorkerBackend& backend, const CacheReader& reader,
+                                                      const GemmKey& key) {
+  std::vector<std::pair<GemmKey, BenchRow>> rows;
+  if (!key.is_range()) {
+    const auto hit = reader.lookup_covering(key.full_line());
+    const Record* r = std::get_if<Record>(&hit);
+    if (r == nullptr) {
+      rows.emplace_back(key, cublas_row(backend, key, fmt::format("cuBLAS kept: no tuned kernel ({})",
+                                                                  to_string(std::get<LookupMiss>(hit)))));
+    } else if (r->key_line == key.full_line()) {
+      rows.emplace_back(key, tuned_row(evaluate(backend, *r), *r, ""));
+    } else {
+      // Checked at load (range_data_sound): the rule gives every covered n a grid.
+      eval::EvalRequest req{key.full_line(), r->cubin, std::get<LaunchPlan>(plan_at_n(r->plan, key.n)), {}, std::nullopt};
+      rows.emplace_back(key, tuned_row(backend.evaluate(req), *r, range_tag(*r)));
+    }
+    return rows;
+  }
+  const auto hit = reader.lookup(key.full_line());
+  const Record* r = std::get_if<Record>(&hit);
+  if (r == nullptr) {
+    const std::string note = fmt::format("cuBLAS kept: no tuned kernel for n={}..{} ({})", key.n, key.n_hi,
+                                         to_string(std::get<LookupMiss>(hit)));
+    for (const std::int64_t n : search::range::range_points(key.n, key.n_hi, LaunchPlan{}).timed)
+      rows.emplace_back(key.at_n(n), cublas_row(backend, key.at_n(n), note));
+    return rows;
+  }
+  const search::range::RangeGate gate = search::range::gate_range_kernel(backend, key, r->cubin, r->plan, {},
+                                                                         search::range::GateStop::first_incorrect);
+  if (!gate.correct()) {
+    BenchRow row;
+    row.note = fmt::format("stored range kernel fails now: {} (kdctl verify evicts it)", gate.failure);
+    rows.emplace_back(gate.results.empty() ? key.at_n(key.n_hi) : key.at_n(gate.results.back().n), row);
+    return rows;
+  }
+  for (const search::range::PointResult& p : gate.results)
+    if (p.timed) rows.emplace_back(key.at_n(p.n), tuned_row(p.verdict, *r, range_tag(*r)));
+  return rows;
+}
+
 int run_bench(const GpuArgs& a, const std::string& file, const std::string& chart) {
-  const auto dev = gpu_or_complain("bench", a.device);
-  if (!dev) return kNoGpu;
+  // The list first: a bad line is named on any machine, with or without a GPU.
   std::ifstream in(file);
   if (!in) {
     std::fprintf(stderr, "kdctl bench: cannot read %s\n", file.c_str());
@@ -128,13 +246,8 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
   for (const ShapeListError& e : tally.errors())
     std::fprintf(stderr, "kdctl bench: %s:%zu: %s\n", e.file.c_str(), e.line, e.message.c_str());
   if (!tally.errors().empty()) return kUsage;
-  for (const ShapeCount& s : tally.sorted()) {
-    if (std::get<GemmKey>(parse_key(s.shape_line)).is_range()) {
-      std::fprintf(stderr, "kdctl bench: %s is a range of n; bench times exact shapes: list the n to time\n",
-                   s.shape_line.c_str());
-      return kUsage;
-    }
-  }
+  const auto dev = gpu_or_complain("bench", a.device);
+  if (!dev) return kNoGpu;
   const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
   CacheReader reader(dir);
   reader.refresh();
@@ -143,69 +256,19 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
               "k", "cuBLAS_us", "tuned_us", "speedup", "%strm_t", "%strm_c", "iso_cuBLAS", "iso_tuned", "iso_x",
               "%roof", "note");
   std::vector<ChartBar> bars;
-  const auto pct = [](double part, double whole) { return part > 0 && whole > 0 ? fmt::format("{:.0f}%", 100 * part / whole) : std::string("-"); };
   for (const ShapeCount& s : tally.sorted()) {
-    const GemmKey key = std::get<GemmKey>(parse_key(s.shape_line)).with_device({dev->arch, dev->name, dev->sms});
-    const auto hit = reader.lookup(key.full_line());
-    const Record* r = std::get_if<Record>(&hit);
-    std::string cublas = "-", tuned = "-", speedup = "-", st = "-", sc = "-", icublas = "-", ituned = "-", ispeed = "-",
-                roof = "-", note;
-    ChartBar bar;
-    bar.label = fmt::format("{} {} {}x{}x{}", to_string(key.a), key.ta == Transpose::T ? "T" : "N", key.m, key.n,
-                            key.k);
-    if (r == nullptr) {
-      note = fmt::format("cuBLAS kept: no tuned kernel ({})", to_string(std::get<LookupMiss>(hit)));
-      if (const auto v = time_cublas(backend, key)) {
-        const double c = v->baseline_time->median_us;
-        cublas = fmt::format("{:.1f}", c);
-        speedup = "1.00x";
-        sc = pct(v->stream_us, c);
-        if (v->isolated_baseline_time) icublas = fmt::format("{:.1f}", v->isolated_baseline_time->median_us);
-        roof = pct(v->floor_us, c);
-        bar.speedup = bar.speedup_isolated = 1.0;
-        bar.stream_frac = bar.stream_cublas = v->stream_us > 0 ? v->stream_us / c : 0;
-      }
-    } else {
-      const eval::Verdict v = evaluate(backend, *r);
-      if (!v.correct() || !v.candidate_time || !v.baseline_time) {
-        note = fmt::format("stored kernel fails now: {} (kdctl verify evicts it)", eval::to_string(v.rule));
-      } else {
-        const double c = v.baseline_time->median_us, t = v.candidate_time->median_us;
-        cublas = fmt::format("{:.1f}", c);
-        tuned = fmt::format("{:.1f}", t);
-        speedup = fmt::format("{:.2f}x", c / t);
-        st = pct(v.stream_us, t);
-        sc = pct(v.stream_us, c);
-        roof = pct(v.floor_us, t);
-        bar.speedup = c / t;
-        bar.tuned = true;
-        bar.stream_frac = v.stream_us > 0 ? v.stream_us / t : 0;
-        bar.stream_cublas = v.stream_us > 0 ? v.stream_us / c : 0;
-        if (v.isolated_candidate_time && v.isolated_baseline_time) {
-          const double ic = v.isolated_baseline_time->median_us, it = v.isolated_candidate_time->median_us;
-          icublas = fmt::format("{:.1f}", ic);
-          ituned = fmt::format("{:.1f}", it);
-          ispeed = fmt::format("{:.2f}x", ic / it);
-          bar.speedup_isolated = ic / it;
-        }
-        // Who made it and, for a compiled kernel, its main entry point (which builtin family won): the
-        // launch with the most shared memory, the first on a tie (helper launches before or after the
-        // main kernel, such as a split of B or a split-K sum, use none).
-        note = r->proposer;
-        if (r->kind == RecordKind::nvrtc_kernel && !r->plan.launches.empty()) {
-          const auto main = std::max_element(r->plan.launches.begin(), r->plan.launches.end(),
-                                             [](const auto& x, const auto& y) { return x.smem_bytes < y.smem_bytes; });
-          note += " " + main->entry;
-        }
-      }
+    const GemmKey shape = std::get<GemmKey>(parse_key(s.shape_line)).with_device({dev->arch, dev->name, dev->sms});
+    for (auto& [key, row] : bench_shape(backend, reader, shape)) {
+      row.bar.label = fmt::format("{} {} {}x{}x{}", to_string(key.a), key.ta == Transpose::T ? "T" : "N", key.m,
+                                  key.n, key.k);
+      bars.push_back(row.bar);
+      std::printf("%-5s %2s %7lld %5lld %6lld | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n",
+                  std::string(to_string(key.a)).c_str(), key.ta == Transpose::T ? "T" : "N",
+                  static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
+                  row.cublas.c_str(), row.tuned.c_str(), row.speedup.c_str(), row.st.c_str(), row.sc.c_str(),
+                  row.icublas.c_str(), row.ituned.c_str(), row.ispeed.c_str(), row.roof.c_str(), row.note.c_str());
+      std::fflush(stdout);
     }
-    bars.push_back(bar);
-    std::printf("%-5s %2s %7lld %5lld %6lld | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n",
-                std::string(to_string(key.a)).c_str(), key.ta == Transpose::T ? "T" : "N",
-                static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
-                cublas.c_str(), tuned.c_str(), speedup.c_str(), st.c_str(), sc.c_str(), icublas.c_str(),
-                ituned.c_str(), ispeed.c_str(), roof.c_str(), note.c_str());
-    std::fflush(stdout);
   }
   if (!chart.empty()) {
     write_bar_chart(chart, bars,
@@ -248,7 +311,12 @@ void setup_bench(CLI::App& sub, std::function<int()>& action) {
       "(the ranking one: R back-to-back calls in one CUDA graph over rotating weight copies, per call) and "
       "isolated (one cold launch after an L2 flush). %strm_t / %strm_c: the bandwidth of a streaming read of the "
       "same inputs in the serving regime, reached by the tuned kernel / by cuBLAS. %roof: the roofline floor over "
-      "the serving time.");
+      "the serving time.\n"
+      "Token counts: an exact n is timed with the record that serves it, its own or else the narrowest range record "
+      "covering n (note \"(range LO..HI)\"), at the grid the range's rule gives n. A range line n=LO..HI is timed at "
+      "the range gate's timed n (its ends and middle), one row each, after its range record passed the gate at every n "
+      "the range search checks; without a record, cuBLAS at those n.\n"
+      "Exit codes: 0 the table was printed, 2 a bad shape list (each bad line named FILE:LINE), 4 no GPU.");
   sub.callback([a, file, chart, &action] { action = [a, file, chart] { return run_bench(*a, *file, *chart); }; });
 }
 
