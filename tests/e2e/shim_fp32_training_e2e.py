@@ -108,7 +108,9 @@ def worker(args):
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
-    time.sleep(0.2)  # kdispatch loads tuned kernels on its background thread after the first calls
+    time.sleep(0.5)  # kdispatch loads tuned kernels on its background thread after the first calls
+    step()  # one more, on what was loaded
+    torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for _ in range(args.steps):
