@@ -3,7 +3,7 @@
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
 #         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu search-duty
-#         e2e-variable
+#         e2e-variable e2e-train
 # multi-gpu-prewarm: kdctl prewarm of a shape list on one GPU, then on every GPU, timed, with a
 # worker killed mid-way (tools/dev/device-multi-gpu.sh; KD_MG_* budgets). remote-gpu: two daemons
 # sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*). search-duty: an
@@ -12,6 +12,9 @@
 # e2e-variable: issue 29's targets (tests/e2e/shim_variable_tokens_e2e.py): a BERT-style fp32 encoder over variable
 # batches (daemon buckets: default) and a graph-captured decode over vLLM's capture sizes (buckets: vllm), each
 # prewarmed with its recorded n merged into buckets; KD_E2E_* budgets, KD_E2E_VAR_TARGETS (bert,decode).
+# e2e-train: issue 30's workload (tests/e2e/shim_fp32_training_e2e.py): forward and backward of a small fp32
+# transformer (TF32 off) plain and preloaded, after a real kdispatchd prewarmed what the empty-cache run recorded;
+# ms per step both ways, loss and gradients compared; KD_E2E_* budgets, KD_E2E_TRAIN_ARGS (extra script options).
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
@@ -138,6 +141,22 @@ for stage in "$@"; do
         >"$logs/e2e-decode-bench.log" 2>&1
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
+    e2e-train)
+      c=/tmp/kd-e2e-train; rm -rf "$c"; mkdir -p "$c"
+      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --search-duty-cycle 1 \
+        >"$logs/e2e-train-daemon.log" 2>&1 &
+      dpid=$!
+      for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+      pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
+      t0=$(date +%s)
+      # shellcheck disable=SC2086  # KD_E2E_TRAIN_ARGS is a list of options
+      python3 tests/e2e/shim_fp32_training_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-train-work \
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock ${KD_E2E_TRAIN_ARGS:-} >"$logs/e2e-train.log" 2>&1
+      summary+=("e2e-train rc=$? in $(( $(date +%s) - t0 )) s")
+      kdctl bench /tmp/kd-e2e-train-work/recorded_shapes.txt --cache-dir "$c" --chart "$logs/e2e-train-bench.png" \
+        >"$logs/e2e-train-bench.log" 2>&1
+      kill "$dpid"; wait "$dpid" 2>/dev/null
+      ;;
     e2e-variable)
       for target in ${KD_E2E_VAR_TARGETS:-bert decode}; do
         c=/tmp/kd-e2e-var-$target; rm -rf "$c"; mkdir -p "$c"
@@ -209,6 +228,8 @@ for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]
 [[ -f $logs/verify.log ]] && cat "$logs/verify.log"
 for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log "$logs"/e2e-var-bert.log "$logs"/e2e-var-decode.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
 [[ -f $logs/e2e-decode-bench.log ]] && cut -c1-170 "$logs/e2e-decode-bench.log"
+[[ -f $logs/e2e-train.log ]] && grep -E "PASS|FAIL|SKIP|ms per step|f32 ta=|reasons|Error|error" "$logs/e2e-train.log" | tail -60
+[[ -f $logs/e2e-train-bench.log ]] && cut -c1-170 "$logs/e2e-train-bench.log"
 for f in "$logs"/lab-*.log; do [[ -f $f ]] && grep -A30 "^dtype" "$f" | cut -c1-150; done
 [[ -f $logs/multi-gpu.log ]] && cat "$logs/multi-gpu.log"
 [[ -f $logs/remote-gpu.log ]] && cat "$logs/remote-gpu.log"

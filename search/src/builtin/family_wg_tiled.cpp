@@ -38,6 +38,8 @@ constexpr long long kMaxClusterSplit = 8;
 // (warp-specialized only).
 constexpr long long kMinN = 48;
 constexpr long long kNarrowN = 16;
+// KD_F16S's seeds: outputs wider than 64 columns (its m64n128 tiles).
+constexpr long long kF16sMinN = 64;
 
 // The kernel's layout of `p` for `key` (f32 operands): shared memory, workspace and grids, from the
 // header the kernel compiles too (kernels/wg_tiled_layout.cuh).
@@ -100,9 +102,14 @@ long long split_to_fill(const GemmKey& key, const Target& t, const Params& p) {
 std::optional<std::string> wg_rejects(const GemmKey& key) {
   if (key.a != DType::f32 || key.b != DType::f32)
     return "f32 inputs only (its 16-bit path measured slower than cuBLAS; tc_tiled serves those)";
-  if (key.tb != Transpose::N) return "needs tb=N (k-contiguous B)";
-  if (key.lda % 4 || key.ldb % 4) return "lda and ldb must be multiples of 4 for 16-byte copies";
-  if (key.batch > 1 && (key.stride_a % 4 || key.stride_b % 4)) return "batch strides must keep 16-byte alignment";
+  // tb = T only through the f16 splits (KD_F16S), whose first launch reads B a float at a time and
+  // writes the k-major halves that the main kernel copies; they need 128-column tiles.
+  const bool tb_t = key.tb == Transpose::T;
+  if (tb_t && (key.precision != PrecisionClass::f32 || key.n <= kF16sMinN))
+    return fmt::format("tb=T (n-contiguous B) is served by the f16 splits only: strict f32 with n > {}", kF16sMinN);
+  if (key.lda % 4 || (!tb_t && key.ldb % 4)) return "lda and ldb must be multiples of 4 for 16-byte copies";
+  if (key.batch > 1 && (key.stride_a % 4 || (!tb_t && key.stride_b % 4)))
+    return "batch strides must keep 16-byte alignment";
   return std::nullopt;
 }
 
@@ -183,7 +190,33 @@ void add_tail_seed(const GemmKey& key, const Target& t, std::vector<Params>& out
   out.push_back(base);
 }
 
+// Strict fp32 on f16 wgmmas (KD_F16S), with the split that fills the SMs, half of it, and the tail
+// split. Kernel lab, H200, session 16, against the TF32 plans' best: 4096x128x4096 43.1 us in 4
+// splits (49.1), 4096x128x14336 116.4 in 4 (147.0), 6144x128x4096 67.2 in 2 (70.8 stream-K),
+// 28672x128x4096 223.5 with KD_TAIL 4 (291.4 stream-K); errors 1.5-2.9e-7 against cuBLAS's 4.1-8.1e-7.
+// Every layout (issue 30): ta = N reads A's fragments from k rows, tb = T splits B from its rows of n.
+void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& out) {
+  if (key.n <= kF16sMinN || key.precision != PrecisionClass::f32) return;
+  Params f = tile(2, 128, 4, 1, 0, 1);
+  f[kF16s] = 1;
+  f[k3x] = 1;
+  f[kSplit] = split_to_fill(key, t, f);
+  out.push_back(f);
+  if (param(f, kSplit) > 1) {
+    Params half = f;
+    half[kSplit] = param(f, kSplit) / 2;
+    out.push_back(half);
+  }
+  add_tail_seed(key, t, out, f);
+}
+
 std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
+  if (key.tb == Transpose::T) {
+    // B with n contiguous: only the f16 splits read it (wg_rejects).
+    std::vector<Params> out;
+    add_f16s_seeds(key, t, out);
+    return out;
+  }
   if (key.n <= kNarrowN) {
     // The kernel lab's best for f32 n = 16 (H200): m64n16 wgmmas, a producer warpgroup with one or two
     // consumers, one wave of CTAs; 1.70-1.82x cuBLAS, 6-14% faster than skinny_bulk on 6144x16 and
@@ -210,23 +243,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
   add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
   add_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
-  // Strict fp32 on f16 wgmmas (KD_F16S), with the split that fills the SMs, half of it, and the tail
-  // split. Kernel lab, H200, session 16, against the TF32 plans' best: 4096x128x4096 43.1 us in 4
-  // splits (49.1), 4096x128x14336 116.4 in 4 (147.0), 6144x128x4096 67.2 in 2 (70.8 stream-K),
-  // 28672x128x4096 223.5 with KD_TAIL 4 (291.4 stream-K); errors 1.5-2.9e-7 against cuBLAS's 4.1-8.1e-7.
-  if (key.n > 64 && key.ta == Transpose::T && key.precision == PrecisionClass::f32) {
-    Params f = tile(2, 128, 4, 1, 0, 1);
-    f[kF16s] = 1;
-    f[k3x] = 1;
-    f[kSplit] = split_to_fill(key, t, f);
-    out.push_back(f);
-    if (param(f, kSplit) > 1) {
-      Params half = f;
-      half[kSplit] = param(f, kSplit) / 2;
-      out.push_back(half);
-    }
-    add_tail_seed(key, t, out, f);
-  }
+  add_f16s_seeds(key, t, out);
   // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
   // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
@@ -299,13 +316,15 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (sk > 0 && (ws != 1 || promote != 1 || split != 1 || cluster != 0 || blo != 0 || tail != 1 || sk > sk_units(key, p) ||
                  sk_units(key, p) > 0x7fffffffLL || sk > 65535))
     return false;
-  // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (ta = T, a producer and two
-  // m64n128 consumers promoting every tile), without the other k-division and B-lo schemes.
+  // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (a producer and two m64n128
+  // consumers promoting every tile), without the other k-division and B-lo schemes; any ta and tb. B with
+  // tb = T is read by nothing else.
   const long long f16s = param(p, kF16s);
   if (f16s != 0 && f16s != 1) return false;
-  if (f16s == 1 && (x3 != 1 || key.ta != Transpose::T || ws != 1 || wg != 2 || bn != 128 || promote != 1 ||
-                    blo != 0 || sk != 0 || cluster != 0 || key.batch * key.n > 0x7fffffffLL))
+  if (f16s == 1 && (x3 != 1 || ws != 1 || wg != 2 || bn != 128 || promote != 1 || blo != 0 || sk != 0 ||
+                    cluster != 0 || key.batch * key.n > 0x7fffffffLL))
     return false;
+  if (key.tb == Transpose::T && f16s != 1) return false;
   if (ceil_div(key.n, bn) > 65535 || key.batch * split > 65535 || ceil_div(key.m, bm_of(p)) > 0x7fffffffLL) return false;
   if (workspace_bytes(key, p) > (4LL << 30)) return false;
   return smem_bytes(key, p) <= t.smem_optin_bytes;
@@ -323,12 +342,14 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     plan.launches.push_back(split);
   }
   if (param(p, kF16s)) {
-    // B's hi|lo halves and column scales, one block per column; the main kernel follows as its
-    // programmatic dependent and waits on it before its first copy.
+    // B's hi|lo halves and column scales, one block per column (tb = T: per 32 columns, whose k rows
+    // its warps read 128 bytes at a time); the main kernel follows as its programmatic dependent and
+    // waits on it before its first copy.
     LaunchSpec split;
     split.entry = "kd_wg_split_b16";
-    split.grid = {u32(key.batch * key.n), 1, 1};
-    split.block = {256, 1, 1};
+    const bool tb_t = key.tb == Transpose::T;
+    split.grid = {u32(key.batch * (tb_t ? ceil_div(key.n, 32) : key.n)), 1, 1};
+    split.block = {tb_t ? 512u : 256u, 1, 1};
     plan.launches.push_back(split);
   }
   LaunchSpec main;
@@ -526,9 +547,9 @@ std::string f16s_on(const GemmKey& key, const Target&, const Params&) {
                      "column of B; B's halves written once per call ({} MB, a first launch)",
                      b16_floats(key) * 4 / 1000000);
 }
-std::optional<Params> f16s_on_apply(const GemmKey& key, const Target&, const Params& p) {
-  if (param(p, kF16s) || key.ta != Transpose::T || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kBn) != 128 ||
-      param(p, kSk) || param(p, kCluster))
+std::optional<Params> f16s_on_apply(const GemmKey&, const Target&, const Params& p) {
+  if (param(p, kF16s) || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kBn) != 128 || param(p, kSk) ||
+      param(p, kCluster))
     return std::nullopt;
   Params out = p;
   out[kF16s] = 1;

@@ -551,6 +551,50 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitPassesTheGate) {
   expect_no_restarts();
 }
 
+// Issue 30: the f16 splits for every layout, through the whole gate (value distributions scaled by 1e-2
+// and 1e2 included): each of the four transposes at 1024^3 (ta = N reads A's fragments from k rows;
+// tb = T splits B from its rows of n in a first launch of 32 columns per block), then strided batches
+// of the training backward layouts with ragged edges: dX = dY W (ta = N tb = N) with bias and beta, and
+// dW = X^T dY (ta = N tb = T, ldb and the batch stride off 16 bytes, k off the k tile). Every f16-split
+// seed of each key; prints each one's time against cuBLAS's.
+TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0, tb_t = 0, ta_n = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=502 lda=1000 ldb=504 ldc=1000 batch=3 "
+           "stride_a=502000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
+           "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=none beta0=0"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << line << ": " << *f.rejects(key);
+    int found = 0;
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_F16S") != 1) continue;
+      ++found;
+      ASSERT_EQ(f.plan(key, t, p).launches.front().entry, "kd_wg_split_b16");
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled f16 split", line, p));
+      ++evaluated;
+      tb_t += key.tb == Transpose::T;
+      ta_n += key.ta == Transpose::N;
+    }
+    EXPECT_GT(found, 0) << "no f16-split seed for " << line;
+  }
+  EXPECT_GE(evaluated, 6);
+  EXPECT_GE(tb_t, 3);
+  EXPECT_GE(ta_n, 4);
+  expect_no_restarts();
+}
+
 }  // namespace
 }  // namespace kd::eval
 

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
@@ -110,7 +112,8 @@ TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
       }
       if (f16s) {
         EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b16");
-        EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(key.n)) << "one block per column of B";
+        EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(key.n)) << "one block per column of B (tb = N)";
+        EXPECT_EQ(lp.launches[0].block[0], 256u);
       }
       const auto& g = main.grid;
       EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
@@ -314,10 +317,10 @@ TEST(WgTiled, StreamKSeedsWhereSplitKLeavesAPartialWave) {
   for (const Params& q : completed_seeds(f, batched, t)) EXPECT_EQ(q.at("KD_SK"), 0) << describe(q);
 }
 
-// KD_F16S: strict-fp32 n = 128 calls with ta = T get f16-split seeds (the split that fills the SMs,
-// half of it, and the tail split where a wave is partial); ta = N, TF32 calls and the schemes the
-// kernel lacks with it are not offered, and the idea moves switch it on and off.
-TEST(WgTiled, F16SplitSeedsForStrictF32WithTaT) {
+// KD_F16S: strict-fp32 n = 128 calls get f16-split seeds (the split that fills the SMs, half of it,
+// and the tail split where a wave is partial); TF32 calls and the schemes the kernel lacks with it are
+// not offered, and the idea moves switch it on and off.
+TEST(WgTiled, F16SplitSeedsForStrictF32) {
   const Family& f = wg_tiled_family();
   const Target t;
   const auto f16s_of = [&](const GemmKey& key) {
@@ -354,10 +357,6 @@ TEST(WgTiled, F16SplitSeedsForStrictF32WithTaT) {
   EXPECT_EQ(big_seeds[0].at("KD_TAIL"), 1);
   EXPECT_EQ(big_seeds[1].at("KD_TAIL"), 4);
   EXPECT_TRUE(f16s_of(key_of(n128 + " precision=tf32")).empty()) << "plain TF32 is cheaper where it is allowed";
-  const GemmKey ta_n = key_of(
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
-  EXPECT_TRUE(f16s_of(ta_n).empty());
-  EXPECT_FALSE(f.valid(ta_n, t, with(completed_seeds(f, ta_n, t)[1], "KD_F16S", 1))) << "A rows are read k-major";
   const IdeaMove* on = nullptr;
   const IdeaMove* off = nullptr;
   for (const IdeaMove& m : wg_tiled_ideas()) {
@@ -376,14 +375,93 @@ TEST(WgTiled, F16SplitSeedsForStrictF32WithTaT) {
   EXPECT_EQ(back->at("KD_F16S"), 0);
 }
 
+// Issue 30: the f16 splits serve every layout. ta = N reads A's fragments from k rows of BM + 4 floats;
+// tb = T is read only by the split of B (32 columns per block of 512 threads), so its calls get the
+// f16-split seeds alone, need no 16-byte alignment of ldb or the batch stride, and are rejected where
+// those seeds cannot serve them (TF32 calls, n <= 64). Strided batches take the same seeds.
+TEST(WgTiled, F16SplitSeedsForEveryLayout) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const auto line = [](const char* ta, const char* tb, const char* rest) {
+    return fmt::format("gemm a=f32 b=f32 c=f32 compute=f32 ta={} tb={} {}", ta, tb, rest);
+  };
+  const char* cube = "m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1";
+  for (const char* ta : {"N", "T"})
+    for (const char* tb : {"N", "T"}) {
+      const GemmKey key = key_of(line(ta, tb, cube));
+      ASSERT_FALSE(f.rejects(key).has_value()) << key.shape_line();
+      const auto seeds = completed_seeds(f, key, t);
+      int f16s = 0;
+      for (const Params& p : seeds) {
+        ASSERT_TRUE(f.valid(key, t, p)) << key.shape_line() << " " << describe(p);
+        if (p.at("KD_F16S") != 1) {
+          EXPECT_EQ(key.tb, Transpose::N) << "tb = T only through the f16 splits: " << describe(p);
+          continue;
+        }
+        ++f16s;
+        EXPECT_EQ(p.at("KD_SPLITK"), 1) << "1024 tiles fill the SMs";
+        const LaunchPlan lp = f.plan(key, t, p);
+        EXPECT_EQ(lp, std::get<LaunchPlan>(parse_plan_from_source(render(f, key, t, p))));
+        ASSERT_EQ(lp.launches.size(), 2u);
+        EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b16");
+        const bool tb_t = key.tb == Transpose::T;
+        EXPECT_EQ(lp.launches[0].grid[0], tb_t ? 128u : 4096u) << "tb = T: 32 columns per block";
+        EXPECT_EQ(lp.launches[0].block[0], tb_t ? 512u : 256u);
+        // A's stage: ta = T [128][40] floats (20 KB); ta = N [32][132] (16.5 KB, 1024-aligned: 17 KB).
+        const unsigned a_bytes = key.ta == Transpose::T ? 20480u : 17408u;
+        EXPECT_EQ(lp.launches[1].smem_bytes, 1024u + 4 * (a_bytes + 16384) + 256);
+        EXPECT_EQ(lp.workspace_bytes, 4096u * (4096 + 1) * 4) << "B's halves and column scales";
+      }
+      EXPECT_EQ(f16s, 1) << key.shape_line();
+      if (key.tb == Transpose::T) {
+        EXPECT_EQ(seeds.size(), 1u);
+        EXPECT_FALSE(f.valid(key, t, with(seeds.front(), "KD_F16S", 0))) << "nothing else reads B with tb = T";
+      }
+    }
+  // A Linear layer's weight gradient dW = X^T dY is ta = N tb = T; here strided-batched, ragged, with ldb
+  // and the batch stride off 16 bytes (B is read a float at a time).
+  const GemmKey dw = key_of(line("N", "T",
+                                 "m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 "
+                                 "stride_c=300000 epilogue=bias beta0=0"));
+  ASSERT_FALSE(f.rejects(dw).has_value());
+  const auto dw_seeds = completed_seeds(f, dw, t);
+  ASSERT_FALSE(dw_seeds.empty());
+  for (const Params& p : dw_seeds) {
+    EXPECT_EQ(p.at("KD_F16S"), 1);
+    ASSERT_TRUE(f.valid(dw, t, p)) << describe(p);
+    EXPECT_EQ(f.plan(dw, t, p).launches[0].grid[0], 3u * 10) << "batch * ceil(300 / 32) blocks";
+  }
+  // Where the f16 splits do not serve tb = T, the family says so.
+  for (const char* rest : {"m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
+                           "m=4096 n=64 k=4096 lda=4096 ldb=64 ldc=4096 batch=1 epilogue=none beta0=1"}) {
+    const GemmKey key = key_of(line("N", "T", rest));
+    ASSERT_TRUE(f.rejects(key).has_value()) << key.shape_line();
+    EXPECT_NE(f.rejects(key)->find("f16 splits"), std::string::npos) << *f.rejects(key);
+  }
+  EXPECT_TRUE(f.rejects(key_of(line("N", "N", "m=1000 n=300 k=500 lda=1000 ldb=501 ldc=1000 batch=1 epilogue=none beta0=1")))
+                  .has_value())
+      << "tb = N still copies B 16 bytes at a time";
+  // The idea move switches a TF32 plan of a ta = N call to the f16 splits.
+  const GemmKey ta_n = key_of(line("N", "N", cube));
+  const IdeaMove* on = nullptr;
+  for (const IdeaMove& m : wg_tiled_ideas())
+    if (m.id == std::string("wg.f16s_on")) on = &m;
+  ASSERT_NE(on, nullptr);
+  const Params tf32 = completed_seeds(f, ta_n, t).front();
+  ASSERT_EQ(tf32.at("KD_F16S"), 0);
+  const auto moved = apply_idea(*on, f, ta_n, t, tf32);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->at("KD_F16S"), 1);
+}
+
 TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
   const auto [applied, ids] = test::sweep_ideas(wg_tiled_family(), wg_tiled_ideas());
   EXPECT_GT(applied, 40);
   EXPECT_GE(ids.size(), 6u) << "most moves apply somewhere on the Llama shapes (the seeds already use two warpgroups)";
 }
 
-// Every distinct rendered configuration (seeds and one idea step from them, both layouts, strict and
-// TF32, a batched bias call with ragged edges, 1000^3 with its cluster seed) compiles with NVRTC for
+// Every distinct rendered configuration (seeds and one idea step from them, every layout, strict and
+// TF32, batched bias calls with ragged edges, 1000^3 with its cluster seed) compiles with NVRTC for
 // sm_90 (as sm_90a) without spills and without wgmma serialization. The warp-specialized kernel's producer and consumers run
 // under their own register limits (setmaxnreg); ptxas reports a spill in either.
 TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
@@ -395,7 +473,13 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=100 k=500 lda=504 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=50400 stride_c=100000 epilogue=bias beta0=0",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1"})
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1",
+           // The f16 splits' other layouts (issue 30): tb = T (its own split of B) with ta = N and T,
+           // strided-batched and ragged; seeds only (m != 4096: the main kernel's idea steps are
+           // those of tb = N).
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=2048 n=4096 k=4096 lda=2048 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=2048 n=4096 k=4096 lda=4096 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 stride_c=300000 epilogue=bias beta0=0"})
     keys.push_back(key_of(line));
   for (const GemmKey& key : keys) {
     if (not_searched_for(f, key)) continue;

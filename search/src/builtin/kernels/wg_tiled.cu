@@ -1,6 +1,6 @@
 // Family wg_tiled: Hopper warpgroup GEMM (wgmma.mma_async, sm_90a), C = alpha * op(A) op(B)
-// (+ beta C) (+ bias[row]), tb = N (k contiguous), A and B of one type, f32 accumulation, strided
-// batch.
+// (+ beta C) (+ bias[row]), tb = N (k contiguous; tb = T with KD_F16S, whose first launch reads B),
+// A and B of one type, f32 accumulation, strided batch.
 //  - KD_WG warpgroups of 128 threads; warpgroup w owns rows [64 * KD_MW * w, 64 * KD_MW * (w + 1))
 //    of the CTA tile (KD_MW m64 blocks) and all KD_BN columns: one m64nBN wgmma per m64 block and
 //    k step, accumulators in registers;
@@ -36,15 +36,18 @@
 //  - KD_TAIL > 1 (without KD_SPLITK): the tiles past the last whole wave of CTAs are split into
 //    KD_TAIL k ranges each, whose partials a second launch (kd_wg_tail_reduce) sums, so that the
 //    last wave is made of shorter CTAs.
-//  - f32, KD_F16S = 1 (strict fp32, ta = T, KD_WS with two consumers of m64n128, KD_PROMOTE 1; no
-//    BLO, SK or CLUSTER): the same three products on f16 wgmmas, twice TF32's rate. x = (hi + lo) / s,
+//  - f32, KD_F16S = 1 (strict fp32, ta = T or N, tb = N or T, KD_WS with two consumers of m64n128,
+//    KD_PROMOTE 1; no BLO, SK or CLUSTER): the same three products on f16 wgmmas, twice TF32's rate. x = (hi + lo) / s,
 //    hi and lo f16 rounded to nearest, s a power of two that puts the largest |x| of its group in
 //    [2^14, 2^15): a row of A per k tile (the quad holding the row agrees by two shuffles; the
 //    promotion is an FFMA by 1 / s), a column of B over all of k. f16's 11 significant bits equal
 //    TF32's, so the error matches 3xTF32's; each product is exact in f32. A first launch
 //    (kd_wg_split_b16) writes B's hi|lo halves per k tile, one 128-byte row, and 1 / s per column;
 //    the producer copies those instead of B. A group whose largest |x| is below 2^-112 loses
-//    precision (s is clamped to keep 1 / s normal).
+//    precision (s is clamped to keep 1 / s normal). ta = N: A's k tile is copied as for 3xTF32 (k
+//    rows of BM, padded to BM + 4) and each consumer thread reads its fragment's values there once,
+//    splitting them in registers as for ta = T. tb = T: the first launch reads B's rows of n
+//    (kd_wg_split_b16 of 32 columns per block) and writes the same halves; the main kernel is the same.
 //  - KD_SK > 1 (stream-K; f32 with KD_WS and KD_PROMOTE 1, no SPLITK, CLUSTER, TAIL or BLO): KD_SK
 //    CTAs each take an equal contiguous run of a batch's tile-major k-tile units. A run is cut into
 //    segments at tile boundaries; a tile that one CTA covers whole goes straight to C, the others leave
@@ -55,7 +58,7 @@
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
 // Named parameters:
-//   KD_A_T, KD_B_T, KD_C_T element types   KD_TA 1 = T (0 = N: f32 only)   KD_TB 0
+//   KD_A_T, KD_B_T, KD_C_T element types   KD_TA 1 = T (0 = N: f32 only)   KD_TB 0 (1 = T: KD_F16S only)
 //   KD_WG warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; 1 for f32; MW * BN <= 256)
 //   KD_BN 64 | 128 | 256 (f32: 16 with KD_WS | 64 | 128)   KD_STAGES ring depth (3..8; f32 4..8)
 //   KD_SPLITK k splits (1..16)   KD_3XTF32 0|1 (f32)   KD_PROMOTE 1|2 (f32)   KD_LATE 0|1 (f32)
@@ -63,8 +66,9 @@
 //   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_F16S 0|1   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 //   KD_PDL 0|1 (the first launch waits on the previous kernel's grid first, gemm.cuh)
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
-//   [batch * n], block = [256]; then] kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN),
-//   batch * SPLITK] (KD_TAIL: [tiles + split tiles * (TAIL - 1), 1, batch]; KD_SK: [KD_SK, 1, batch]),
+//   [batch * n], block = [256] (KD_TB = 1: grid = [batch * ceil(n / 32)], block = [512]); then]
+//   kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK] (KD_TAIL: [tiles +
+//   split tiles * (TAIL - 1), 1, batch]; KD_SK: [KD_SK, 1, batch]),
 //   block = [128 * (WG + WS)], pdl with KD_BLO or KD_F16S, smem and workspace as wg_tiled_layout.cuh
 //   lays them out; then where partial tiles were left (more than one split without KD_CLUSTER,
 //   KD_TAIL, stream-K tiles that span CTAs) the launch that sums them, pdl: kd_wg_tiled_reduce grid
@@ -151,8 +155,8 @@
 #define KD_F16S 0
 #endif
 
-#if KD_TB != 0
-#error "wg_tiled: only tb = N"
+#if KD_TB != 0 && !KD_F16S
+#error "wg_tiled: only tb = N (tb = T with KD_F16S, whose first launch reads B)"
 #endif
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL) && defined(__CUDA_ARCH__)
 #error "wg_tiled: needs sm_90a (wgmma)"
@@ -208,8 +212,8 @@ static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 
 static_assert(KD_SK == 0 || (KD_SK >= 2 && kF32 && KD_WS && KD_PROMOTE == 1 && KD_SPLITK == 1 && !KD_CLUSTER &&
                                KD_TAIL == 1 && !KD_BLO),
               "KD_SK is 0 or a CTA count >= 2 (f32 with KD_WS and KD_PROMOTE 1; no SPLITK, CLUSTER, TAIL or BLO)");
-static_assert(!KD_F16S || (kF32 && KD_TA && KD_WS && KD_WG == 2 && KD_BN == 128 && KD_PROMOTE == 1 && !KD_BLO &&
-                             !KD_SK && !KD_CLUSTER && KD_3XTF32), "KD_F16S: f32 ta = T, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
+static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && KD_BN == 128 && KD_PROMOTE == 1 && !KD_BLO &&
+                             !KD_SK && !KD_CLUSTER && KD_3XTF32), "KD_F16S: f32, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 #include "wg_common.cuh"

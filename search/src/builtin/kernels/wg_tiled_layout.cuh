@@ -20,7 +20,8 @@ KD_HD constexpr long long kd_ceil_div(long long a, long long b) { return (a + b 
 // what follows from them. Sizes in bytes unless named otherwise.
 struct kd_wg_tiled_layout {
   long long elem;                     // bytes per element of A and B: 4 (f32) or 2 (bf16, f16)
-  long long ta;                       // KD_TA: 1 when op(A) = A^T (k contiguous in A)
+  long long ta;                       // KD_TA: 1 when op(A) = A^T (k contiguous in A); KD_TB is not
+                                      // here: it changes only KD_F16S's first launch
   long long wg, mw, bn, stages;       // KD_WG, KD_MW, KD_BN, KD_STAGES
   long long ws, promote, blo, f16s;   // KD_WS, KD_PROMOTE, KD_BLO, KD_F16S
   long long splitk, cluster, tail;    // KD_SPLITK, KD_CLUSTER, KD_TAIL
@@ -40,8 +41,11 @@ struct kd_wg_tiled_layout {
   // with KD_BLO then B's lo tile); then the f32 B-lo buffers; then KD_WS's mbarriers. 16-bit A is
   // swizzled like B. f32 A is read by ordinary loads from padded rows: [BM][32 + 4] (ta = T: lane
   // (g, t) reads rows g.. at k t, banks 4g + t) or [32][BM + 8] (ta = N: k t, rows g.., banks
-  // 8t + g); KD_F16S reads float2 pairs from [BM][32 + 8] (banks 8g + 2t).
-  KD_HD constexpr long long a_ld_f32() const { return ta ? (f16s ? bk() + 8 : bk() + 4) : bm() + 8; }
+  // 8t + g); KD_F16S reads float2 pairs from [BM][32 + 8] (banks 8g + 2t) or, ta = N, single floats
+  // from [32][BM + 4] (lane (g, t) reads rows g.. at k 2t and 2t + 1: banks 8t + g, and + 4).
+  KD_HD constexpr long long a_ld_f32() const {
+    return ta ? (f16s ? bk() + 8 : bk() + 4) : (f16s ? bm() + 4 : bm() + 8);
+  }
   KD_HD constexpr long long a_bytes_raw() const {
     return f32() ? (ta ? bm() * a_ld_f32() : bk() * a_ld_f32()) * 4 : bm() * 128;
   }

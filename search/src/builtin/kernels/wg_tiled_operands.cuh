@@ -48,7 +48,7 @@ __device__ __forceinline__ void kd_split_f16x2(float x, float y, unsigned& hi, u
   hi = *reinterpret_cast<const unsigned*>(&h);
   lo = *reinterpret_cast<const unsigned*>(&l);
 }
-#if KD_F16S
+#if KD_F16S && !KD_TB
 // Launch 0 of a KD_F16S plan, one block per column of B (batch * n blocks): the column's max, then its
 // hi|lo halves and 1 / s. kd_wg_tiled runs as its programmatic dependent and waits on the grid
 // before its first copy.
@@ -95,6 +95,66 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args a
     *reinterpret_cast<uint2*>(o + 32) = lo;
   }
   if (threadIdx.x == 0) kd_inv16(args)[col] = inv;
+}
+#endif
+
+#if KD_F16S && KD_TB
+// Launch 0 of a KD_F16S plan with tb = T: B is n x k with n contiguous, so a column of op(B) is a strided
+// row of B. The same halves and scales as above, from batch * ceil(n / 32) blocks of 512 threads: lane l
+// of every warp holds column c0 + l, and warp w takes k tiles w, w + 16, ..., so each of its loads
+// reads 32 neighbouring columns (128 bytes) of one k row. A first pass gives each column's max (over
+// the warps through shared memory), a second splits the 32 values of each of the warp's k tiles that
+// a lane holds and writes them as the column's 128-byte row of halves. ldb and the batch stride need no
+// alignment: B is read a float at a time.
+extern "C" __global__ void __launch_bounds__(512) kd_wg_split_b16(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  constexpr int kWarps = 16;
+  __shared__ unsigned warp_max[kWarps][32];
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const long long n = args.n, k = args.k, ld16 = kd_wg_ld16(k), ldb = args.ldb, ktiles = ld16 / 32;
+  const long long groups = (n + 31) / 32;
+  const long long z = blockIdx.x / groups, c = blockIdx.x % groups * 32 + lane;
+  const bool in = c < n;
+  const float* Bc = static_cast<const float*>(args.b) + z * args.stride_b + (in ? c : 0);
+  // The 32 k of tile kt in column c (zero past k and past n).
+  auto load_tile = [&](long long kt, float (&v)[32]) {
+    const long long k0 = kt * 32;
+    const float* src = Bc + k0 * ldb;
+#pragma unroll
+    for (int r = 0; r < 32; ++r) v[r] = in && k0 + r < k ? src[r * ldb] : 0.f;
+  };
+  unsigned mx = 0;
+  for (long long kt = w; kt < ktiles; kt += kWarps) {
+    float v[32];
+    load_tile(kt, v);
+#pragma unroll
+    for (int r = 0; r < 32; ++r) mx = max(mx, __float_as_uint(v[r]) & 0x7fffffffu);
+  }
+  warp_max[w][lane] = mx;
+  __syncthreads();
+  mx = warp_max[0][lane];
+  for (int i = 1; i < kWarps; ++i) mx = max(mx, warp_max[i][lane]);
+  float s, inv;
+  kd_f16_scale(mx, s, inv);
+  if (!in) return;
+  if (w == 0) kd_inv16(args)[z * n + c] = inv;
+  uint4* out = reinterpret_cast<uint4*>(kd_b16(args) + (z * n + c) * ld16);
+  for (long long kt = w; kt < ktiles; kt += kWarps) {
+    float v[32];
+    load_tile(kt, v);
+    unsigned hi[16], lo[16];
+#pragma unroll
+    for (int q = 0; q < 16; ++q) kd_split_f16x2(v[2 * q] * s, v[2 * q + 1] * s, hi[q], lo[q]);
+    // The tile's row: 32 hi halves, then 32 lo halves (8 uint4 of 8 halves).
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      out[kt * 8 + q] = make_uint4(hi[4 * q], hi[4 * q + 1], hi[4 * q + 2], hi[4 * q + 3]);
+      out[kt * 8 + 4 + q] = make_uint4(lo[4 * q], lo[4 * q + 1], lo[4 * q + 2], lo[4 * q + 3]);
+    }
+  }
 }
 #endif
 
@@ -265,19 +325,35 @@ struct kd_ops_f16s : kd_ops_base {
     constexpr int p = P::value;
     // Thread (g, t) holds rows row and row + 8 at k 2t, 2t + 1, 2t + 8, 2t + 9 of each k16 step
     // (the register-A fragment); its quad holds the rows' 32 k. Banks: 8g + 2t (row stride 40).
-    const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + row * kALdF32 + 2 * t;
+    // ta = N: the same values, each read once from A's [32][BM + 4] k rows (banks 8t + g).
     float2 v[2][2][2];
     unsigned mx[2] = {0u, 0u};
+    if constexpr (KD_TA) {
+      const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + row * kALdF32 + 2 * t;
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
+      for (int j = 0; j < 2; ++j)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int r = 0; r < 2; ++r) {
-          v[j][h][r] = *reinterpret_cast<const float2*>(sa + r * 8 * kALdF32 + 16 * j + 8 * h);
-          mx[r] = max(mx[r],
-                      max(__float_as_uint(v[j][h][r].x) & 0x7fffffffu, __float_as_uint(v[j][h][r].y) & 0x7fffffffu));
-        }
+          for (int r = 0; r < 2; ++r) {
+            v[j][h][r] = *reinterpret_cast<const float2*>(sa + r * 8 * kALdF32 + 16 * j + 8 * h);
+            mx[r] = max(mx[r],
+                        max(__float_as_uint(v[j][h][r].x) & 0x7fffffffu, __float_as_uint(v[j][h][r].y) & 0x7fffffffu));
+          }
+    } else {
+      const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + 2 * t * kALdF32 + row;
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            v[j][h][r].x = sa[(16 * j + 8 * h) * kALdF32 + r * 8];
+            v[j][h][r].y = sa[(16 * j + 8 * h + 1) * kALdF32 + r * 8];
+            mx[r] = max(mx[r],
+                        max(__float_as_uint(v[j][h][r].x) & 0x7fffffffu, __float_as_uint(v[j][h][r].y) & 0x7fffffffu));
+          }
+    }
     float s[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
