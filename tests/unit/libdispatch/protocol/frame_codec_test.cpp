@@ -181,6 +181,12 @@ TEST(Messages, RequestsOutsideTheirBoundsAreRejectedNamingTheField) {
   expect_error<Purge>(R"({"v":1,"type":"purge","states":"done"})", "job states");
   expect_error<Purge>(R"({"v":1,"type":"purge","dry_run":"yes"})", "'dry_run'");
   expect_error<Hello>(R"({"v":1,"type":"hello","pid":-1,"client":"x"})", "'pid'");
+  expect_error<Hello>(R"({"v":1,"type":"hello","pid":18446744073709551615,"client":"x"})", "'pid'");
+  // A map's entry of the wrong type is named.
+  expect_error<Stats>(
+      R"({"v":1,"type":"stats","counters":{"hits":1,"misses":"2"},"candidates_rejected":{},"generation":0,)"
+      R"("transactions_committed":0})",
+      "'counters' must be an object of name -> non-negative integer ('misses' is not a non-negative integer)");
 }
 
 TEST(Messages, ClientStatsOutsideTheLimitsIsRejected) {

@@ -1,7 +1,7 @@
 // kdctl search's proposer selection and its dry run with the cublaslt proposer, which needs no
 // compile and no GPU: it must say that cuBLASLt enumeration needs a GPU rather than fail obscurely.
 // The llm proposer takes its settings as kdispatchd does (KD_LLM_* variables, overridden by flags),
-// checked against the scripted LLM server (unit/llm/fake_llm_server.hpp).
+// checked against the scripted LLM server (unit/search/llm/fake_llm_server.hpp).
 #include <gtest/gtest.h>
 
 #include "fake_llm_server.hpp"
