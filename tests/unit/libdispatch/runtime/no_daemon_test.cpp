@@ -3,7 +3,6 @@
 // is another process) publishes with CacheWriter.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -11,6 +10,7 @@
 
 #include "runtime/dispatcher.hpp"
 #include "store/cache_store.hpp"
+#include "support/commit_in_child.hpp"
 #include "support/eventually.hpp"
 #include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
@@ -44,25 +44,9 @@ Record record_for(const CallKey& k, std::uint32_t grid_x) {
   return r;
 }
 
+using test::commit_in_child;
 using test::eventually;
 using test::lookup_as_caller;
-
-// Commits a record in a child process, as the daemon would; returns the child's exit status.
-int commit_in_child(const std::filesystem::path& dir, const Record& r) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    try {
-      CacheWriter w(dir);
-      w.commit_record(r);
-      ::_exit(0);
-    } catch (...) {
-      ::_exit(3);
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
 
 DispatcherOptions no_daemon_options(const test::TempDir& dir) {
   DispatcherOptions o;
@@ -95,7 +79,7 @@ TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
   ASSERT_TRUE(eventually([&] { return lookup_as_caller(d, k).reason == FallbackReason::no_entry; }));
   const std::uint64_t g0 = d.generation();
 
-  ASSERT_EQ(commit_in_child(opts.cache_dir, record_for(k, 11)), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {record_for(k, 11)}), 0);
   ASSERT_TRUE(eventually([&] { return lookup_as_caller(d, k).entry != nullptr; }))
       << "published record never loaded";
   EXPECT_GT(d.generation(), g0);
@@ -107,7 +91,7 @@ TEST(NoDaemon, GenerationPollingPicksUpARecordPublishedByAnotherProcess) {
 
   // A second record for the same key is hot-swapped in.
   const std::uint64_t swaps0 = dispatcher_counters().swaps.load();
-  ASSERT_EQ(commit_in_child(opts.cache_dir, record_for(k, 22)), 0);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {record_for(k, 22)}), 0);
   ASSERT_TRUE(eventually([&] {
     ThreadSlot* slot = EpochDomain::instance().this_thread();
     ReadGuard guard(*slot);

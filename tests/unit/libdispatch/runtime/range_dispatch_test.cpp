@@ -4,7 +4,6 @@
 // is refused as corrupted; usage is collected under the range record's line.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 #include "runtime/dispatcher.hpp"
 #include "runtime/usage_reporter.hpp"
 #include "store/cache_store.hpp"
+#include "support/commit_in_child.hpp"
 #include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
@@ -20,6 +20,7 @@ namespace kd {
 namespace {
 
 using namespace std::chrono_literals;
+using test::commit_in_child;
 using test::eventually;
 
 const DevicePart kDevice{"sm_90", "NVIDIA H100 80GB HBM3", 132};
@@ -72,22 +73,6 @@ Record exact_record(std::int64_t n, std::uint32_t x) {
   r.cubin = "cubin " + std::to_string(x);
   r.plan.launches.push_back({"kd_main", {x, 1, 1}, {128, 1, 1}, 0});
   return r;
-}
-
-int commit_in_child(const std::filesystem::path& dir, const std::vector<Record>& records) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    try {
-      CacheWriter w(dir);
-      for (const Record& r : records) w.commit_record(r);
-      ::_exit(0);
-    } catch (...) {
-      ::_exit(3);
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
 struct Seen {
