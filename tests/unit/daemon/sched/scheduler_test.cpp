@@ -58,11 +58,22 @@ Config test_config() {
 
 using test::eventually;
 
-TEST(Scheduler, PublishesAWinnerAndNotifies) {
+std::vector<std::unique_ptr<JobRunner>> one_runner(std::unique_ptr<JobRunner> runner) {
+  std::vector<std::unique_ptr<JobRunner>> runners;
+  runners.push_back(std::move(runner));
+  return runners;
+}
+
+// A temporary cache with its job queue and metrics, under test_config().
+class SchedulerTest : public ::testing::Test {
+protected:
   test::TempDir dir;
   const Config config = test_config();
-  JobQueue queue(dir.path());
+  JobQueue queue{dir.path()};
   Metrics metrics;
+};
+
+TEST_F(SchedulerTest, PublishesAWinnerAndNotifies) {
   Record winner;
   winner.key_line = key(16);
   winner.proposer = "builtin";
@@ -70,10 +81,8 @@ TEST(Scheduler, PublishesAWinnerAndNotifies) {
   script.push_back({JobOutcome::Kind::winner, winner, ""});
   auto runner = std::make_unique<ScriptedRunner>(std::move(script));
   auto* raw = runner.get();
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  runners.push_back(std::move(runner));
   std::atomic<std::uint64_t> notified{0};
-  Scheduler s(config, queue, metrics, std::move(runners),
+  Scheduler s(config, queue, metrics, one_runner(std::move(runner)),
               [&](const std::string& k, std::uint64_t g) {
                 if (k == key(16)) notified = g;
               });
@@ -92,17 +101,11 @@ TEST(Scheduler, PublishesAWinnerAndNotifies) {
   EXPECT_EQ(raw->seen_budgets.at(0).rounds, 8u);
 }
 
-TEST(Scheduler, LostWorkerRetriesWithBackoffThenFails) {
-  test::TempDir dir;
-  const Config config = test_config();
-  JobQueue queue(dir.path());
-  Metrics metrics;
+TEST_F(SchedulerTest, LostWorkerRetriesWithBackoffThenFails) {
   std::deque<JobOutcome> script;
   script.push_back({JobOutcome::Kind::worker_lost, std::nullopt, "worker hung"});
   script.push_back({JobOutcome::Kind::worker_lost, std::nullopt, "worker crashed"});
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  runners.push_back(std::make_unique<ScriptedRunner>(std::move(script)));
-  Scheduler s(config, queue, metrics, std::move(runners), nullptr);
+  Scheduler s(config, queue, metrics, one_runner(std::make_unique<ScriptedRunner>(std::move(script))), nullptr);
   queue.report_misses({{key(16), 1}}, [](const CommitResult&) {});
   s.start();
   ASSERT_TRUE(eventually([&] { return queue.find(key(16)) && queue.find(key(16))->state == JobState::failed; }));
@@ -112,14 +115,9 @@ TEST(Scheduler, LostWorkerRetriesWithBackoffThenFails) {
   EXPECT_EQ(metrics.get(Counter::jobs_failed), 1u);
 }
 
-TEST(Scheduler, StopReturnsTheRunningJobToTheQueue) {
-  test::TempDir dir;
-  const Config config = test_config();
-  JobQueue queue(dir.path());
-  Metrics metrics;
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  runners.push_back(std::make_unique<ScriptedRunner>(std::deque<JobOutcome>{}));
-  Scheduler s(config, queue, metrics, std::move(runners), nullptr);
+TEST_F(SchedulerTest, StopReturnsTheRunningJobToTheQueue) {
+  Scheduler s(config, queue, metrics, one_runner(std::make_unique<ScriptedRunner>(std::deque<JobOutcome>{})),
+              nullptr);
   queue.report_misses({{key(16), 1}}, [](const CommitResult&) {});
   s.start();
   ASSERT_TRUE(eventually([&] { return s.running_keys().size() == 1; }));
@@ -129,14 +127,9 @@ TEST(Scheduler, StopReturnsTheRunningJobToTheQueue) {
   EXPECT_EQ(queue.find(key(16))->attempts, 0u);
 }
 
-TEST(Scheduler, CancelStopsTheRunAndKeepsItCancelled) {
-  test::TempDir dir;
-  const Config config = test_config();
-  JobQueue queue(dir.path());
-  Metrics metrics;
-  std::vector<std::unique_ptr<JobRunner>> runners;
-  runners.push_back(std::make_unique<ScriptedRunner>(std::deque<JobOutcome>{}));
-  Scheduler s(config, queue, metrics, std::move(runners), nullptr);
+TEST_F(SchedulerTest, CancelStopsTheRunAndKeepsItCancelled) {
+  Scheduler s(config, queue, metrics, one_runner(std::make_unique<ScriptedRunner>(std::deque<JobOutcome>{})),
+              nullptr);
   queue.report_misses({{key(16), 1}}, [](const CommitResult&) {});
   s.start();
   ASSERT_TRUE(eventually([&] { return s.running_keys().size() == 1; }));
