@@ -134,4 +134,30 @@ void check_lab_config(const std::string& file, const Family& f, int& variants) {
   }
 }
 
+void check_hopper_seeds(const Family& f, const Target& t, const SeedCheck& each, const SeedsCheck& per_key) {
+  Target ampere;
+  ampere.arch = "sm_80";
+  ampere.cc_major = 8;
+  for (const GemmKey& key : llama_keys()) {
+    if (f.rejects(key)) continue;
+    const auto seeds = completed_seeds(f, key, t);
+    ASSERT_FALSE(seeds.empty()) << key.shape_line();
+    for (const Params& p : seeds) {
+      ASSERT_TRUE(f.valid(key, t, p)) << key.shape_line() << " " << describe(p);
+      EXPECT_FALSE(f.valid(key, ampere, p)) << "wgmma needs sm_90a";
+      const auto plan = parse_plan_from_source(render(f, key, t, p));
+      ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << describe(p);
+      const auto& lp = std::get<LaunchPlan>(plan);
+      EXPECT_EQ(lp, f.plan(key, t, p));
+      each(key, p, lp);
+    }
+    if (per_key) per_key(key, seeds);
+  }
+}
+
+void expect_row_source(const Family& f, std::string_view name, std::initializer_list<std::string_view> entries) {
+  EXPECT_EQ(f.name, name);
+  for (const std::string_view entry : entries) EXPECT_NE(f.source.find(entry), std::string_view::npos) << entry;
+}
+
 }  // namespace kd::builtin::test

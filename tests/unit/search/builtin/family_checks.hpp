@@ -2,6 +2,7 @@
 // its idea moves, NVRTC compiles of its rendered sources and the GPU lab's variant files.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <span>
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "builtin/family.hpp"
 #include "builtin/ideas.hpp"
+#include "plan/launch_plan.hpp"
 
 namespace kd::builtin::test {
 
@@ -18,6 +20,17 @@ std::string source_dir();
 std::vector<GemmKey> llama_keys();
 GemmKey key_of(const std::string& line);
 std::vector<Params> completed_seeds(const Family& f, const GemmKey& key, const Target& t);
+
+// Every completed seed of every Llama key `f` serves, on the Hopper target `t`: a key has seeds,
+// each valid on `t` and not on Ampere (wgmma needs sm_90a), whose plan parsed from its rendered
+// source is f.plan. `each` then checks the family's own rules on a seed and its plan, `per_key` on
+// a key's seeds.
+using SeedCheck = std::function<void(const GemmKey&, const Params&, const LaunchPlan&)>;
+using SeedsCheck = std::function<void(const GemmKey&, const std::vector<Params>&)>;
+void check_hopper_seeds(const Family& f, const Target& t, const SeedCheck& each, const SeedsCheck& per_key = {});
+
+// The family's table row names it and embeds its kernel source, which defines each of `entries`.
+void expect_row_source(const Family& f, std::string_view name, std::initializer_list<std::string_view> entries);
 
 struct IdeaSweep {
   int applied = 0;

@@ -14,10 +14,7 @@ using test::key_of;
 using test::llama_keys;
 
 TEST(TcTiled, RowCarriesItsEmbeddedSource) {
-  const Family& f = tc_tiled_family();
-  EXPECT_EQ(f.name, "tc_tiled");
-  EXPECT_NE(f.source.find("kd_tc_tiled("), std::string_view::npos);
-  EXPECT_NE(f.source.find("kd_tc_tiled_reduce("), std::string_view::npos);
+  test::expect_row_source(tc_tiled_family(), "tc_tiled", {"kd_tc_tiled(", "kd_tc_tiled_reduce("});
 }
 
 TEST(TcTiled, RejectsWhatItCannotServe) {

@@ -16,10 +16,7 @@ using test::key_of;
 using test::llama_keys;
 
 TEST(WgTiled, RowCarriesItsEmbeddedSource) {
-  const Family& f = wg_tiled_family();
-  EXPECT_EQ(f.name, "wg_tiled");
-  EXPECT_NE(f.source.find("kd_wg_tiled("), std::string_view::npos);
-  EXPECT_NE(f.source.find("kd_wg_tiled_reduce("), std::string_view::npos);
+  test::expect_row_source(wg_tiled_family(), "wg_tiled", {"kd_wg_tiled(", "kd_wg_tiled_reduce("});
 }
 
 TEST(WgTiled, ServesTheF32ShapesWithUpTo16OrAtLeast48Columns) {
@@ -70,55 +67,41 @@ Params with(Params p, const char* name, long long v) {
 TEST(WgTiled, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
   const Family& f = wg_tiled_family();
   const Target t;
-  Target ampere;
-  ampere.arch = "sm_80";
-  ampere.cc_major = 8;
-  for (const GemmKey& key : llama_keys()) {
-    if (f.rejects(key)) continue;
-    const auto seeds = completed_seeds(f, key, t);
-    ASSERT_FALSE(seeds.empty()) << key.shape_line();
-    for (const Params& p : seeds) {
-      ASSERT_TRUE(f.valid(key, t, p)) << key.shape_line() << " " << describe(p);
-      EXPECT_FALSE(f.valid(key, ampere, p)) << "wgmma needs sm_90a";
-      EXPECT_EQ(p.at("KD_3XTF32"), 1) << "strict fp32 needs error compensation";
-      const auto plan = parse_plan_from_source(render(f, key, t, p));
-      ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << describe(p);
-      const auto& lp = std::get<LaunchPlan>(plan);
-      EXPECT_EQ(lp, f.plan(key, t, p));
-      const bool split = p.at("KD_SPLITK") > 1, tail = p.at("KD_TAIL") > 1;
-      const long long sk_slots = p.at("KD_SK") ? stream_k_slots(key, p) : 1;
-      const bool workspace = (split && p.at("KD_CLUSTER") == 0) || tail || sk_slots > 1;
-      const bool blo = p.at("KD_BLO") == 1, f16s = p.at("KD_F16S") == 1;
-      EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo || f16s ? 1u : 0u));
-      const long long parts = tail ? p.at("KD_TAIL") : sk_slots > 1 ? sk_slots : p.at("KD_SPLITK");
-      const long long partials = workspace ? parts * key.m * key.n * 4 : 0;
-      const long long lo = blo ? key.n * ((key.k + 3) / 4 * 4) * 4 : 0;
-      // KD_F16S: a 128-byte row of halves per column and k tile, then a scale per column.
-      const long long halves = f16s ? key.n * ((key.k + 31) / 32 * 32 + 1) * 4 : 0;
-      const long long aligned = f16s ? (partials + 127) / 128 * 128 : blo ? (partials + 15) / 16 * 16 : partials;
-      EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>(aligned + lo + halves));
-      const LaunchSpec& main = lp.launches[blo || f16s ? 1 : 0];
-      EXPECT_EQ(main.entry, "kd_wg_tiled");
-      EXPECT_EQ(main.pdl, blo || f16s) << "with KD_BLO or KD_F16S the main kernel waits on the split of B";
-      if (blo) {
-        EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b");
-      }
-      if (f16s) {
-        EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b16");
-        EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(key.n)) << "one block per column of B";
-      }
-      const auto& g = main.grid;
-      EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
-      // The lab's winners on every served shape are warp-specialized: a producer warpgroup on top.
-      EXPECT_EQ(p.at("KD_WS"), 1) << describe(p);
-      EXPECT_EQ(main.block[0], 128u * (p.at("KD_WG") + 1));
-      // Outputs of up to 16 columns take m64n16 wgmmas; a k split stops at one wave of CTAs.
-      EXPECT_EQ(p.at("KD_BN") == 16, key.n <= 16) << describe(p);
-      if (key.n <= 16 && split) {
-        EXPECT_LE(static_cast<long long>(g[0]) * g[1] * g[2], 3LL * t.sms) << describe(p);
-      }
+  test::check_hopper_seeds(f, t, [&](const GemmKey& key, const Params& p, const LaunchPlan& lp) {
+    EXPECT_EQ(p.at("KD_3XTF32"), 1) << "strict fp32 needs error compensation";
+    const bool split = p.at("KD_SPLITK") > 1, tail = p.at("KD_TAIL") > 1;
+    const long long sk_slots = p.at("KD_SK") ? stream_k_slots(key, p) : 1;
+    const bool workspace = (split && p.at("KD_CLUSTER") == 0) || tail || sk_slots > 1;
+    const bool blo = p.at("KD_BLO") == 1, f16s = p.at("KD_F16S") == 1;
+    EXPECT_EQ(lp.launches.size(), (workspace ? 2u : 1u) + (blo || f16s ? 1u : 0u));
+    const long long parts = tail ? p.at("KD_TAIL") : sk_slots > 1 ? sk_slots : p.at("KD_SPLITK");
+    const long long partials = workspace ? parts * key.m * key.n * 4 : 0;
+    const long long lo = blo ? key.n * ((key.k + 3) / 4 * 4) * 4 : 0;
+    // KD_F16S: a 128-byte row of halves per column and k tile, then a scale per column.
+    const long long halves = f16s ? key.n * ((key.k + 31) / 32 * 32 + 1) * 4 : 0;
+    const long long aligned = f16s ? (partials + 127) / 128 * 128 : blo ? (partials + 15) / 16 * 16 : partials;
+    EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>(aligned + lo + halves));
+    const LaunchSpec& main = lp.launches[blo || f16s ? 1 : 0];
+    EXPECT_EQ(main.entry, "kd_wg_tiled");
+    EXPECT_EQ(main.pdl, blo || f16s) << "with KD_BLO or KD_F16S the main kernel waits on the split of B";
+    if (blo) {
+      EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b");
     }
-  }
+    if (f16s) {
+      EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b16");
+      EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(key.n)) << "one block per column of B";
+    }
+    const auto& g = main.grid;
+    EXPECT_GE(static_cast<long long>(g[0]) * g[1] * g[2], t.sms / 2) << key.shape_line() << " " << describe(p);
+    // The lab's winners on every served shape are warp-specialized: a producer warpgroup on top.
+    EXPECT_EQ(p.at("KD_WS"), 1) << describe(p);
+    EXPECT_EQ(main.block[0], 128u * (p.at("KD_WG") + 1));
+    // Outputs of up to 16 columns take m64n16 wgmmas; a k split stops at one wave of CTAs.
+    EXPECT_EQ(p.at("KD_BN") == 16, key.n <= 16) << describe(p);
+    if (key.n <= 16 && split) {
+      EXPECT_LE(static_cast<long long>(g[0]) * g[1] * g[2], 3LL * t.sms) << describe(p);
+    }
+  });
 }
 
 TEST(WgTiled, Tf32CallsMayDropCompensationStrictOnesMayNot) {

@@ -57,37 +57,25 @@ TEST(WgTma, ServesThe16BitShapesWithAtLeast48Columns) {
 TEST(WgTma, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
   const Family& f = wg_tma_family();
   const Target t;
-  Target ampere;
-  ampere.arch = "sm_80";
-  ampere.cc_major = 8;
-  for (const GemmKey& key : llama_keys()) {
-    if (f.rejects(key)) continue;
-    const auto seeds = completed_seeds(f, key, t);
-    ASSERT_FALSE(seeds.empty()) << key.shape_line();
-    EXPECT_LE(seeds.size(), 3u);
-    for (const Params& p : seeds) {
-      ASSERT_TRUE(f.valid(key, t, p)) << key.shape_line() << " " << describe(p);
-      EXPECT_FALSE(f.valid(key, ampere, p)) << "TMA and wgmma need sm_90a";
-      const auto plan = parse_plan_from_source(render(f, key, t, p));
-      ASSERT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << describe(p);
-      const auto& lp = std::get<LaunchPlan>(plan);
-      EXPECT_EQ(lp, f.plan(key, t, p));
-      ASSERT_EQ(lp.launches.size(), 1u) << "splits are reduced in a cluster, not a second launch";
-      const auto& g = lp.launches[0].grid;
-      const long long ctas = static_cast<long long>(g[0]) * g[1] * g[2];
-      EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>(ctas * 256)) << "two tensor maps per CTA";
-      EXPECT_EQ(p.at("KD_CLUSTER"), p.at("KD_SPLITK") > 1 ? 1 : 0);
-      if (p.at("KD_SPLITK") > 2) {
-        EXPECT_LE(2 * (lp.launches[0].smem_bytes + 1024), static_cast<std::uint32_t>(t.smem_optin_bytes + 1024))
-            << "clusters of four only with two CTAs per SM: " << describe(p);
-      }
-      EXPECT_EQ(lp.launches[0].block[0], 128u * (p.at("KD_WG") + 1));
-      EXPECT_EQ(g[0], static_cast<std::uint32_t>((key.n + p.at("KD_BN") - 1) / p.at("KD_BN"))) << "n tiles on x";
+  const auto each = [&](const GemmKey& key, const Params& p, const LaunchPlan& lp) {
+    ASSERT_EQ(lp.launches.size(), 1u) << "splits are reduced in a cluster, not a second launch";
+    const auto& g = lp.launches[0].grid;
+    const long long ctas = static_cast<long long>(g[0]) * g[1] * g[2];
+    EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>(ctas * 256)) << "two tensor maps per CTA";
+    EXPECT_EQ(p.at("KD_CLUSTER"), p.at("KD_SPLITK") > 1 ? 1 : 0);
+    if (p.at("KD_SPLITK") > 2) {
+      EXPECT_LE(2 * (lp.launches[0].smem_bytes + 1024), static_cast<std::uint32_t>(t.smem_optin_bytes + 1024))
+          << "clusters of four only with two CTAs per SM: " << describe(p);
     }
+    EXPECT_EQ(lp.launches[0].block[0], 128u * (p.at("KD_WG") + 1));
+    EXPECT_EQ(g[0], static_cast<std::uint32_t>((key.n + p.at("KD_BN") - 1) / p.at("KD_BN"))) << "n tiles on x";
+  };
+  test::check_hopper_seeds(f, t, each, [&](const GemmKey& key, const std::vector<Params>& seeds) {
+    EXPECT_LE(seeds.size(), 3u);
     // The wave model's first pick fills at least two thirds of the SMs.
     const auto& g0 = f.plan(key, t, seeds.front()).launches[0].grid;
     EXPECT_GE(3LL * g0[0] * g0[1] * g0[2], 2LL * t.sms) << key.shape_line() << " " << describe(seeds.front());
-  }
+  });
 }
 
 // The wave model's picks on the shapes the issue names (one H200: 132 SMs, 227 KB per block).
