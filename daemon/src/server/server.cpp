@@ -34,7 +34,8 @@ std::string payload_frame(std::string_view type, const std::string& payload) {
 }
 
 std::string error_frame(const std::string& message) {
-  return protocol::encode(protocol::ErrorMessage{message});  // bounded: always fits
+  // Cut so that it always fits a frame (a message may echo what a client sent).
+  return protocol::encode(protocol::ErrorMessage{protocol::truncate_utf8(message, protocol::kMaxErrorMessageBytes)});
 }
 
 std::string object_fitting_list(std::string_view type, nlohmann::json object, const char* list) {

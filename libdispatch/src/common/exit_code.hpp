@@ -1,5 +1,5 @@
 // The exit codes of kdctl and kdispatchd: one table for both programs. README.md ("Exit codes")
-// lists the same rows (tests/unit/tools/exit_codes_test.cpp checks that they agree), and both
+// lists the same rows (tests/unit/tools/kdctl/exit_codes_test.cpp checks that they agree), and both
 // programs print them in --help. A code is never reused for another meaning.
 #pragma once
 

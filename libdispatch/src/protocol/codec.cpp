@@ -16,6 +16,15 @@ void mistyped(std::string_view name, std::string_view expected) {
   fail("protocol: field '" + std::string(name) + "' must be " + std::string(expected));
 }
 
+void non_negative(std::string_view name, std::int64_t value) {
+  if (value < 0) mistyped(name, kNonNegativeInteger);
+}
+
+std::string with_article(std::string_view noun) {
+  const bool vowel = !noun.empty() && std::string_view("aeiou").find(noun.front()) != std::string_view::npos;
+  return (vowel ? "an " : "a ") + std::string(noun);
+}
+
 }  // namespace field
 
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes) {

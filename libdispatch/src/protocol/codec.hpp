@@ -2,7 +2,10 @@
 // speaks; requests.hpp: the operator's requests and their replies; status.hpp: the status and stats
 // replies) with nlohmann's typed conversions, to_json and from_json, found by argument-dependent
 // lookup (`json j = message;`, `j.get<Miss>()`). The daemon, kdctl's client and libkdispatch's
-// client encode and decode only through them.
+// client encode and decode only through them. A struct declares its wire fields once, in its
+// `fields` (field::Writer and field::Reader below), and both conversions are made from that list;
+// only the two whose shape is not a list of fields (Miss: one key or a batch; RemoteCounts: named
+// counts beside two maps) write theirs out.
 //
 // Every payload is a JSON object with "v": kProtocolVersion and "type": the struct's kType. A
 // from_json checks each field's JSON type and the bounds of PROTOCOL.md and throws
@@ -11,6 +14,7 @@
 // invalid UTF-8 is replaced (U+FFFD).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -44,133 +48,129 @@ struct ProtocolError {
 // character boundary, "..." included) so that echoing it back stays small.
 std::string truncate_utf8(std::string_view text, std::size_t max_bytes);
 
-// Field readers for from_json: read field `name` of the object `j` into `out`, checking its JSON
-// type by out's C++ type (a string, a non-negative integer for unsigned types, an integer, a
-// number, a boolean, an array of strings, an object of name -> non-negative integer, an array of
-// objects, or an object for a struct with from_json). `expected` replaces the type's description
-// in the message ("an array of key lines"). Throw ProtocolViolation: "protocol: field 'keys' is
-// missing", "protocol: field 'keys' must be an array of strings".
+// Field readers: read field `name` of the object `j` into `out`, checking its JSON type by out's
+// C++ type (a string, a non-negative integer for unsigned types, an integer, a number, a boolean,
+// an array or an object of those, an object for a struct with from_json). `expected` replaces the
+// type's description in the message ("an array of key lines"). Throw ProtocolViolation:
+// "protocol: field 'keys' is missing", "protocol: field 'keys' must be an array of strings".
 namespace field {
 
 [[noreturn]] void fail(std::string message);
 [[noreturn]] void mistyped(std::string_view name, std::string_view expected);
 
+// The scalars: whether a JSON value holds one, and what one is called, for messages.
 template <class T>
-struct Wire;  // what T is on the wire: describe() names it for messages; read() is false when v is not
-
+struct Scalar;
 template <>
-struct Wire<std::string> {
-  static constexpr std::string_view describe() { return "a string"; }
-  static bool read(const nlohmann::json& v, std::string& out) {
-    if (!v.is_string()) return false;
-    out = v.get_ref<const std::string&>();
-    return true;
+struct Scalar<std::string> {
+  static constexpr std::string_view kNoun = "string";
+  static bool holds(const nlohmann::json& v) { return v.is_string(); }
+};
+template <>
+struct Scalar<bool> {
+  static constexpr std::string_view kNoun = "boolean";
+  static bool holds(const nlohmann::json& v) { return v.is_boolean(); }
+};
+template <>
+struct Scalar<double> {
+  static constexpr std::string_view kNoun = "number";
+  static bool holds(const nlohmann::json& v) { return v.is_number(); }
+};
+template <>
+struct Scalar<std::int64_t> {
+  static constexpr std::string_view kNoun = "integer";
+  static bool holds(const nlohmann::json& v) {
+    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
+    return v.is_number_integer() && (!v.is_number_unsigned() || v.get<std::uint64_t>() <= kMax);
   }
 };
 template <class T>
   requires(std::is_unsigned_v<T> && !std::is_same_v<T, bool>)
-struct Wire<T> {
-  static constexpr std::string_view describe() { return "a non-negative integer"; }
-  static bool read(const nlohmann::json& v, T& out) {
-    if (!v.is_number_unsigned() || v.get<std::uint64_t>() > std::numeric_limits<T>::max()) return false;
-    out = v.get<T>();
-    return true;
-  }
-};
-template <>
-struct Wire<std::int64_t> {
-  static constexpr std::string_view describe() { return "an integer"; }
-  static bool read(const nlohmann::json& v, std::int64_t& out) {
-    constexpr auto kMax = static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max());
-    if (!v.is_number_integer() || (v.is_number_unsigned() && v.get<std::uint64_t>() > kMax)) return false;
-    out = v.get<std::int64_t>();
-    return true;
-  }
-};
-template <>
-struct Wire<double> {
-  static constexpr std::string_view describe() { return "a number"; }
-  static bool read(const nlohmann::json& v, double& out) {
-    if (!v.is_number()) return false;
-    out = v.get<double>();
-    return true;
-  }
-};
-template <>
-struct Wire<bool> {
-  static constexpr std::string_view describe() { return "a boolean"; }
-  static bool read(const nlohmann::json& v, bool& out) {
-    if (!v.is_boolean()) return false;
-    out = v.get<bool>();
-    return true;
-  }
-};
-template <>
-struct Wire<std::vector<std::string>> {
-  static constexpr std::string_view describe() { return "an array of strings"; }
-  static bool read(const nlohmann::json& v, std::vector<std::string>& out) {
-    if (!v.is_array()) return false;
-    out.clear();
-    out.reserve(v.size());
-    for (const auto& e : v) {
-      if (!e.is_string()) return false;
-      out.push_back(e.get_ref<const std::string&>());
-    }
-    return true;
-  }
-};
-template <class Less>
-struct Wire<std::map<std::string, std::uint64_t, Less>> {
-  static constexpr std::string_view describe() { return "an object of name -> non-negative integer"; }
-  static bool read(const nlohmann::json& v, std::map<std::string, std::uint64_t, Less>& out) {
-    if (!v.is_object()) return false;
-    out.clear();
-    for (auto it = v.begin(); it != v.end(); ++it) {
-      if (!it.value().is_number_unsigned()) return false;
-      out.emplace(it.key(), it.value().template get<std::uint64_t>());
-    }
-    return true;
-  }
-};
-// A struct with from_json: an object, whose own fields name themselves when wrong.
-template <class T>
-  requires std::is_class_v<T>
-struct Wire<T> {
-  static constexpr std::string_view describe() { return "an object"; }
-  static bool read(const nlohmann::json& v, T& out) {
-    if (!v.is_object()) return false;
-    from_json(v, out);
-    return true;
+struct Scalar<T> {
+  static constexpr std::string_view kNoun = "non-negative integer";
+  static bool holds(const nlohmann::json& v) {
+    return v.is_number_unsigned() && v.get<std::uint64_t>() <= std::numeric_limits<T>::max();
   }
 };
 template <class T>
-  requires std::is_class_v<T>
-struct Wire<std::vector<T>> {
-  static constexpr std::string_view describe() { return "an array of objects"; }
-  static bool read(const nlohmann::json& v, std::vector<T>& out) {
-    if (!v.is_array()) return false;
-    out.clear();
-    out.reserve(v.size());
-    for (const auto& e : v) {
-      if (!e.is_object()) return false;
-      from_json(e, out.emplace_back());
-    }
-    return true;
+concept IsScalar = requires(const nlohmann::json& v) { Scalar<T>::holds(v); };
+
+std::string with_article(std::string_view noun);  // "a string", "an integer"
+
+// For a signed member that the wire allows only non-negative: the description to read it with, and
+// the check after (throws "protocol: field 'pid' must be a non-negative integer").
+inline constexpr std::string_view kNonNegativeInteger = "a non-negative integer";
+void non_negative(std::string_view name, std::int64_t value);
+
+// A name a peer sent is cut to this many bytes when a message quotes it.
+inline constexpr std::size_t kMaxNameInMessageBytes = 64;
+
+// Whether `v` holds a T (before anything is converted), and what a T is called.
+template <class T>
+struct Shape {
+  static bool holds(const nlohmann::json& v) {
+    if constexpr (IsScalar<T>) return Scalar<T>::holds(v);
+    else return v.is_object();  // a struct: its own fields name themselves when wrong
+  }
+  static std::string noun() {
+    if constexpr (IsScalar<T>) return std::string(Scalar<T>::kNoun);
+    else return "object";
+  }
+  static std::string culprit(const nlohmann::json&) { return {}; }
+};
+template <class T>
+struct Shape<std::vector<T>> {
+  static bool holds(const nlohmann::json& v) {
+    return v.is_array() && std::all_of(v.begin(), v.end(), [](const auto& e) { return Shape<T>::holds(e); });
+  }
+  static std::string noun() { return "array of " + Shape<T>::noun() + "s"; }
+  static std::string culprit(const nlohmann::json&) { return {}; }
+};
+template <class T, class Less>
+struct Shape<std::map<std::string, T, Less>> {
+  static bool holds(const nlohmann::json& v) {
+    return v.is_object() && std::all_of(v.begin(), v.end(), [](const auto& e) { return Shape<T>::holds(e); });
+  }
+  static std::string noun() { return "object of name -> " + Shape<T>::noun(); }
+  // The first entry that is not a T, named: " ('no_entry' is not a non-negative integer)".
+  static std::string culprit(const nlohmann::json& v) {
+    if (!v.is_object()) return {};
+    for (auto it = v.begin(); it != v.end(); ++it)
+      if (!Shape<T>::holds(it.value()))
+        return " ('" + truncate_utf8(it.key(), kMaxNameInMessageBytes) + "' is not " + with_article(Shape<T>::noun()) + ")";
+    return {};
   }
 };
+
+template <class T>
+void convert(const nlohmann::json& v, T& out) {
+  if constexpr (IsScalar<T>) out = v.get<T>();
+  else from_json(v, out);
+}
+template <class T>
+void convert(const nlohmann::json& v, std::vector<T>& out) {
+  out.clear();
+  out.reserve(v.size());
+  for (const auto& e : v) convert(e, out.emplace_back());
+}
+template <class T, class Less>
+void convert(const nlohmann::json& v, std::map<std::string, T, Less>& out) {
+  out.clear();
+  for (auto it = v.begin(); it != v.end(); ++it) convert(it.value(), out[it.key()]);
+}
 
 template <class T>
 void read(const nlohmann::json& v, std::string_view name, T& out, std::string_view expected = {}) {
-  if (!Wire<T>::read(v, out)) mistyped(name, expected.empty() ? Wire<T>::describe() : expected);
+  if (!Shape<T>::holds(v))
+    mistyped(name, (expected.empty() ? with_article(Shape<T>::noun()) : std::string(expected)) + Shape<T>::culprit(v));
+  convert(v, out);
 }
-
 template <class T>
 void required(const nlohmann::json& j, const char* name, T& out, std::string_view expected = {}) {
   const auto it = j.find(name);
   if (it == j.end()) fail(std::string("protocol: field '") + name + "' is missing");
   read(*it, name, out, expected);
 }
-
 // Absent: `out` keeps its value (the field's default).
 template <class T>
 void optional(const nlohmann::json& j, const char* name, T& out, std::string_view expected = {}) {
@@ -182,13 +182,80 @@ void optional(const nlohmann::json& j, const char* name, std::optional<T>& out,
   if (const auto it = j.find(name); it != j.end()) read(*it, name, out.emplace(), expected);
 }
 
-// Writes `value` under `name` only when it is set.
-template <class T>
-void put_optional(nlohmann::json& j, const char* name, const std::optional<T>& value) {
-  if (value) j[name] = *value;
-}
+// A struct lists its wire fields once, in `template <class V, class Self> static void fields(V& v,
+// Self& m)`, for both directions:
+//   v.required("key", m.key);       written always; a payload without it is refused
+//   v.defaulted("daemon", m.daemon); written always; absent: the member keeps its default
+//   v.optional("evicted", m.evicted); written only when set (a std::optional) or not the default
+//   v.merged(m.counters);           the fields of a member struct, beside the others
+// and may check what its fields cannot say alone in `static void check(const Self&)` (throws
+// ProtocolViolation). Such a struct needs no conversions of its own (to_json/from_json below).
+struct Writer {
+  nlohmann::json& j;
+  template <class T>
+  void required(const char* name, const T& value, std::string_view = {}) {
+    j[name] = value;
+  }
+  template <class T>
+  void defaulted(const char* name, const T& value, std::string_view = {}) {
+    j[name] = value;
+  }
+  template <class T>
+  void optional(const char* name, const T& value, std::string_view = {}) {
+    if (!(value == T{})) j[name] = value;
+  }
+  template <class T>
+  void optional(const char* name, const std::optional<T>& value, std::string_view = {}) {
+    if (value) j[name] = *value;
+  }
+  template <class T>
+  void merged(const T& value) {
+    T::fields(*this, value);
+  }
+};
+struct Reader {
+  const nlohmann::json& j;
+  template <class T>
+  void required(const char* name, T& value, std::string_view expected = {}) {
+    field::required(j, name, value, expected);
+  }
+  template <class T>
+  void defaulted(const char* name, T& value, std::string_view expected = {}) {
+    field::optional(j, name, value, expected);
+  }
+  template <class T>
+  void optional(const char* name, T& value, std::string_view expected = {}) {
+    field::optional(j, name, value, expected);
+  }
+  template <class T>
+  void merged(T& value) {
+    T::fields(*this, value);
+  }
+};
 
 }  // namespace field
+
+template <class M>
+concept ListsFields = requires(field::Reader& r, M& m) { M::fields(r, m); };
+template <ListsFields M>
+void to_json(nlohmann::json& j, const M& m) {
+  j = nlohmann::json::object();
+  field::Writer w{j};
+  M::fields(w, m);
+}
+template <ListsFields M>
+void from_json(const nlohmann::json& j, M& m) {
+  field::Reader r{j};
+  M::fields(r, m);
+  if constexpr (requires { M::check(m); }) M::check(m);
+}
+
+// A struct without fields on the wire (subscribe, stats, zero_stats, shutdown; an empty `ok`).
+struct NoFields {
+  template <class V, class Self>
+  static void fields(V&, Self&) {}
+  bool operator==(const NoFields&) const = default;
+};
 
 // A payload opened: its object and its type, with "v" checked. Throws ProtocolViolation: bad JSON,
 // not an object, no or another version, no type.

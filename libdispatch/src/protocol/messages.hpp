@@ -45,12 +45,24 @@ struct HelloOk {
   std::uint64_t generation = 0;
   std::vector<std::string> features;  // the optional client messages it accepts; absent from older daemons
   bool operator==(const HelloOk&) const = default;
+  // Read leniently: a client needs only its features, and what older daemons sent varies.
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.defaulted("version", m.version);
+    v.defaulted("daemon", m.daemon);
+    v.defaulted("generation", m.generation);
+    v.optional("features", m.features);
+  }
 };
 // The reply to subscribe.
 struct Subscribed {
   static constexpr std::string_view kType = "ok";
   std::uint64_t generation = 0;
   bool operator==(const Subscribed&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("generation", m.generation);
+  }
 };
 // A winner was committed, or another process changed the record of `key`; `key` is empty when the
 // daemon does not know which keys changed, and after an eviction batch (`evicted` records).
@@ -60,14 +72,24 @@ struct Published {
   std::uint64_t generation = 0;
   std::optional<std::uint64_t> evicted;
   bool operator==(const Published&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("key", m.key);
+    v.required("generation", m.generation);
+    v.optional("evicted", m.evicted);
+  }
 };
-// An error message is cut to this many bytes (truncate_utf8) when it is encoded, so it always fits
-// a frame.
+// The daemon cuts an error message to this many bytes (truncate_utf8), so that it always fits a
+// frame.
 inline constexpr std::size_t kMaxErrorMessageBytes = 4096;
 struct ErrorMessage {
   static constexpr std::string_view kType = "error";
   std::string message;
   bool operator==(const ErrorMessage&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("message", m.message);
+  }
 };
 
 // ---- client -> daemon ----
@@ -78,11 +100,22 @@ struct Hello {
   std::int64_t pid = 0;  // non-negative on the wire
   std::string client;
   bool operator==(const Hello&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("pid", m.pid, field::kNonNegativeInteger);
+    v.required("client", m.client);
+  }
+  static void check(const Hello& m) { field::non_negative("pid", m.pid); }
 };
 struct MissEntry {
   std::string key;  // a key line (a full key with device part from applications)
   std::uint64_t count = 1;
   bool operator==(const MissEntry&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("key", m.key);
+    v.defaulted("count", m.count);
+  }
 };
 // One key (written as `key` and `count`) or a batch (`keys`). With `ack`, the daemon answers
 // MissAck (requests.hpp) after the commit; without, nothing.
@@ -93,7 +126,9 @@ struct Miss {
   bool ack = false;
   bool operator==(const Miss&) const = default;
 };
-struct Subscribe {
+void to_json(nlohmann::json& j, const Miss& m);
+void from_json(const nlohmann::json& j, Miss& m);
+struct Subscribe : NoFields {
   static constexpr std::string_view kType = "subscribe";
   using Reply = Subscribed;
   bool operator==(const Subscribe&) const = default;
@@ -114,6 +149,21 @@ struct ClientStats {
   std::uint64_t swaps = 0;
   bool final = false;
   bool operator==(const ClientStats&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("pid", m.pid, field::kNonNegativeInteger);
+    v.required("program", m.program);
+    v.required("instance", m.instance);
+    v.required("hits", m.hits);
+    v.required("misses", m.misses);
+    v.required("fallbacks", m.fallbacks, "an object of reason -> count");
+    v.defaulted("loads", m.loads);
+    v.defaulted("swaps", m.swaps);
+    v.optional("final", m.final);
+  }
+  // Every field is checked before the daemon counts anything: a report outside the limits below
+  // (client_stats_problem) is a protocol error.
+  static void check(const ClientStats& m);
 };
 // Limits of a client_stats message, so that what one client sends stays small in the daemon.
 inline constexpr std::size_t kMaxProgramBytes = 256;     // printable ASCII
@@ -132,28 +182,16 @@ struct Usage {
   static constexpr std::string_view kType = "usage";
   std::vector<std::string> keys;
   bool operator==(const Usage&) const = default;
+  static constexpr std::string_view kKeys = "an array of at most 2048 key lines";
+  static_assert(kMaxUsageKeys == 2048, "kKeys names the bound");
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("keys", m.keys, kKeys);
+  }
+  static void check(const Usage& m) {
+    if (m.keys.size() > kMaxUsageKeys) field::mistyped("keys", kKeys);
+  }
 };
-
-void to_json(nlohmann::json& j, const HelloOk& m);
-void from_json(const nlohmann::json& j, HelloOk& m);
-void to_json(nlohmann::json& j, const Subscribed& m);
-void from_json(const nlohmann::json& j, Subscribed& m);
-void to_json(nlohmann::json& j, const Published& m);
-void from_json(const nlohmann::json& j, Published& m);
-void to_json(nlohmann::json& j, const ErrorMessage& m);
-void from_json(const nlohmann::json& j, ErrorMessage& m);
-void to_json(nlohmann::json& j, const Hello& m);
-void from_json(const nlohmann::json& j, Hello& m);
-void to_json(nlohmann::json& j, const MissEntry& m);
-void from_json(const nlohmann::json& j, MissEntry& m);
-void to_json(nlohmann::json& j, const Miss& m);
-void from_json(const nlohmann::json& j, Miss& m);
-void to_json(nlohmann::json& j, const Subscribe& m);
-void from_json(const nlohmann::json& j, Subscribe& m);
-void to_json(nlohmann::json& j, const ClientStats& m);
-void from_json(const nlohmann::json& j, ClientStats& m);
-void to_json(nlohmann::json& j, const Usage& m);
-void from_json(const nlohmann::json& j, Usage& m);
 
 // What libkdispatch sends, and what it reads from the daemon.
 using ClientMessage = std::variant<Hello, Miss, Subscribe, ClientStats, Usage>;

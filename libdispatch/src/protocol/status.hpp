@@ -1,5 +1,5 @@
-// The daemon's `status` and `stats` replies and their parts (PROTOCOL.md), with their JSON
-// conversions (codec.hpp). The daemon fills them; kdctl and the tests read them.
+// The daemon's `status` and `stats` replies and their parts (PROTOCOL.md), with their wire
+// fields (codec.hpp). The daemon fills them; kdctl and the tests read them.
 #pragma once
 
 #include <cstdint>
@@ -25,12 +25,27 @@ struct JobEntry {
   std::optional<std::string> reason;    // at most 256 bytes from the daemon
   std::optional<std::string> progress;  // at most 256 bytes from the daemon
   bool operator==(const JobEntry&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("key", m.key);
+    v.required("state", m.state);
+    v.optional("count", m.count);
+    v.optional("priority", m.priority);
+    v.optional("attempts", m.attempts);
+    v.optional("reason", m.reason);
+    v.optional("progress", m.progress);
+  }
 };
 
 struct SearchBackend {
   bool available = false;
   std::string message;
   bool operator==(const SearchBackend&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("available", m.available);
+    v.defaulted("message", m.message);
+  }
 };
 
 // Jobs per state.
@@ -41,6 +56,14 @@ struct JobCounts {
   std::uint64_t failed = 0;
   std::uint64_t cancelled = 0;
   bool operator==(const JobCounts&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("queued", m.queued);
+    v.required("running", m.running);
+    v.required("done", m.done);
+    v.required("failed", m.failed);
+    v.required("cancelled", m.cancelled);
+  }
 };
 
 // Client applications' call counters (PROTOCOL.md, Client counters): `calls` = hits +
@@ -54,6 +77,16 @@ struct ClientCounters {
   std::uint64_t loads = 0;
   std::uint64_t swaps = 0;
   bool operator==(const ClientCounters&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("hits", m.hits);
+    v.required("misses", m.misses);
+    v.required("fallbacks", m.fallbacks);
+    v.required("fallbacks_total", m.fallbacks_total);
+    v.required("calls", m.calls);
+    v.required("loads", m.loads);
+    v.required("swaps", m.swaps);
+  }
 };
 
 // status.bounds: the limits on the cache and the queue and what they did since the daemon started.
@@ -68,6 +101,18 @@ struct Bounds {
   std::uint64_t usage_dropped = 0;
   bool jobs_indexing = false;
   bool operator==(const Bounds&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("max_cache_bytes", m.max_cache_bytes);
+    v.required("cache_bytes", m.cache_bytes);
+    v.required("records_evicted", m.records_evicted);
+    v.required("max_queued_jobs", m.max_queued_jobs);
+    v.required("jobs_dropped", m.jobs_dropped);
+    v.required("job_retention_s", m.job_retention_s);
+    v.required("jobs_purged", m.jobs_purged);
+    v.defaulted("usage_dropped", m.usage_dropped);
+    v.defaulted("jobs_indexing", m.jobs_indexing);
+  }
 };
 
 // The fleet's remote tier's counters: one count per name ("imports", "pushes", ...; README's
@@ -79,6 +124,8 @@ struct RemoteCounts {
   std::map<std::string, std::uint64_t> mismatched;
   bool operator==(const RemoteCounts&) const = default;
 };
+void to_json(nlohmann::json& j, const RemoteCounts& m);
+void from_json(const nlohmann::json& j, RemoteCounts& m);
 
 // status.remote: only with a remote tier.
 struct RemoteStatus {
@@ -96,6 +143,22 @@ struct RemoteStatus {
   std::uint64_t held_back = 0;
   RemoteCounts counters;
   bool operator==(const RemoteStatus&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("url", m.url);
+    v.required("connected", m.connected);
+    v.required("last_error", m.last_error);
+    v.required("trust", m.trust);
+    v.required("gate", m.gate);
+    v.required("prefix", m.prefix);
+    v.required("owner", m.owner);
+    v.required("lease_ms", m.lease_ms);
+    v.required("leases_held", m.leases_held);
+    v.required("pending_pushes", m.pending_pushes);
+    v.required("verifying", m.verifying);
+    v.required("held_back", m.held_back);
+    v.required("counters", m.counters);
+  }
 };
 
 // status.runners: one per search runner (daemon/src/sched/runner_status.hpp): its GPU, what it
@@ -120,12 +183,36 @@ struct RunnerEntry {
   std::optional<double> duty_cycle;
   std::optional<std::string> progress;
   bool operator==(const RunnerEntry&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("index", m.index);
+    v.required("ordinal", m.ordinal);
+    v.required("gpu", m.gpu);
+    v.required("arch", m.arch);
+    v.required("sms", m.sms);
+    v.required("state", m.state);
+    v.required("worker_pid", m.worker_pid);
+    v.required("jobs_finished", m.jobs_finished);
+    v.required("published", m.published);
+    v.required("workers_lost", m.workers_lost);
+    v.defaulted("evaluating_ms", m.evaluating_ms);
+    v.defaulted("paused_ms", m.paused_ms);
+    v.optional("key", m.key);
+    v.optional("origin", m.origin);
+    v.optional("duty_cycle", m.duty_cycle);
+    v.optional("progress", m.progress);
+  }
 };
 // status.search_policy: the GPU's share a search may take, by who queued its job (issue 29).
 struct SearchPolicy {
   double search_duty_cycle = 1;
   double prewarm_duty_cycle = 1;
   bool operator==(const SearchPolicy&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("search_duty_cycle", m.search_duty_cycle);
+    v.required("prewarm_duty_cycle", m.prewarm_duty_cycle);
+  }
 };
 // The reply to StatusQuery (requests.hpp).
 struct Status {
@@ -152,6 +239,30 @@ struct Status {
   std::optional<std::vector<JobEntry>> top_jobs;  // when asked for
   std::optional<std::uint64_t> top_jobs_omitted;  // when the list was cut to fit a frame
   bool operator==(const Status&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("daemon", m.daemon);
+    v.required("pid", m.pid);
+    v.required("uptime_s", m.uptime_s);
+    v.required("generation", m.generation);
+    v.required("cache_dir", m.cache_dir);
+    v.required("socket", m.socket);
+    v.required("search_backend", m.search_backend);
+    v.required("jobs", m.jobs);
+    v.required("queue_depth", m.queue_depth);
+    v.required("clients", m.clients);
+    v.required("subscribers", m.subscribers);
+    v.required("running", m.running);
+    v.required("transactions_committed", m.transactions_committed);
+    v.defaulted("clients_reporting", m.clients_reporting);
+    v.optional("client_totals", m.client_totals);
+    v.optional("bounds", m.bounds);
+    v.optional("remote", m.remote);
+    v.optional("runners", m.runners);
+    v.optional("search_policy", m.search_policy);
+    v.optional("top_jobs", m.top_jobs);
+    v.optional("top_jobs_omitted", m.top_jobs_omitted);
+  }
 };
 
 // One live client process in the stats reply: its last cumulative counters.
@@ -163,6 +274,15 @@ struct LiveClient {
   std::int64_t last_report_unix_ms = 0;
   ClientCounters counters;  // on the wire, beside the fields above
   bool operator==(const LiveClient&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.merged(m.counters);
+    v.required("pid", m.pid);
+    v.required("program", m.program);
+    v.required("instance", m.instance);
+    v.required("first_report_unix_ms", m.first_report_unix_ms);
+    v.required("last_report_unix_ms", m.last_report_unix_ms);
+  }
 };
 
 // stats.clients: totals since since_unix_ms, and the live processes with the most calls
@@ -175,6 +295,15 @@ struct ClientsReport {
   ClientCounters totals;
   std::vector<LiveClient> live;
   bool operator==(const ClientsReport&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("since_unix_ms", m.since_unix_ms);
+    v.required("processes_seen", m.processes_seen);
+    v.required("processes_live", m.processes_live);
+    v.defaulted("live_omitted", m.live_omitted);
+    v.required("totals", m.totals);
+    v.required("live", m.live);
+  }
 };
 
 // The reply to StatsQuery (requests.hpp). Counter names as in /metrics without kdispatch_ and _total.
@@ -186,33 +315,15 @@ struct Stats {
   std::uint64_t transactions_committed = 0;
   std::optional<ClientsReport> clients;  // absent from daemons older than client_stats
   bool operator==(const Stats&) const = default;
+  template <class V, class Self>
+  static void fields(V& v, Self& m) {
+    v.required("counters", m.counters);
+    v.required("candidates_rejected", m.candidates_rejected);
+    v.required("generation", m.generation);
+    v.required("transactions_committed", m.transactions_committed);
+    v.optional("clients", m.clients);
+  }
 };
 
-void to_json(nlohmann::json& j, const JobEntry& m);
-void from_json(const nlohmann::json& j, JobEntry& m);
-void to_json(nlohmann::json& j, const SearchBackend& m);
-void from_json(const nlohmann::json& j, SearchBackend& m);
-void to_json(nlohmann::json& j, const JobCounts& m);
-void from_json(const nlohmann::json& j, JobCounts& m);
-void to_json(nlohmann::json& j, const ClientCounters& m);
-void from_json(const nlohmann::json& j, ClientCounters& m);
-void to_json(nlohmann::json& j, const Bounds& m);
-void from_json(const nlohmann::json& j, Bounds& m);
-void to_json(nlohmann::json& j, const RemoteCounts& m);
-void from_json(const nlohmann::json& j, RemoteCounts& m);
-void to_json(nlohmann::json& j, const RemoteStatus& m);
-void from_json(const nlohmann::json& j, RemoteStatus& m);
-void to_json(nlohmann::json& j, const RunnerEntry& m);
-void from_json(const nlohmann::json& j, RunnerEntry& m);
-void to_json(nlohmann::json& j, const SearchPolicy& m);
-void from_json(const nlohmann::json& j, SearchPolicy& m);
-void to_json(nlohmann::json& j, const Status& m);
-void from_json(const nlohmann::json& j, Status& m);
-void to_json(nlohmann::json& j, const LiveClient& m);
-void from_json(const nlohmann::json& j, LiveClient& m);
-void to_json(nlohmann::json& j, const ClientsReport& m);
-void from_json(const nlohmann::json& j, ClientsReport& m);
-void to_json(nlohmann::json& j, const Stats& m);
-void from_json(const nlohmann::json& j, Stats& m);
 
 }  // namespace kd::protocol

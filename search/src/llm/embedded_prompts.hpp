@@ -1,5 +1,5 @@
 // The prompt files of search/prompts/, compiled into the library so that an installed daemon needs
-// no data directory. tests/unit/llm/prompts_test.cpp fails when a copy differs from its file.
+// no data directory. tests/unit/search/llm/prompts_test.cpp fails when a copy differs from its file.
 #pragma once
 
 #include <string_view>

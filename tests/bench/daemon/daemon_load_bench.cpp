@@ -6,14 +6,9 @@
 //
 //   bench_daemon_load [--clients 64] [--batch 32] [--seconds 5] [--keys 4096] [--no-ack]
 // Run it by hand (the numbers depend on the machine); ctest checks only --help and a bad flag.
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,23 +18,6 @@
 #include "ctl_client/ctl_client.hpp"
 #include "daemon_process.hpp"
 #include "support/temp_dir.hpp"
-
-// CPU seconds (user + system) process `pid` has used, from /proc/PID/stat.
-double cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string f;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; fields >> f; ++i) {
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) {
-      stime = std::stoull(f);
-      break;
-    }
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
-}
 
 int main(int argc, char** argv) {
   int clients = 64, batch = 32, seconds = 5, keys = 4096;
@@ -112,11 +90,11 @@ int main(int argc, char** argv) {
 
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // warm-up
   const std::uint64_t m0 = misses;
-  const double cpu0 = cpu_seconds(daemon.pid());
+  const double cpu0 = kd::test::cpu_seconds(daemon.pid());
   const auto t0 = Clock::now();
   std::this_thread::sleep_for(std::chrono::seconds(seconds));
   const std::uint64_t m1 = misses;
-  const double cpu1 = cpu_seconds(daemon.pid());
+  const double cpu1 = kd::test::cpu_seconds(daemon.pid());
   const double elapsed = std::chrono::duration<double>(Clock::now() - t0).count();
   stop = true;
   for (auto& t : threads) t.join();

@@ -19,8 +19,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <iterator>
-#include <sstream>
 #include <mutex>
 #include <random>
 #include <string>
@@ -53,23 +51,6 @@ std::size_t rss_kb(pid_t pid) {
   for (std::string line; std::getline(in, line);)
     if (line.rfind("VmRSS:", 0) == 0) return std::stoul(line.substr(6));
   return 0;
-}
-
-// CPU seconds (user + system) a process has used, from /proc/PID/stat.
-double cpu_seconds(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::istringstream fields(text.substr(text.rfind(')') + 2));
-  std::string f;
-  unsigned long long utime = 0, stime = 0;
-  for (int i = 3; fields >> f; ++i) {
-    if (i == 14) utime = std::stoull(f);
-    if (i == 15) {
-      stime = std::stoull(f);
-      break;
-    }
-  }
-  return static_cast<double>(utime + stime) / static_cast<double>(::sysconf(_SC_CLK_TCK));
 }
 
 std::string header(std::uint32_t n) {

@@ -4,7 +4,6 @@
 // records the application hit are the ones that stay.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -15,6 +14,7 @@
 #include "daemon_process.hpp"
 #include "store/cache_store.hpp"
 #include "store/record_usage.hpp"
+#include "support/commit_in_child.hpp"
 #include "support/eventually.hpp"
 #include "support/host_entry_loader.hpp"
 #include "support/temp_dir.hpp"
@@ -54,23 +54,6 @@ Record record(int n, std::int64_t created_unix_s) {
   r.cubin = std::string(64 * 1024, 'c');
   r.created_unix_s = created_unix_s;
   return r;
-}
-
-// Commits in a child process, as another writer would while the daemon runs.
-void commit_in_child(const std::filesystem::path& cache, const std::vector<Record>& records) {
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    try {
-      CacheWriter w(cache);
-      for (const Record& r : records) w.commit_record(r);
-      ::_exit(0);
-    } catch (...) {
-      ::_exit(3);
-    }
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 std::string daemon_toml(std::uint64_t max_cache_bytes) {
@@ -149,7 +132,7 @@ TEST(DaemonBounds, EvictedRecordsAreDroppedByRunningApplications) {
   ASSERT_TRUE(eventually([&] { return reporting(d); }));
   const auto generation = Client::status(d.socket()).generation;
 
-  commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});  // the newest
+  ASSERT_EQ(commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)}), 0);  // the newest
   EXPECT_TRUE(eventually([&] { return !hits(disp, 1) && !hits(disp, 2); })) << d.log();
   const protocol::Status s = Client::status(d.socket());
   EXPECT_EQ(s.bounds.value().records_evicted, 2u);
@@ -180,7 +163,7 @@ TEST(DaemonBounds, TheRecordsApplicationsHitAreTheOnesThatStay) {
     CacheWriter w(cache);
     return w.get_raw(kUsageDb, test_key(1)).has_value();
   })) << d.log();
-  commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)});
+  ASSERT_EQ(commit_in_child(cache, {record(3, now_s() + 1000), record(4, now_s() + 1000)}), 0);
   ASSERT_TRUE(eventually([&] { return Client::status(d.socket()).bounds.value().records_evicted == 1; }))
       << d.log();
   CacheWriter w(cache);

@@ -70,4 +70,8 @@ std::string http_get(std::uint16_t port, const std::string& target);
 // A valid full key line differing by `n` (n >= 1).
 std::string test_key(int n);
 
+// CPU seconds (user + system) process `pid` has used, from /proc/PID/stat (benchmarks and the
+// fuzz test print the daemon's).
+double cpu_seconds(pid_t pid);
+
 }  // namespace kd::test

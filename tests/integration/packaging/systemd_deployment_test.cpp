@@ -31,7 +31,7 @@
 #include "launch_as.hpp"
 #include "store/cache_store.hpp"
 #include "support/temp_dir.hpp"
-#include "unit/store/test_records.hpp"
+#include "unit/libdispatch/store/test_records.hpp"
 #include "unit_file.hpp"
 
 namespace kd::test {

@@ -1,6 +1,6 @@
 // Unit tests of the shim's tables: enum translation into the C API's values, the TF32 rule, half
 // conversion, unsupported reasons from kd_gemm_desc_check, and the stats report. (Which calls are
-// keyed is libkdispatch's rule: tests/unit/key/gemm_rules_test.cpp.)
+// keyed is libkdispatch's rule: tests/unit/libdispatch/key/gemm_rules_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <bit>

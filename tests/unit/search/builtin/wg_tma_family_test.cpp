@@ -1,0 +1,142 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "builtin/family_wg_tma.hpp"
+#include "family_checks.hpp"
+#include "plan/launch_plan.hpp"
+
+namespace kd::builtin {
+namespace {
+
+using test::completed_seeds;
+using test::key_of;
+using test::llama_keys;
+
+TEST(WgTma, RowCarriesItsEmbeddedSourceAndIsATrial) {
+  const Family& f = wg_tma_family();
+  EXPECT_EQ(f.name, "wg_tma");
+  EXPECT_NE(f.source.find("kd_wg_tma("), std::string_view::npos);
+  EXPECT_NE(f.source.find("tensormap.replace"), std::string_view::npos);
+  EXPECT_TRUE(f.trial) << "not seeded by default until it has passed the gate on a GPU";
+}
+
+TEST(WgTma, ServesThe16BitShapesWithAtLeast48Columns) {
+  const Family& f = wg_tma_family();
+  int served = 0;
+  for (const GemmKey& key : llama_keys()) {
+    const bool want = key.a == DType::bf16 && key.n >= 48;
+    EXPECT_EQ(!not_searched_for(f, key).has_value(), want) << key.shape_line();
+    // Fewer columns are declined (padding), not rejected: a range search may use them (issue 29).
+    if (key.a == DType::bf16 && key.n < 48) {
+      EXPECT_FALSE(f.rejects(key)) << key.shape_line();
+    }
+    served += want;
+  }
+  EXPECT_EQ(served, 17);  // n = 64 (5 shapes), 256, 1024 and 4096 (4 each)
+  auto why = [&](const std::string& line) { return not_searched_for(f, key_of(line)).value_or(""); };
+  EXPECT_NE(why("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+                "epilogue=none beta0=1")
+                .find("bf16 or f16"),
+            std::string::npos);
+  EXPECT_NE(why("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 ldc=4096 "
+                "batch=1 epilogue=none beta0=1")
+                .find("padding"),
+            std::string::npos);
+  EXPECT_NE(why("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=N tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 "
+                "batch=1 epilogue=none beta0=1")
+                .find("ta=T tb=N"),
+            std::string::npos);
+  EXPECT_NE(why("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4100 lda=4100 ldb=4100 ldc=4096 "
+                "batch=1 epilogue=none beta0=1")
+                .find("multiples of 8"),
+            std::string::npos);
+  // f16 and an f32 output are served; ragged m, n and k are the TMA's zero fill.
+  EXPECT_EQ(why("gemm a=f16 b=f16 c=f32 compute=f32 ta=T tb=N m=1000 n=300 k=504 lda=504 ldb=504 ldc=1000 batch=1 "
+                "epilogue=none beta0=1"),
+            "");
+}
+
+TEST(WgTma, SeedsAreValidOnHopperOnlyAndThePlanInTheSourceMatches) {
+  const Family& f = wg_tma_family();
+  const Target t;
+  const auto each = [&](const GemmKey& key, const Params& p, const LaunchPlan& lp) {
+    ASSERT_EQ(lp.launches.size(), 1u) << "splits are reduced in a cluster, not a second launch";
+    const auto& g = lp.launches[0].grid;
+    const long long ctas = static_cast<long long>(g[0]) * g[1] * g[2];
+    EXPECT_EQ(lp.workspace_bytes, static_cast<std::uint64_t>(ctas * 256)) << "two tensor maps per CTA";
+    EXPECT_EQ(p.at("KD_CLUSTER"), p.at("KD_SPLITK") > 1 ? 1 : 0);
+    if (p.at("KD_SPLITK") > 2) {
+      EXPECT_LE(2 * (lp.launches[0].smem_bytes + 1024), static_cast<std::uint32_t>(t.smem_optin_bytes + 1024))
+          << "clusters of four only with two CTAs per SM: " << describe(p);
+    }
+    EXPECT_EQ(lp.launches[0].block[0], 128u * (p.at("KD_WG") + 1));
+    EXPECT_EQ(g[0], static_cast<std::uint32_t>((key.n + p.at("KD_BN") - 1) / p.at("KD_BN"))) << "n tiles on x";
+  };
+  test::check_hopper_seeds(f, t, each, [&](const GemmKey& key, const std::vector<Params>& seeds) {
+    EXPECT_LE(seeds.size(), 3u);
+    // The wave model's first pick fills at least two thirds of the SMs.
+    const auto& g0 = f.plan(key, t, seeds.front()).launches[0].grid;
+    EXPECT_GE(3LL * g0[0] * g0[1] * g0[2], 2LL * t.sms) << key.shape_line() << " " << describe(seeds.front());
+  });
+}
+
+// The wave model's picks on the shapes the issue names (one H200: 132 SMs, 227 KB per block).
+TEST(WgTma, SeedsFillTheSmsOnTheN256Shapes) {
+  const Family& f = wg_tma_family();
+  const Target t;
+  const GemmKey key = key_of(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+      "epilogue=none beta0=1");
+  const auto seeds = completed_seeds(f, key, t);
+  ASSERT_FALSE(seeds.empty());
+  // 128 x 128 tiles are 64 CTAs; two splits in a cluster make 128, one per SM.
+  EXPECT_EQ(describe(seeds.front()), "KD_BN=128 KD_CLUSTER=1 KD_CTAS=1 KD_MW=1 KD_SPLITK=2 KD_STAGES=6 KD_WG=2");
+}
+
+TEST(WgTma, IdeasYieldValidDistinctConfigurations) {
+  const auto [applied, ids] = test::sweep_ideas(wg_tma_family(), wg_tma_ideas());
+  EXPECT_GT(applied, 40);
+  EXPECT_GE(ids.size(), 8u);
+}
+
+// Every distinct rendered configuration (seeds and one idea step from them, a batched bias call with
+// ragged edges, f16 with an f32 output) compiles with NVRTC for sm_90a without spills and without
+// wgmma serialization.
+TEST(WgTma, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
+  const Family& f = wg_tma_family();
+  const Target t;
+  test::DistinctSources distinct(f, t);
+  std::vector<GemmKey> keys = llama_keys();
+  for (const std::string line : {
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=1000 n=300 k=504 lda=504 ldb=504 ldc=1000 batch=2 "
+           "stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+           "gemm a=f16 b=f16 c=f32 compute=f32 ta=T tb=N m=777 n=333 k=560 lda=560 ldb=560 ldc=777 batch=1 "
+           "epilogue=none beta0=1"})
+    keys.push_back(key_of(line));
+  for (const GemmKey& key : keys) {
+    if (not_searched_for(f, key)) continue;
+    const auto seeds = completed_seeds(f, key, t);
+    for (const Params& p : seeds) distinct.add(key, p);
+    if (key.m != 4096 || key.k != 4096 || key.n != 256) continue;
+    for (const IdeaMove& m : wg_tma_ideas())
+      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) distinct.add(key, *moved);
+  }
+  const std::vector<std::string>& sources = distinct.sources();
+  ASSERT_GE(sources.size(), 10u);
+  const auto two = std::count_if(sources.begin(), sources.end(),
+                                 [](const std::string& s) { return s.find("#define KD_CTAS 2") != std::string::npos; });
+  EXPECT_GE(two, 2) << "register budgets for two CTAs per SM are compiled too";
+  test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
+}
+
+// tools/dev/lab_wg_tma.json (the GPU lab's variants) agrees with the family's rules.
+TEST(WgTma, LabConfigMatchesTheFamilyRules) {
+  int variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tma.json", wg_tma_family(), variants));
+  EXPECT_GE(variants, 60);
+}
+
+}  // namespace
+}  // namespace kd::builtin
