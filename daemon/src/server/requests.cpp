@@ -306,7 +306,10 @@ void on_purge(Server& server, Session& session, const protocol::Purge& p) {
     request.states.push_back(*state);
   }
   constexpr std::uint64_t kMaxAgeS = std::uint64_t{1} << 40;
-  request.before_unix_ms = unix_ms_now() - static_cast<std::int64_t>(std::min(p.older_than_s, kMaxAgeS) * 1000);
+  // Finished at or before now minus the age (the bound is exclusive): a job cancelled in this very
+  // millisecond is "older than 0 s" too.
+  request.before_unix_ms =
+      unix_ms_now() - static_cast<std::int64_t>(std::min(p.older_than_s, kMaxAgeS) * 1000) + 1;
   if (p.dry_run) request.mode = PurgeRequest::Mode::count_only;
   if (!server.hooks().purge) {
     session.reply(error_frame("this daemon cannot purge"));
