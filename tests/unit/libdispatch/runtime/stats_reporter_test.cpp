@@ -100,6 +100,22 @@ void pump(DaemonConnection& d) {
   }
 }
 
+// A dispatcher's connection to a fake daemon, through its handshake (hello sent and read; the
+// daemon's answer is each test's), and a reporter started after it.
+struct Connected {
+  explicit Connected(Clock::time_point now = Clock::now()) {
+    d.tick(now);
+    connected_at_tick = d.connected();
+    fake.accept_client();
+    fake.expect_handshake();
+  }
+  test::TempDir dir;
+  FakeDaemon fake{dir.path() / "d.sock"};
+  DaemonConnection d{{.socket_path = dir.path() / "d.sock"}};
+  StatsReporter r;
+  bool connected_at_tick = false;
+};
+
 TEST(StatsReporter, SnapshotCountsOnlySinceConstruction) {
   count(ThreadCounter::hits, 5);  // an earlier dispatcher's, or a forked parent's
   const StatsReporter r;
@@ -124,15 +140,10 @@ TEST(StatsReporter, ProgramNamesAreSanitized) {
 }
 
 TEST(StatsReporter, ReportsOnEachConnectionThenOnlyChangesAtTheInterval) {
-  test::TempDir dir;
-  FakeDaemon fake(dir.path() / "d.sock");
-  DaemonConnection d({.socket_path = dir.path() / "d.sock"});
-  StatsReporter r;
   auto now = Clock::now();
-  d.tick(now);
-  ASSERT_TRUE(d.connected());
-  fake.accept_client();
-  fake.expect_handshake();
+  Connected c(now);
+  auto& [dir, fake, d, r, connected] = c;
+  ASSERT_TRUE(connected);
 
   r.tick(d, now);  // no hello_ok yet: the daemon may be too old
   EXPECT_FALSE(fake.next(50ms).has_value());
@@ -166,13 +177,8 @@ TEST(StatsReporter, ReportsOnEachConnectionThenOnlyChangesAtTheInterval) {
 }
 
 TEST(StatsReporter, TheFinalReportReadsAHelloOkThatArrivedUnread) {
-  test::TempDir dir;
-  FakeDaemon fake(dir.path() / "d.sock");
-  DaemonConnection d({.socket_path = dir.path() / "d.sock"});
-  StatsReporter r;
-  d.tick(Clock::now());
-  fake.accept_client();
-  fake.expect_handshake();
+  Connected c;
+  auto& [dir, fake, d, r, connected] = c;
   fake.send({{"type", "hello_ok"}, {"version", 1}, {"features", {"client_stats"}}});
   count(ThreadCounter::misses, 2);
   r.finish(d);  // the process stops before its background thread read hello_ok
@@ -183,13 +189,8 @@ TEST(StatsReporter, TheFinalReportReadsAHelloOkThatArrivedUnread) {
 }
 
 TEST(StatsReporter, NothingGoesToADaemonThatDoesNotAnnounceClientStats) {
-  test::TempDir dir;
-  FakeDaemon fake(dir.path() / "d.sock");
-  DaemonConnection d({.socket_path = dir.path() / "d.sock"});
-  StatsReporter r;
-  d.tick(Clock::now());
-  fake.accept_client();
-  fake.expect_handshake();
+  Connected c;
+  auto& [dir, fake, d, r, connected] = c;
   fake.send({{"type", "hello_ok"}, {"version", 1}, {"generation", 0}});
   pump(d);
   EXPECT_TRUE(d.connected());
