@@ -122,6 +122,11 @@ def wait_for_idle_daemon(kdctl, env, timeout_s=900):
     return False
 
 
+def norm_rel(a, b):
+    """|a - b| / |b| over whole tensors, in double (b the reference)."""
+    return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
+
+
 def key_tokens(line):
     """'gemm a=bf16 m=16 ...' -> {'op': 'gemm', 'a': 'bf16', 'm': '16', ...}."""
     words = line.split()

@@ -129,10 +129,6 @@ def worker(args):
     torch.save(result, args.out)
 
 
-def norm_rel(a, b):
-    return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
-
-
 def main():
     parser = common.driver_arguments(__doc__)
     parser.add_argument("--layers", type=int, default=2)
@@ -168,8 +164,8 @@ def main():
 
     def compare(tag, result, base):
         """Loss and every gradient within --tolerance of the plain run; returns whether all are equal."""
-        diffs = {"loss": norm_rel(result["loss"], base["loss"])}
-        diffs.update({name: norm_rel(g, base["grads"][name]) for name, g in result["grads"].items()})
+        diffs = {"loss": common.norm_rel(result["loss"], base["loss"])}
+        diffs.update({name: common.norm_rel(g, base["grads"][name]) for name, g in result["grads"].items()})
         worst = max(diffs, key=diffs.get)
         finite = bool(torch.isfinite(result["loss"])) and all(bool(torch.isfinite(g).all())
                                                               for g in result["grads"].values())
@@ -226,7 +222,7 @@ def main():
     table = []
     print(f"\n{'tensor':<24}{'diff vs plain':>15}{'err shim':>12}{'err plain':>12}")
     for name, ref in refs.items():
-        e_shim, e_plain = norm_rel(got[name], ref), norm_rel(plain_got[name], ref)
+        e_shim, e_plain = common.norm_rel(got[name], ref), common.norm_rel(plain_got[name], ref)
         table.append({"tensor": name, "diff_vs_plain": diffs[name], "err_shim": e_shim, "err_plain": e_plain})
         print(f"{name:<24}{diffs[name]:>15.3g}{e_shim:>12.3g}{e_plain:>12.3g}")
         checks.check(e_shim <= 2 * e_plain + FP64_FLOOR,

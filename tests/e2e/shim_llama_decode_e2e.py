@@ -157,10 +157,6 @@ def worker(args):
     torch.save(result, args.out)
 
 
-def norm_rel(a, b):
-    return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
-
-
 def main():
     parser = common.driver_arguments(__doc__)
     parser.add_argument("--dtypes", default="bf16", help="comma list of bf16, f32")
@@ -227,7 +223,7 @@ def main():
     print(f"\n{'case':<20}{'plain tok/s':>13}{'shim tok/s':>12}{'speedup':>9}{'logits diff':>13}{'tokens agree':>14}")
     for name in base["logits"]:
         dt = name.split()[0]
-        diff = norm_rel(warm["logits"][name], base["logits"][name])
+        diff = common.norm_rel(warm["logits"][name], base["logits"][name])
         agree = (warm["tokens"][name] == base["tokens"][name]).float().mean().item()
         t0, t1 = plain["tps"][name], warm["tps"][name]
         table.append({"case": name, "noshim_tps": t0, "shim_tps": t1, "speedup": t1 / t0,

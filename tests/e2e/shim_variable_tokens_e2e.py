@@ -184,7 +184,7 @@ def run_bert(args, ctx):
     speedup = base_s / warm["seconds"]
     checks.check(speedup >= 1.8, f"bert: the run is {speedup:.2f}x as fast as without the shim (at least 1.8x; "
                                  f"{base_s:.3f} s vs {warm['seconds']:.3f} s)")
-    worst = max(norm_rel(warm["outputs"][b], plain["outputs"][b]) for b in plain["outputs"])
+    worst = max(common.norm_rel(warm["outputs"][b], plain["outputs"][b]) for b in plain["outputs"])
     checks.check(worst <= 1e-4, f"bert: outputs within strict fp32's class (worst norm-relative {worst:.3g})")
     ctx["summary"]["bert"] = {"distinct_n": len(ns), "buckets": sorted(ranges), "hit_rate": rate,
                               "measured_calls": calls, "speedup": speedup, "worst_norm_rel": worst,
@@ -305,10 +305,6 @@ def bucketed(args, recorded, out, spec):
     lines = [line for line in out.read_text().splitlines() if line and not line.startswith("#")]
     print("  bucketed shapes:\n    " + "\n    ".join(lines))
     return lines
-
-
-def norm_rel(a, b):
-    return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()
 
 
 def main():
