@@ -31,6 +31,19 @@ mkdir -p "$logs"
 export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PATH="$bundle/bin:$PATH"
 summary=()
+# e2e_daemon NAME [FLAG...]: a kdispatchd on a fresh cache /tmp/kd-NAME (sets c and dpid), its log
+# $logs/NAME-daemon.log; returns once its socket is up.
+e2e_daemon() {
+  local name=$1
+  shift
+  c=/tmp/kd-$name
+  rm -rf "$c"
+  mkdir -p "$c"
+  kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off "$@" >"$logs/$name-daemon.log" 2>&1 &
+  dpid=$!
+  for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+}
+
 for stage in "$@"; do
   case "$stage" in
     gpu-tests)
@@ -126,11 +139,7 @@ for stage in "$@"; do
       # Issue 27's workload: the Llama-3-8B-dims decode step captured in a CUDA graph, bf16 and f32,
       # batch 1 and 16, with the shim at its defaults, after a real kdispatchd prewarmed the shapes
       # the empty-cache run recorded (builtin and cublaslt proposers; KD_E2E_* budgets).
-      c=/tmp/kd-e2e-decode; rm -rf "$c"; mkdir -p "$c"
-      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --search-duty-cycle 1 \
-        >"$logs/e2e-decode-daemon.log" 2>&1 &
-      dpid=$!
-      for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+      e2e_daemon e2e-decode --search-duty-cycle 1
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
       t0=$(date +%s)
       python3 tests/e2e/shim_llama_decode_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-decode-work \
@@ -142,11 +151,7 @@ for stage in "$@"; do
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
     e2e-train)
-      c=/tmp/kd-e2e-train; rm -rf "$c"; mkdir -p "$c"
-      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --search-duty-cycle 1 \
-        >"$logs/e2e-train-daemon.log" 2>&1 &
-      dpid=$!
-      for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+      e2e_daemon e2e-train --search-duty-cycle 1
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
       t0=$(date +%s)
       # shellcheck disable=SC2086  # KD_E2E_TRAIN_ARGS is a list of options
@@ -159,16 +164,11 @@ for stage in "$@"; do
       ;;
     e2e-variable)
       for target in ${KD_E2E_VAR_TARGETS:-bert decode}; do
-        c=/tmp/kd-e2e-var-$target; rm -rf "$c"; mkdir -p "$c"
         buckets=default; [[ $target == decode ]] && buckets=vllm
         # Searches started by misses (an n whose bucket found no range winner is searched alone) get
         # ${KD_E2E_MISS_WALL:-20} s each, so that the steady state the measured run waits for comes
         # within the stage (the default budget is 600 s at search_duty_cycle 0.1).
-        kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off --buckets "$buckets" \
-          --budget-wall-seconds "${KD_E2E_MISS_WALL:-20}" \
-          >"$logs/e2e-var-$target-daemon.log" 2>&1 &
-        dpid=$!
-        for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+        e2e_daemon "e2e-var-$target" --buckets "$buckets" --budget-wall-seconds "${KD_E2E_MISS_WALL:-20}"
         pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-2} --max-candidates ${KD_E2E_CANDIDATES:-24} --wall-seconds ${KD_E2E_WALL:-8}"
         t0=$(date +%s)
         python3 tests/e2e/shim_variable_tokens_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --kdctl "$bundle/bin/kdctl" \
