@@ -10,7 +10,8 @@
 # application's step time while miss-started searches run beside it, per duty cycle
 # (tools/dev/device-search-duty.sh; KD_SD_*).
 # e2e-variable: issue 29's targets (tests/e2e/shim_variable_tokens_e2e.py): a BERT-style fp32 encoder over variable
-# batches (daemon buckets: default) and a graph-captured decode over vLLM's capture sizes (buckets: vllm), each
+# batches and a graph-captured decode over vLLM's capture sizes (daemon buckets: default; KD_E2E_DECODE_BUCKETS=vllm
+# for one bucket per capture size), each
 # prewarmed with its recorded n merged into buckets; KD_E2E_* budgets, KD_E2E_VAR_TARGETS (bert,decode).
 # e2e-train: issue 30's workload (tests/e2e/shim_fp32_training_e2e.py): forward and backward of a small fp32
 # transformer (TF32 off) plain and preloaded, after a real kdispatchd prewarmed what the empty-cache run recorded;
@@ -164,7 +165,7 @@ for stage in "$@"; do
       ;;
     e2e-variable)
       for target in ${KD_E2E_VAR_TARGETS:-bert decode}; do
-        buckets=default; [[ $target == decode ]] && buckets=vllm
+        buckets=default; [[ $target == decode ]] && buckets=${KD_E2E_DECODE_BUCKETS:-default}
         # Searches started by misses (an n whose bucket found no range winner is searched alone) get
         # ${KD_E2E_MISS_WALL:-20} s each, so that the steady state the measured run waits for comes
         # within the stage (the default budget is 600 s at search_duty_cycle 0.1).
@@ -173,7 +174,7 @@ for stage in "$@"; do
         t0=$(date +%s)
         python3 tests/e2e/shim_variable_tokens_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --kdctl "$bundle/bin/kdctl" \
           --workdir /tmp/kd-e2e-var-$target-work --targets "$target" --prewarm-cmd "$pre" \
-          --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-var-$target.log" 2>&1
+          --decode-buckets "$buckets" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-var-$target.log" 2>&1
         summary+=("e2e-variable $target rc=$? in $(( $(date +%s) - t0 )) s")
         kill "$dpid"; wait "$dpid" 2>/dev/null
       done
