@@ -18,8 +18,8 @@ shim on an empty cache (KD_RECORD), then prewarmed with the recorded n merged in
           than without the shim, and the outputs agree with it within strict fp32's class.
   decode  a decoder (fused QKV and gate/up as vLLM has them) in --decode-dtype, one decode step per
           batch size captured in a CUDA graph and replayed, over vLLM's capture sizes 1, 2, 4,
-          8..512 by 8 (--decode-sizes to pick fewer). Buckets --decode-buckets (vllm: one capture
-          size per bucket). Checks: after prewarming, every GEMM call made while capturing is a hit
+          8..512 by 8 (--decode-sizes to pick fewer). Buckets --decode-buckets (the daemon's
+          default: 10 for sizes 1-512; vllm: one capture size per bucket). Checks: after prewarming, every GEMM call made while capturing is a hit
           (no fallback counted during any capture), and tokens/s at every size is no worse than
           without the shim (within --tps-noise).
 
@@ -319,7 +319,7 @@ def main():
     parser.add_argument("--decode-sizes", default=",".join(str(s) for s in VLLM_SIZES))
     parser.add_argument("--decode-steps", type=int, default=32)
     parser.add_argument("--decode-dtype", default="bf16", choices=sorted(DTYPES))
-    parser.add_argument("--decode-buckets", default="vllm", help="kdctl record --buckets for the decode shapes")
+    parser.add_argument("--decode-buckets", default="default", help="kdctl record --buckets for the decode shapes")
     parser.add_argument("--tps-noise", type=float, default=0.02,
                         help="a size counts as slower only below (1 - this) x plain tokens/s")
     args = parser.parse_args()
