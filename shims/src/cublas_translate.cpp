@@ -67,9 +67,7 @@ std::optional<Unsupported> fill_call(const CublasGemmArgs& x, GemmCall& call) no
   d.epilogue = KD_EPILOGUE_NONE;
   if (const auto why = unsupported_desc(d)) return *why;
 
-  call.alpha = read_host_scalar(x.alpha, d.compute);
-  call.beta = read_host_scalar(x.beta, d.compute);
-  d.beta_zero = call.beta == 0.0f ? 1 : 0;
+  set_scalars(call, x.alpha, x.beta);
   call.a = x.a;
   call.b = x.b;
   call.c = x.c;

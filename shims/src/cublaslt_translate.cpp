@@ -225,9 +225,7 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
     call.bias = desc->bias;
   }
 
-  call.alpha = read_host_scalar(x.alpha, key.compute);
-  call.beta = read_host_scalar(x.beta, key.compute);
-  key.beta_zero = call.beta == 0.0f ? 1 : 0;
+  set_scalars(call, x.alpha, x.beta);
   call.a = x.a;
   call.b = x.b;
   call.c = x.d;
