@@ -1,7 +1,5 @@
 #include "cublas_translate.hpp"
 
-#include <cstring>
-
 #include "cuda_enums.hpp"
 #include "handle_workspaces.hpp"
 #include "real_cublas.hpp"
@@ -26,18 +24,6 @@ std::optional<HandleState> read_handle(cublasHandle_t handle) noexcept {
   if (get_math(handle, &s.math) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
   if (get_pointer_mode(handle, &s.pointer_mode) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
   return s;
-}
-
-// alpha and beta are host values of the compute type (float for 32F, half for 16F).
-float read_scalar(const void* p, kd_compute compute) noexcept {
-  if (compute == KD_COMPUTE_F16) {
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, p, sizeof bits);
-    return half_bits_to_float(bits);
-  }
-  float v = 0.0f;
-  std::memcpy(&v, p, sizeof v);
-  return v;
 }
 
 // Fills `call` from the arguments and the handle, or says why the call is not keyed.
@@ -81,9 +67,7 @@ std::optional<Unsupported> fill_call(const CublasGemmArgs& x, GemmCall& call) no
   d.epilogue = KD_EPILOGUE_NONE;
   if (const auto why = unsupported_desc(d)) return *why;
 
-  call.alpha = read_scalar(x.alpha, d.compute);
-  call.beta = read_scalar(x.beta, d.compute);
-  d.beta_zero = call.beta == 0.0f ? 1 : 0;
+  set_scalars(call, x.alpha, x.beta);
   call.a = x.a;
   call.b = x.b;
   call.c = x.c;

@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstdint>
-#include <cstring>
 #include <optional>
 
 #include "cuda_enums.hpp"
@@ -11,24 +10,26 @@
 namespace kd::shim {
 namespace {
 
-template <class T>
-std::optional<T> desc_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr) noexcept {
-  const auto get = real_cublas().lt_desc_get.get();
+// One attribute through a cuBLASLt getter (cublasLtMatmulDescGetAttribute and
+// cublasLtMatrixLayoutGetAttribute share this form); nullopt when the getter is missing or fails.
+template <class T, class Object, class Attribute>
+std::optional<T> attribute(cublasStatus_t (*get)(Object, Attribute, void*, std::size_t, std::size_t*),
+                           Object object, Attribute attr) noexcept {
   if (get == nullptr) return std::nullopt;
   T value{};
   std::size_t written = 0;
-  if (get(desc, attr, &value, sizeof value, &written) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
+  if (get(object, attr, &value, sizeof value, &written) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
   return value;
 }
 
 template <class T>
+std::optional<T> desc_attr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr) noexcept {
+  return attribute<T>(real_cublas().lt_desc_get.get(), desc, attr);
+}
+
+template <class T>
 std::optional<T> layout_attr(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr) noexcept {
-  const auto get = real_cublas().lt_layout_get.get();
-  if (get == nullptr) return std::nullopt;
-  T value{};
-  std::size_t written = 0;
-  if (get(layout, attr, &value, sizeof value, &written) != CUBLAS_STATUS_SUCCESS) return std::nullopt;
-  return value;
+  return attribute<T>(real_cublas().lt_layout_get.get(), layout, attr);
 }
 
 struct Desc {
@@ -144,17 +145,6 @@ cudaDataType scale_type_for(kd_compute compute) noexcept {
   return compute == KD_COMPUTE_F16 ? CUDA_R_16F : CUDA_R_32F;
 }
 
-float read_scalar(const void* p, cudaDataType scale) noexcept {
-  if (scale == CUDA_R_16F) {
-    std::uint16_t bits = 0;
-    std::memcpy(&bits, p, sizeof bits);
-    return half_bits_to_float(bits);
-  }
-  float v = 0.0f;
-  std::memcpy(&v, p, sizeof v);
-  return v;
-}
-
 std::optional<kd_epilogue> epilogue_of(std::uint32_t e) noexcept {
   if (e == CUBLASLT_EPILOGUE_DEFAULT) return KD_EPILOGUE_NONE;
   if (e == CUBLASLT_EPILOGUE_BIAS) return KD_EPILOGUE_BIAS;
@@ -235,10 +225,7 @@ Translation translate_cublaslt(const LtMatmulArgs& x) noexcept {
     call.bias = desc->bias;
   }
 
-  const cudaDataType scale = scale_type_for(key.compute);
-  call.alpha = read_scalar(x.alpha, scale);
-  call.beta = read_scalar(x.beta, scale);
-  key.beta_zero = call.beta == 0.0f ? 1 : 0;
+  set_scalars(call, x.alpha, x.beta);
   call.a = x.a;
   call.b = x.b;
   call.c = x.d;

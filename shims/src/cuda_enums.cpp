@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <cstring>
 #include <utility>
 
 namespace kd::shim {
@@ -66,6 +67,17 @@ float half_bits_to_float(std::uint16_t bits) noexcept {
   }
   mantissa &= 0x3ffu;
   return std::bit_cast<float>(sign | (e << 23) | (mantissa << 13));
+}
+
+float read_host_scalar(const void* p, kd_compute compute) noexcept {
+  if (compute == KD_COMPUTE_F16) {
+    std::uint16_t bits = 0;
+    std::memcpy(&bits, p, sizeof bits);
+    return half_bits_to_float(bits);
+  }
+  float v = 0.0f;
+  std::memcpy(&v, p, sizeof v);
+  return v;
 }
 
 }  // namespace kd::shim

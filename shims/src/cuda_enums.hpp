@@ -40,4 +40,8 @@ kd_math math_of(const ComputeInfo& compute, HandleMath math) noexcept;
 // IEEE binary16 bits -> float (exact).
 float half_bits_to_float(std::uint16_t bits) noexcept;
 
+// alpha or beta read from host memory: cuBLAS and cuBLASLt pass them in the scale type of the
+// compute type, a half for KD_COMPUTE_F16 and a float for KD_COMPUTE_F32. `p` is not null.
+float read_host_scalar(const void* p, kd_compute compute) noexcept;
+
 }  // namespace kd::shim

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <cstdio>
+#include <string_view>
+#include <utility>
 
 #include "real_library.hpp"
 #include "shim_config.hpp"
@@ -119,18 +121,15 @@ bool intercepted_any(const StatsSnapshot& s) noexcept {
 std::string format_stats(const StatsSnapshot& s) {
   const std::string prefix = "kdispatch_cublas:";
   std::string out = prefix;
-  out += " hits=";
-  append_u64(out, s.hits);
-  out += " misses=";
-  append_u64(out, s.misses);
-  out += " fallbacks=";
-  append_u64(out, s.fallbacks);
-  out += " nested=";
-  append_u64(out, s.nested);
-  out += " pass_through=";
-  append_u64(out, s.pass_through);
-  out += " real_missing=";
-  append_u64(out, s.real_missing);
+  const std::pair<std::string_view, std::uint64_t> totals[] = {
+      {"hits", s.hits},     {"misses", s.misses},             {"fallbacks", s.fallbacks},
+      {"nested", s.nested}, {"pass_through", s.pass_through}, {"real_missing", s.real_missing}};
+  for (const auto& [name, value] : totals) {
+    out += ' ';
+    out += name;
+    out += '=';
+    append_u64(out, value);
+  }
   out += '\n';
 
   out += prefix;

@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "cuda_enums.hpp"
+
 namespace kd::shim {
 namespace {
 
@@ -15,6 +17,12 @@ constexpr std::array<std::string_view, kUnsupportedCount> kUnsupportedNames{
 std::string_view to_string(Unsupported reason) noexcept {
   const auto i = static_cast<std::size_t>(reason);
   return i < kUnsupportedCount ? kUnsupportedNames[i] : std::string_view("?");
+}
+
+void set_scalars(GemmCall& call, const void* alpha, const void* beta) noexcept {
+  call.alpha = read_host_scalar(alpha, call.desc.compute);
+  call.beta = read_host_scalar(beta, call.desc.compute);
+  call.desc.beta_zero = call.beta == 0.0f ? 1 : 0;
 }
 
 std::optional<Unsupported> unsupported_desc(const kd_gemm_desc& desc) noexcept {

@@ -48,6 +48,11 @@ enum class Unsupported : std::uint8_t {
 inline constexpr std::size_t kUnsupportedCount = 12;
 std::string_view to_string(Unsupported reason) noexcept;
 
+// call.alpha and call.beta from the host values the call passed (in the scale type of
+// call.desc.compute, cuda_enums.hpp's read_host_scalar), and call.desc.beta_zero from beta. Both
+// pointers are not null.
+void set_scalars(GemmCall& call, const void* alpha, const void* beta) noexcept;
+
 // The translation of one call: keyable, or why not.
 using Translation = std::variant<GemmCall, Unsupported>;
 

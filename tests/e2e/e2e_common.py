@@ -36,6 +36,24 @@ def driver_arguments(description):
     return p
 
 
+def parse_driver(parser, worker):
+    """Parses an e2e script's command line. A worker process (--worker, as run_worker starts one)
+    runs worker(args) instead and exits 0."""
+    args = parser.parse_args()
+    if args.worker:
+        worker(args)
+        sys.exit(0)
+    return args
+
+
+def start_driver(args):
+    """The driver's working directory (printed), the extra environment of its shim runs (--env) and
+    its checks."""
+    work = workdir(args)
+    print(f"workdir: {work}")
+    return work, extra_env(args), Checks()
+
+
 def workdir(args):
     if args.workdir:
         Path(args.workdir).mkdir(parents=True, exist_ok=True)

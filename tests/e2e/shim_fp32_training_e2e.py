@@ -142,19 +142,13 @@ def main():
     parser.add_argument("--tolerance", type=float, default=1e-5,
                         help="norm-relative difference of the loss and each gradient from the plain run")
     parser.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)  # (worker) also in fp64
-    args = parser.parse_args()
-    if args.worker:
-        worker(args)
-        return 0
+    args = common.parse_driver(parser, worker)
     import torch
 
     script = Path(__file__).resolve()
-    work = common.workdir(args)
-    env = common.extra_env(args)
-    checks = common.Checks()
+    work, env, checks = common.start_driver(args)
     model_args = ["--layers", args.layers, "--batch", args.batch, "--seq", args.seq, "--hidden", args.hidden,
                   "--heads", args.heads, "--ffn", args.ffn, "--steps", args.steps, "--warmup", args.warmup]
-    print(f"workdir: {work}")
 
     def run(tag, shim, shim_env, extra=()):
         out = work / f"{tag}.pt"

@@ -165,19 +165,13 @@ def main():
     parser.add_argument("--batches", default="1,2,4,8,16")
     parser.add_argument("--modes", default="eager,graph", help="comma list of eager, graph")
     parser.add_argument("--steps", type=int, default=64)
-    args = parser.parse_args()
-    if args.worker:
-        worker(args)
-        return 0
+    args = common.parse_driver(parser, worker)
     import torch
 
     script = Path(__file__).resolve()
-    work = common.workdir(args)
-    env = common.extra_env(args)
-    checks = common.Checks()
+    work, env, checks = common.start_driver(args)
     dtypes = args.dtypes.split(",")
     model_args = ["--layers", args.layers, "--batches", args.batches, "--steps", args.steps, "--modes", args.modes]
-    print(f"workdir: {work}")
 
     def run(tag, shim, shim_env):
         """One worker per dtype; the results merged, and the shim's counters per dtype."""

@@ -103,17 +103,11 @@ def rel_error(out, ref):
 
 
 def main():
-    args = common.driver_arguments(__doc__).parse_args()
-    if args.worker:
-        worker(args.out)
-        return 0
+    args = common.parse_driver(common.driver_arguments(__doc__), lambda a: worker(a.out))
     import torch
 
     script = Path(__file__).resolve()
-    work = common.workdir(args)
-    env = common.extra_env(args)
-    checks = common.Checks()
-    print(f"workdir: {work}")
+    work, env, checks = common.start_driver(args)
 
     common.run_worker(script, ["--worker", "ops", "--out", work / "noshim.pt"],
                       log_prefix=work / "noshim")

@@ -322,17 +322,9 @@ def main():
     parser.add_argument("--decode-buckets", default="default", help="kdctl record --buckets for the decode shapes")
     parser.add_argument("--tps-noise", type=float, default=0.02,
                         help="a size counts as slower only below (1 - this) x plain tokens/s")
-    args = parser.parse_args()
-    if args.worker == "bert":
-        bert_worker(args)
-        return 0
-    if args.worker == "decode":
-        decode_worker(args)
-        return 0
-    work = common.workdir(args)
-    ctx = {"checks": common.Checks(), "work": work, "env": common.extra_env(args),
-           "script": Path(__file__).resolve(), "summary": {}}
-    print(f"workdir: {work}")
+    args = common.parse_driver(parser, lambda a: {"bert": bert_worker, "decode": decode_worker}[a.worker](a))
+    work, env, checks = common.start_driver(args)
+    ctx = {"checks": checks, "work": work, "env": env, "script": Path(__file__).resolve(), "summary": {}}
     targets = args.targets.split(",")
     if "bert" in targets:
         run_bert(args, ctx)

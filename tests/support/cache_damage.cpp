@@ -10,6 +10,8 @@
 
 #include <fmt/format.h>
 
+#include "support/text_file.hpp"
+
 namespace kd::test {
 namespace {
 
@@ -17,11 +19,6 @@ namespace fs = std::filesystem;
 
 void check(int rc, const char* what) {
   if (rc != 0) throw std::runtime_error(fmt::format("{}: {}", what, mdb_strerror(rc)));
-}
-
-std::string read_all(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
 }  // namespace
@@ -79,7 +76,7 @@ std::vector<EntryPages> map_entries(const fs::path& dir, const std::vector<std::
 }
 
 std::uint32_t page_bytes_of(const fs::path& data_file) {
-  const std::string bytes = read_all(data_file);
+  const std::string bytes = read_text(data_file);
   std::uint32_t page_bytes = 0;
   if (bytes.size() >= 44) std::memcpy(&page_bytes, bytes.data() + 40, sizeof(page_bytes));  // mm_psize
   if (page_bytes == 0) throw std::runtime_error("no page size in " + data_file.string());
@@ -88,7 +85,7 @@ std::uint32_t page_bytes_of(const fs::path& data_file) {
 
 Damage damage_file(const fs::path& file, std::uint32_t seed) {
   const std::uint32_t page_bytes = page_bytes_of(file);
-  std::string bytes = read_all(file);
+  std::string bytes = read_text(file);
   const std::uint64_t size = bytes.size();
   std::mt19937_64 rng(0x5eed0000u + seed);
   const auto touch = [&](Damage& d, std::uint64_t first_byte, std::uint64_t end_byte) {
@@ -134,18 +131,12 @@ Damage damage_file(const fs::path& file, std::uint32_t seed) {
       break;
     }
   }
-  write_file(file, bytes);
+  write_text(file, bytes);
   return d;
 }
 
 bool untouched(const EntryPages& entry, const Damage& damage) {
   return std::none_of(entry.pages.begin(), entry.pages.end(), [&](std::uint64_t p) { return damage.pages.count(p) != 0; });
-}
-
-void write_file(const fs::path& file, const std::string& bytes) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-  if (!out) throw std::runtime_error("cannot write " + file.string());
 }
 
 }  // namespace kd::test

@@ -44,6 +44,4 @@ Damage damage_file(const std::filesystem::path& file, std::uint32_t seed);
 // Whether an entry lies wholly on pages `damage` left alone.
 bool untouched(const EntryPages& entry, const Damage& damage);
 
-void write_file(const std::filesystem::path& file, const std::string& bytes);
-
 }  // namespace kd::test

@@ -26,17 +26,9 @@
 # the status after each run, the table.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-bundle=$(realpath "$1")
+source tools/dev/device-common.sh
+device_scenario "$1" /tmp/kd-mg-logs multi-gpu-logs.tgz
 which=${2:-both}
-# Detailed logs go to one archive in $OUT (the device tool returns at most 8 files) or BUNDLE/logs.
-logs=/tmp/kd-mg-logs
-rm -rf "$logs"
-mkdir -p "$logs"
-archive() { tar czf "${OUT:-$bundle/logs}/multi-gpu-logs.tgz" -C "$logs" . 2>/dev/null; }
-mkdir -p "${OUT:-$bundle/logs}"
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$bundle/bin:$PATH"
-here=tools/dev
 work=/tmp/kd-mg
 mkdir -p "$work"
 [[ $which == both ]] && : >"$work/rows"

@@ -27,17 +27,8 @@
 # Logs: remote-gpu-logs.tgz in $OUT or BUNDLE/logs: rg-redis.log, rg-a.log, rg-b.log, rg-app*.log, rg-*-prewarm.log, rg-summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-bundle=$(realpath "$1")
-# Detailed logs go to one archive in $OUT (the device tool returns at most 8 files) or BUNDLE/logs.
-logs=/tmp/kd-rg-logs
-rm -rf "$logs"
-mkdir -p "$logs"
-# shellcheck disable=SC2317  # called by the trap
-archive() { tar czf "${OUT:-$bundle/logs}/remote-gpu-logs.tgz" -C "$logs" . 2>/dev/null; }
-mkdir -p "${OUT:-$bundle/logs}"
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$bundle/bin:$PATH"
-here=tools/dev
+source tools/dev/device-common.sh
+device_scenario "$1" /tmp/kd-rg-logs remote-gpu-logs.tgz
 w=/tmp/kd-rg
 rm -rf "$w"
 mkdir -p "$w/a" "$w/b" "$w/rec"

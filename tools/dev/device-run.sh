@@ -26,14 +26,13 @@
 # Logs go to $OUT (the device tool's folder) or BUNDLE/logs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-bundle=$(realpath "$1"); shift
+source tools/dev/device-common.sh
+use_bundle "$1"; shift
 logs=${OUT:-$bundle/logs}
 mkdir -p "$logs"
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$bundle/bin:$PATH"
 summary=()
 # e2e_daemon NAME [FLAG...]: a kdispatchd on a fresh cache /tmp/kd-NAME (sets c and dpid), its log
-# $logs/NAME-daemon.log; returns once its socket is up.
+# $logs/NAME-daemon.log; returns once its socket is up. The e2e stages and fullfile start theirs so.
 e2e_daemon() {
   local name=$1
   shift
@@ -43,6 +42,19 @@ e2e_daemon() {
   kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off "$@" >"$logs/$name-daemon.log" 2>&1 &
   dpid=$!
   for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+}
+# search_list NAME N: `kdctl search` (N rounds, N ideas) of every key in tools/dev/NAME.txt, one after
+# the other into /tmp/kd-search-cache; the log $logs/NAME.log.
+search_list() {
+  local name=$1 effort=$2
+  : >"$logs/$name.log"
+  while read -r key; do
+    echo "=== $key" >>"$logs/$name.log"
+    kdctl search --key "$key" --rounds "$effort" --ideas "$effort" --impls 1 --topk 2 --cache-dir /tmp/kd-search-cache \
+      >>"$logs/$name.log" 2>&1
+    echo "rc=$?" >>"$logs/$name.log"
+  done <"tools/dev/$name.txt"
+  summary+=("$name done")
 }
 
 for stage in "$@"; do
@@ -65,14 +77,7 @@ for stage in "$@"; do
       summary+=("quickstart rc=$?")
       ;;
     search-tc)
-      : >"$logs/search-tc.log"
-      while read -r key; do
-        echo "=== $key" >>"$logs/search-tc.log"
-        kdctl search --key "$key" --rounds 3 --ideas 3 --impls 1 --topk 2 --cache-dir /tmp/kd-search-cache \
-          >>"$logs/search-tc.log" 2>&1
-        echo "rc=$?" >>"$logs/search-tc.log"
-      done <tools/dev/search-tc.txt
-      summary+=("search-tc done")
+      search_list search-tc 3
       ;;
     e2e)
       # PyTorch under LD_PRELOAD: empty cache, then prewarmed through a real kdispatchd; then the
@@ -114,10 +119,7 @@ for stage in "$@"; do
     fullfile | fullfile:*)
       shapes=tools/shapes/llama3-8b.txt tag=full
       [[ $stage == fullfile:* ]] && shapes=${stage#fullfile:} tag=full-$(basename "${stage#fullfile:}" .txt)
-      c=/tmp/kd-$tag; rm -rf "$c"; mkdir -p "$c"
-      kdispatchd --cache-dir "$c" --socket "$c/s.sock" --metrics-listen off >"$logs/$tag-daemon.log" 2>&1 &
-      dpid=$!
-      for _ in $(seq 50); do [[ -S $c/s.sock ]] && break; sleep 0.2; done
+      e2e_daemon "$tag"
       t0=$(date +%s)
       timeout "${KD_FULL_PREWARM_LIMIT:-420}" kdctl prewarm "$shapes" --socket "$c/s.sock" \
         --cache-dir "$c" --rounds "${KD_FULL_ROUNDS:-4}" --max-candidates "${KD_FULL_CANDIDATES:-48}" \
@@ -184,14 +186,7 @@ for stage in "$@"; do
       summary+=("bench-registry rc=$?")
       ;;
     search6)
-      : >"$logs/search6.log"
-      while read -r key; do
-        echo "=== $key" >>"$logs/search6.log"
-        kdctl search --key "$key" --rounds 2 --ideas 2 --impls 1 --topk 2 --cache-dir /tmp/kd-search-cache \
-          >>"$logs/search6.log" 2>&1
-        echo "rc=$?" >>"$logs/search6.log"
-      done <tools/dev/search6.txt
-      summary+=("search6 done")
+      search_list search6 2
       ;;
     lab:*)
       IFS=: read -r _ src cfg <<<"$stage"

@@ -20,16 +20,8 @@
 # Logs: search-duty-logs.tgz in $OUT or BUNDLE/logs: sd-<duty>-{daemon,warm,base,busy}.log, status, sd-table.txt.
 set -uo pipefail
 cd "$(dirname "$0")/../.." || exit 2
-bundle=$(realpath "$1")
-# Detailed logs go to one archive in $OUT (the device tool returns at most 8 files) or BUNDLE/logs.
-logs=/tmp/kd-sd-logs
-rm -rf "$logs"
-mkdir -p "$logs"
-archive() { tar czf "${OUT:-$bundle/logs}/search-duty-logs.tgz" -C "$logs" . 2>/dev/null; }
-mkdir -p "${OUT:-$bundle/logs}"
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$bundle/bin:$PATH"
-here=tools/dev
+source tools/dev/device-common.sh
+device_scenario "$1" /tmp/kd-sd-logs search-duty-logs.tgz
 w=/tmp/kd-sd
 mkdir -p "$w"
 rounds=${KD_SD_ROUNDS:-1} candidates=${KD_SD_CANDIDATES:-6} wall=${KD_SD_WALL:-300}

@@ -9,6 +9,7 @@ application does, and reading jobs by key.
   kd_socket.py wait-settled SOCKET SECONDS KEY...  waits until every key's job is done, failed or
                                                    cancelled; exit 0, or 1 after SECONDS
 """
+import inspect
 import json
 import socket
 import struct
@@ -67,26 +68,36 @@ def wait_settled(path, seconds, keys):
         time.sleep(0.5)
 
 
-def main(argv):
-    if len(argv) < 3:
-        print(__doc__, file=sys.stderr)
+def run_command(argv, commands, usage):
+    """A script's main: runs commands[argv[1]] on the words after it and returns its exit code (0
+    where it returns None). A missing or unknown command, or words the command does not take,
+    print `usage` and return 2."""
+    command = commands.get(argv[1]) if len(argv) > 1 else None
+    if command is not None:
+        try:
+            inspect.signature(command).bind(*argv[2:])
+        except TypeError:
+            command = None
+    if command is None:
+        print(usage, file=sys.stderr)
         return 2
-    command, path = argv[1], argv[2]
-    if command == "status":
-        print(json.dumps(status(path), indent=1))
-    elif command == "miss":
-        print(json.dumps(miss(path, argv[3:])))
-    elif command == "jobs":
-        print(json.dumps(jobs(path, argv[3:]), indent=1))
-    elif command == "wait-settled":
-        states = wait_settled(path, float(argv[3]), argv[4:])
-        print(json.dumps(states))
-        return 0 if states is not None else 1
-    else:
-        print(__doc__, file=sys.stderr)
-        return 2
-    return 0
+    rc = command(*argv[2:])
+    return 0 if rc is None else rc
+
+
+def _wait_settled_command(path, seconds, *keys):
+    states = wait_settled(path, float(seconds), list(keys))
+    print(json.dumps(states))
+    return 0 if states is not None else 1
+
+
+COMMANDS = {
+    "status": lambda path: print(json.dumps(status(path), indent=1)),
+    "miss": lambda path, *keys: print(json.dumps(miss(path, list(keys)))),
+    "jobs": lambda path, *keys: print(json.dumps(jobs(path, list(keys)), indent=1)),
+    "wait-settled": _wait_settled_command,
+}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(run_command(sys.argv, COMMANDS, __doc__))

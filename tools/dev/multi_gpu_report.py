@@ -137,21 +137,13 @@ def table(rows_path):
                   k["runner"], lost))
 
 
-def main(argv):
-    if len(argv) < 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    if argv[1] == "kill-midway" and len(argv) == 6:
-        kill_midway(argv[2], int(argv[3]), float(argv[4]), argv[5])
-    elif argv[1] == "row" and len(argv) in (8, 9):
-        row(*argv[2:])
-    elif argv[1] == "table" and len(argv) == 3:
-        table(argv[2])
-    else:
-        print(__doc__, file=sys.stderr)
-        return 2
-    return 0
+COMMANDS = {
+    "kill-midway": lambda sock, settled_at, seconds, out_path: kill_midway(sock, int(settled_at), float(seconds),
+                                                                         out_path),
+    "row": row,
+    "table": table,
+}
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv))
+    sys.exit(kd_socket.run_command(sys.argv, COMMANDS, __doc__))

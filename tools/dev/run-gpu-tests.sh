@@ -5,13 +5,12 @@
 # Logs go to $OUT (the device tool's folder) when set, else to BUNDLE_DIR/logs.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-bundle=$(realpath "${1:-bundle}")
+source tools/dev/device-common.sh
+use_bundle "${1:-bundle}"
 label=${2:-gpu}
 logs=${OUT:-$bundle/logs}
 tag=${label//[^A-Za-z0-9]/_}
 mkdir -p "$logs"
-export LD_LIBRARY_PATH="$bundle/lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export PATH="$bundle/bin:$PATH"
 
 # Tests that read repository files (shape lists) find them through KD_SOURCE_DIR: this checkout.
 sed -e "s|@KD_BUNDLE@|$bundle|g" -e "s|@KD_SOURCE@|$(pwd)|g" "$bundle/tests/CTestTestfile.cmake.in" \

@@ -1,36 +1,24 @@
 #include "cublaslt/library.hpp"
 
-#include <dlfcn.h>
-
 #include <fmt/format.h>
+
+#include "common/loaded_library.hpp"
 
 namespace kd {
 namespace {
 
 constexpr const char* kLibraryName = "libcublasLt.so.13";
 
-struct LibraryState {
-  CublasLtLibrary table;
-  bool ok = false;
-  std::string reason;
-};
+using LibraryState = LoadedLibrary<CublasLtLibrary>;
 
 LibraryState load_library() {
   LibraryState s;
-  // RTLD_NOLOAD first: an application (or the worker) usually has it loaded already.
-  void* lib = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (lib == nullptr) lib = dlopen(kLibraryName, RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* err = dlerror();
-    s.reason = fmt::format("no cuBLASLt: cannot load {} ({})", kLibraryName, err ? err : "unknown");
-    return s;
-  }
-#define KD_LT_RESOLVE(fn)                                                              \
-  s.table.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, KD_STRINGIFY(fn)));          \
-  if (s.table.fn == nullptr) {                                                         \
-    s.reason = fmt::format("cuBLASLt too old: {} lacks {}", kLibraryName, KD_STRINGIFY(fn)); \
-    return s;                                                                          \
-  }
+  void* lib = open_library(kLibraryName, "cuBLASLt", s.reason);  // usually loaded already (application, worker)
+  if (lib == nullptr) return s;
+#define KD_LT_RESOLVE(fn)                                                                                   \
+  s.table.fn = reinterpret_cast<decltype(&::fn)>(library_symbol(lib, KD_STRINGIFY(fn), "cuBLASLt", kLibraryName, \
+                                                                s.reason));                                 \
+  if (s.table.fn == nullptr) return s;
   KD_LT_FUNCTIONS(KD_LT_RESOLVE)
 #undef KD_LT_RESOLVE
   s.table.version = s.table.cublasLtGetVersion();
@@ -38,32 +26,15 @@ LibraryState load_library() {
   return s;
 }
 
-const LibraryState& state() {
-  static const LibraryState s = load_library();
-  return s;
-}
+const LibraryState& state() { return loaded_once<load_library>(); }
 
 }  // namespace
 
-const CublasLtLibrary* cublaslt_library() noexcept {
-  try {
-    const LibraryState& s = state();
-    return s.ok ? &s.table : nullptr;
-  } catch (...) {
-    return nullptr;
-  }
-}
+const CublasLtLibrary* cublaslt_library() noexcept { return usable_once<load_library>(); }
 
-std::string cublaslt_unavailable_reason() {
-  const LibraryState& s = state();
-  return s.ok ? std::string() : s.reason;
-}
+std::string cublaslt_unavailable_reason() { return state().unavailable_reason(); }
 
-const CublasLtLibrary& loaded_cublaslt() {
-  const LibraryState& s = state();
-  if (!s.ok) throw Error(ErrorDomain::cuda, 0, s.reason);
-  return s.table;
-}
+const CublasLtLibrary& loaded_cublaslt() { return state().require(); }
 
 std::string cublaslt_status_text(cublasStatus_t status) {
   const CublasLtLibrary* lt = cublaslt_library();

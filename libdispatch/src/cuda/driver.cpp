@@ -1,38 +1,27 @@
 #include "cuda/driver.hpp"
 
-#include <dlfcn.h>
-
 #include <mutex>
 
 #include <fmt/format.h>
 
 #include "common/error.hpp"
+#include "common/loaded_library.hpp"
 
 namespace kd {
 namespace {
 
-struct DriverState {
-  CudaDriver table;
-  bool ok = false;
-  std::string reason;
-};
+constexpr const char* kSoname = "libcuda.so.1";
+
+using DriverState = LoadedLibrary<CudaDriver>;
 
 DriverState load_driver() {
   DriverState s;
-  // RTLD_NOLOAD first: inside an application the driver is normally loaded already.
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-  if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* err = dlerror();
-    s.reason = fmt::format("no CUDA driver: cannot load libcuda.so.1 ({})", err ? err : "unknown");
-    return s;
-  }
-#define KD_CU_RESOLVE(fn)                                                              \
-  s.table.fn = reinterpret_cast<decltype(&::fn)>(dlsym(lib, KD_STRINGIFY(fn)));          \
-  if (s.table.fn == nullptr) {                                                         \
-    s.reason = "CUDA driver too old: libcuda.so.1 lacks " KD_STRINGIFY(fn);              \
-    return s;                                                                          \
-  }
+  void* lib = open_library(kSoname, "CUDA driver", s.reason);
+  if (lib == nullptr) return s;
+#define KD_CU_RESOLVE(fn)                                                                                  \
+  s.table.fn =                                                                                             \
+      reinterpret_cast<decltype(&::fn)>(library_symbol(lib, KD_STRINGIFY(fn), "CUDA driver", kSoname, s.reason)); \
+  if (s.table.fn == nullptr) return s;
   KD_CU_FUNCTIONS(KD_CU_RESOLVE)
 #undef KD_CU_RESOLVE
   const CUresult rc = s.table.cuInit(0);
@@ -47,36 +36,21 @@ DriverState load_driver() {
   return s;
 }
 
-const DriverState& state() {
-  static const DriverState s = load_driver();
-  return s;
-}
+const DriverState& state() { return loaded_once<load_driver>(); }
 
 }  // namespace
 
 std::atomic<const CudaDriver*> detail::loaded_driver{nullptr};
 
 const CudaDriver* detail::cu_driver_slow() noexcept {
-  try {
-    const DriverState& s = state();
-    if (!s.ok) return nullptr;
-    loaded_driver.store(&s.table, std::memory_order_release);
-    return &s.table;
-  } catch (...) {
-    return nullptr;
-  }
+  const CudaDriver* d = usable_once<load_driver>();
+  if (d != nullptr) loaded_driver.store(d, std::memory_order_release);
+  return d;
 }
 
-std::string cu_unavailable_reason() {
-  const DriverState& s = state();
-  return s.ok ? std::string() : s.reason;
-}
+std::string cu_unavailable_reason() { return state().unavailable_reason(); }
 
-const CudaDriver& cu() {
-  const DriverState& s = state();
-  if (!s.ok) throw Error(ErrorDomain::cuda, 0, s.reason);
-  return s.table;
-}
+const CudaDriver& cu() { return state().require(); }
 
 int cu_device_count() noexcept {
   const CudaDriver* d = cu_driver();

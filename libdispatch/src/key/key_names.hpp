@@ -8,15 +8,13 @@
 #include <string>
 #include <string_view>
 
+#include "common/enum_names.hpp"
 #include "key/gemm_key.hpp"
 
 namespace kd::key_names {
 
-template <class E>
-struct Named {
-  E value;
-  std::string_view name;
-};
+using kd::Named;
+using kd::value_of;
 
 // Each table lists the enum's values in declaration order, so a value's underlying integer indexes
 // its row (checked at compile time below).
@@ -48,14 +46,6 @@ template <class E, std::size_t N>
 constexpr std::string_view name_of(const std::array<Named<E>, N>& table, E value) {
   const auto i = static_cast<std::size_t>(value);
   return i < N ? table[i].name : std::string_view("?");
-}
-
-template <class E, std::size_t N>
-constexpr std::optional<E> value_of(const std::array<Named<E>, N>& table, std::string_view name) {
-  for (const auto& row : table) {
-    if (row.name == name) return row.value;
-  }
-  return std::nullopt;
 }
 
 // "N or T", "f16, bf16 or f32": the accepted spellings, for error messages.

@@ -13,6 +13,23 @@
 
 namespace kd {
 
+namespace {
+
+// Runs release(driver) on an object of `ctx` once the context's queued work finished (pushes the
+// context, synchronizes, releases, pops). Errors are ignored: the driver may be shutting down.
+template <class Release>
+void release_after_sync(CUcontext ctx, Release release) noexcept {
+  const CudaDriver* d = cu_driver();
+  if (d == nullptr) return;
+  if (d->cuCtxPushCurrent(ctx) != CUDA_SUCCESS) return;
+  d->cuCtxSynchronize();
+  release(*d);
+  CUcontext popped = nullptr;
+  d->cuCtxPopCurrent(&popped);
+}
+
+}  // namespace
+
 // A loaded module: unloaded when the last entry resources holding it go, which is when the
 // dispatcher stops (it keeps every entry's resources until then). The context is synchronized
 // first so no queued kernel still runs. Errors are ignored (the driver may be shutting down).
@@ -20,13 +37,7 @@ class LoadedModule {
 public:
   LoadedModule(CUcontext ctx, CUmodule module) : ctx_(ctx), module_(module) {}
   ~LoadedModule() {
-    const CudaDriver* d = cu_driver();
-    if (d == nullptr || module_ == nullptr) return;
-    if (d->cuCtxPushCurrent(ctx_) != CUDA_SUCCESS) return;
-    d->cuCtxSynchronize();
-    d->cuModuleUnload(module_);
-    CUcontext popped = nullptr;
-    d->cuCtxPopCurrent(&popped);
+    if (module_ != nullptr) release_after_sync(ctx_, [this](const CudaDriver& d) { d.cuModuleUnload(module_); });
   }
   LoadedModule(const LoadedModule&) = delete;
   LoadedModule& operator=(const LoadedModule&) = delete;
@@ -63,13 +74,7 @@ public:
   CudaResources(CUcontext ctx, std::shared_ptr<LoadedModule> module)
       : ctx_(ctx), module_(std::move(module)) {}
   ~CudaResources() override {
-    const CudaDriver* d = cu_driver();
-    if (d == nullptr || workspace_ == 0) return;
-    if (d->cuCtxPushCurrent(ctx_) != CUDA_SUCCESS) return;
-    d->cuCtxSynchronize();
-    d->cuMemFree(workspace_);
-    CUcontext popped = nullptr;
-    d->cuCtxPopCurrent(&popped);
+    if (workspace_ != 0) release_after_sync(ctx_, [this](const CudaDriver& d) { d.cuMemFree(workspace_); });
   }
   CudaResources(const CudaResources&) = delete;
   CudaResources& operator=(const CudaResources&) = delete;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <lmdb.h>
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 #include "store/lmdb_file.hpp"
 
@@ -28,11 +29,7 @@ constexpr std::uint16_t kIntegerKeyFlag = 0x08;  // MDB_INTEGERKEY, set on the f
 // A snapshot that moves on during the check is taken again this often before giving up.
 constexpr int kSnapshotAttempts = 8;
 
-struct ProblemName {
-  CacheProblem problem;
-  std::string_view name;
-};
-constexpr std::array<ProblemName, 10> kProblemNames{{
+constexpr std::array<Named<CacheProblem>, 10> kProblemNames{{
     {CacheProblem::none, "none"},
     {CacheProblem::no_directory, "no_directory"},
     {CacheProblem::unreadable_directory, "unreadable_directory"},
@@ -365,12 +362,7 @@ CacheCheck open_and_check(const fs::path& file, CheckScope scope, std::optional<
 
 }  // namespace
 
-std::string_view to_string(CacheProblem p) {
-  for (const auto& n : kProblemNames) {
-    if (n.problem == p) return n.name;
-  }
-  return "unknown";
-}
+std::string_view to_string(CacheProblem p) { return name_in(kProblemNames, p); }
 
 bool CacheCheck::damaged() const noexcept {
   return problem == CacheProblem::empty || problem == CacheProblem::not_lmdb ||

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 #include "key/gemm_key.hpp"
 #include "store/cache_check.hpp"
@@ -31,11 +32,7 @@ constexpr std::string_view kGenerationKey = "generation";
 constexpr int kDriverVersionsPerMajor = 1000;   // cuDriverGetVersion: 13000 = 13.0
 constexpr int kCublasVersionsPerMajor = 10000;  // cublasGetVersion: 130100 = 13.1.0
 
-struct MissName {
-  LookupMiss miss;
-  std::string_view name;
-};
-constexpr std::array<MissName, 6> kMissNames{{
+constexpr std::array<Named<LookupMiss>, 6> kMissNames{{
     {LookupMiss::not_found, "not_found"},
     {LookupMiss::corrupted, "corrupted"},
     {LookupMiss::schema_mismatch, "schema_mismatch"},
@@ -106,12 +103,7 @@ bool is_permission_error(const Error& e) {
 
 }  // namespace
 
-std::string_view to_string(LookupMiss m) {
-  for (const auto& n : kMissNames) {
-    if (n.miss == m) return n.name;
-  }
-  return "unknown";
-}
+std::string_view to_string(LookupMiss m) { return name_in(kMissNames, m); }
 
 std::filesystem::path default_cache_dir() {
   const auto env = [](const char* name) -> std::string_view {

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "common/enum_names.hpp"
 #include "common/error.hpp"
 
 // Layout: bytes 0..2 "KDR", byte 3 the record schema, bytes 4..11 XXH3_64bits(payload) little
@@ -24,11 +25,7 @@ constexpr std::size_t kSchemaOffset = 3;
 constexpr std::size_t kChecksumOffset = 4;
 constexpr std::size_t kHeaderBytes = 12;
 
-struct KindName {
-  RecordKind kind;
-  std::string_view name;
-};
-constexpr std::array<KindName, 2> kKindNames{{
+constexpr std::array<Named<RecordKind>, 2> kKindNames{{
     {RecordKind::nvrtc_kernel, "nvrtc_kernel"},
     {RecordKind::cublaslt_algo, "cublaslt_algo"},
 }};
@@ -144,18 +141,11 @@ LaunchPlan plan_from(const json& v) {
 }
 
 RecordKind kind_from(const std::string& name) {
-  for (const auto& k : kKindNames) {
-    if (k.name == name) return k.kind;
-  }
+  if (const auto kind = value_of(kKindNames, name)) return *kind;
   throw Malformed{};
 }
 
-std::string_view kind_name(RecordKind kind) {
-  for (const auto& k : kKindNames) {
-    if (k.kind == kind) return k.name;
-  }
-  return "unknown";
-}
+std::string_view kind_name(RecordKind kind) { return name_in(kKindNames, kind); }
 
 Record record_from(const json& p) {
   Record r;

@@ -12,7 +12,7 @@
 #include "store/cache_check.hpp"
 #include "store/cache_store.hpp"
 #include "store/salvage_scan.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cache_per_size.hpp"
 
 namespace {
 
@@ -24,32 +24,29 @@ std::string key_for(int i) {
                      1000 + i, 1000 + i);
 }
 
-// One cache per size, built on first use and kept for the program's life.
-const fs::path& cache_of(int records) {
-  static std::map<int, std::pair<std::unique_ptr<kd::test::TempDir>, fs::path>> caches;
-  auto& slot = caches[records];
-  if (!slot.first) {
-    slot.first = std::make_unique<kd::test::TempDir>();
-    slot.second = slot.first->path() / "cache";
-    kd::CacheWriter w(slot.second);
-    std::vector<std::pair<std::string, std::string>> batch, jobs;
-    for (int i = 0; i < records; ++i) {
-      kd::Record r;
-      r.key_line = key_for(i);
-      r.cubin.assign(static_cast<std::size_t>(2000 + (i * 7919) % 28000), static_cast<char>(i));
-      batch.emplace_back(r.key_line, kd::serialize_record(r));
-      jobs.emplace_back(r.key_line, std::string(300, 'j'));
-      if (batch.size() == 500) {
-        w.put_raw_many("records", batch);
-        w.put_raw_many("jobs", jobs);
-        batch.clear();
-        jobs.clear();
-      }
+void write_cache(const fs::path& dir, int records) {
+  kd::CacheWriter w(dir);
+  std::vector<std::pair<std::string, std::string>> batch, jobs;
+  for (int i = 0; i < records; ++i) {
+    kd::Record r;
+    r.key_line = key_for(i);
+    r.cubin.assign(static_cast<std::size_t>(2000 + (i * 7919) % 28000), static_cast<char>(i));
+    batch.emplace_back(r.key_line, kd::serialize_record(r));
+    jobs.emplace_back(r.key_line, std::string(300, 'j'));
+    if (batch.size() == 500) {
+      w.put_raw_many("records", batch);
+      w.put_raw_many("jobs", jobs);
+      batch.clear();
+      jobs.clear();
     }
-    w.put_raw_many("records", batch);
-    w.put_raw_many("jobs", jobs);
   }
-  return slot.second;
+  w.put_raw_many("records", batch);
+  w.put_raw_many("jobs", jobs);
+}
+
+const fs::path& cache_of(int records) {
+  static kd::test::CachePerSize caches(write_cache);
+  return caches.of(records);
 }
 
 void BM_Check(benchmark::State& state, kd::CheckScope scope) {

@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "store/cache_store.hpp"
-#include "support/temp_dir.hpp"
+#include "support/cache_per_size.hpp"
 
 namespace {
 
@@ -25,40 +25,38 @@ std::string line_with_n(const std::string& n) {
 }
 
 // Exact records at n = 100001 + i (above every range), and ranges 129..256 up to 16385..32768.
-const fs::path& cache_of(int exact_records) {
-  static std::map<int, std::pair<std::unique_ptr<kd::test::TempDir>, fs::path>> caches;
-  auto& slot = caches[exact_records];
-  if (!slot.first) {
-    slot.first = std::make_unique<kd::test::TempDir>();
-    slot.second = slot.first->path() / "cache";
-    kd::CacheWriter w(slot.second);
-    std::vector<std::pair<std::string, std::string>> batch;
-    const auto add = [&](kd::Record r) {
-      batch.emplace_back(r.key_line, kd::serialize_record(r));
-      if (batch.size() == 500) {
-        w.put_raw_many("records", batch);
-        batch.clear();
-      }
-    };
-    for (int i = 0; i < exact_records; ++i) {
-      kd::Record r;
-      r.key_line = line_with_n(std::to_string(100001 + i));
-      r.cubin.assign(4000, 'c');
-      r.plan.launches.push_back({"kd_main", {6, 1, 1}, {256, 1, 1}, 0});
-      add(r);
+void write_cache(const fs::path& dir, int exact_records) {
+  kd::CacheWriter w(dir);
+  std::vector<std::pair<std::string, std::string>> batch;
+  const auto add = [&](kd::Record r) {
+    batch.emplace_back(r.key_line, kd::serialize_record(r));
+    if (batch.size() == 500) {
+      w.put_raw_many("records", batch);
+      batch.clear();
     }
-    for (std::int64_t hi = 256; hi <= 32768; hi *= 2) {
-      kd::Record r;
-      r.key_line = line_with_n(fmt::format("{}..{}", hi / 2 + 1, hi));
-      r.cubin.assign(4000, 'r');
-      r.plan.launches.push_back({"kd_main", {6, static_cast<std::uint32_t>(hi / 64), 1}, {256, 1, 1}, 0});
-      r.plan.launches[0].grid_rule[1] = kd::GridRule{.offset = 63, .div = 64};
-      add(r);
-    }
-    w.put_raw_many("records", batch);
-    w.bump_generation();
+  };
+  for (int i = 0; i < exact_records; ++i) {
+    kd::Record r;
+    r.key_line = line_with_n(std::to_string(100001 + i));
+    r.cubin.assign(4000, 'c');
+    r.plan.launches.push_back({"kd_main", {6, 1, 1}, {256, 1, 1}, 0});
+    add(r);
   }
-  return slot.second;
+  for (std::int64_t hi = 256; hi <= 32768; hi *= 2) {
+    kd::Record r;
+    r.key_line = line_with_n(fmt::format("{}..{}", hi / 2 + 1, hi));
+    r.cubin.assign(4000, 'r');
+    r.plan.launches.push_back({"kd_main", {6, static_cast<std::uint32_t>(hi / 64), 1}, {256, 1, 1}, 0});
+    r.plan.launches[0].grid_rule[1] = kd::GridRule{.offset = 63, .div = 64};
+    add(r);
+  }
+  w.put_raw_many("records", batch);
+  w.bump_generation();
+}
+
+const fs::path& cache_of(int exact_records) {
+  static kd::test::CachePerSize caches(write_cache);
+  return caches.of(exact_records);
 }
 
 void BM_ExactHit(benchmark::State& state) {

@@ -13,6 +13,7 @@
 #include "common/error.hpp"
 #include "cuda/driver.hpp"
 #include "daemon_process.hpp"
+#include "linear_f32.hpp"
 #include "kdispatch/kdispatch.h"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
@@ -22,19 +23,6 @@ namespace {
 
 // f32 nn.Linear(4096, 4096) on 129..256 tokens: the bucket of n = 200 under the default buckets.
 constexpr std::int64_t kM = 4096, kK = 4096, kMaxN = 320;
-
-struct DeviceBuffer {
-  CUdeviceptr p = 0;
-  explicit DeviceBuffer(std::size_t bytes) { KD_CU_CHECK(cu().cuMemAlloc(&p, bytes), "buffer"); }
-  ~DeviceBuffer() { cu().cuMemFree(p); }
-};
-
-int gemm(std::int64_t n, CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, CUstream s) {
-  const float alpha = 1.f, beta = 0.f;
-  return kd_gemm(KD_OP_T, KD_OP_N, kM, n, kK, &alpha, reinterpret_cast<const void*>(a), KD_DTYPE_F32, kK,
-                 reinterpret_cast<const void*>(b), KD_DTYPE_F32, kK, &beta, reinterpret_cast<void*>(c),
-                 KD_DTYPE_F32, kM, KD_COMPUTE_F32, KD_MATH_DEFAULT, s);
-}
 
 std::uint64_t hits() {
   kd_stats_t st{};
@@ -50,14 +38,7 @@ TEST(RangeOnGpu, ABucketIsSearchedPublishedAndServesEveryNOfIt) {
   kd_options o{cache.c_str(), socket.c_str(), 0, 200};
   ASSERT_EQ(kd_init(&o), KD_SUCCESS);
 
-  std::vector<float> ha(kM * kK), hb(kK * kMaxN);
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist;
-  for (float& x : ha) x = dist(rng);
-  for (float& x : hb) x = dist(rng);
-  DeviceBuffer a(ha.size() * 4), b(hb.size() * 4), c(kM * kMaxN * 4);
-  KD_CU_CHECK(cu().cuMemcpyHtoD(a.p, ha.data(), ha.size() * 4), "A");
-  KD_CU_CHECK(cu().cuMemcpyHtoD(b.p, hb.data(), hb.size() * 4), "B");
+  const test::LinearF32 linear(kM, kK, kMaxN);
   CUstream s = nullptr;
   KD_CU_CHECK(cu().cuStreamCreate(&s, 0), "stream");
 
@@ -65,17 +46,17 @@ TEST(RangeOnGpu, ABucketIsSearchedPublishedAndServesEveryNOfIt) {
   const std::vector<std::int64_t> ns{129, 131, 192, 193, 200, 255, 256, 257};
   std::vector<std::vector<float>> reference;
   for (const std::int64_t n : ns) {
-    ASSERT_EQ(gemm(n, a.p, b.p, c.p, s), KD_SUCCESS);
+    ASSERT_EQ(linear.run(n, s), KD_SUCCESS);
     KD_CU_CHECK(cu().cuStreamSynchronize(s), "reference");
     reference.emplace_back(static_cast<std::size_t>(kM * n));
-    KD_CU_CHECK(cu().cuMemcpyDtoH(reference.back().data(), c.p, reference.back().size() * 4), "C");
+    KD_CU_CHECK(cu().cuMemcpyDtoH(reference.back().data(), linear.c.ptr, reference.back().size() * 4), "C");
   }
 
   // Keep calling n = 200, as a server would, until the bucket's range record is loaded.
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     const std::uint64_t before = hits();
-    ASSERT_EQ(gemm(200, a.p, b.p, c.p, s), KD_SUCCESS);
+    ASSERT_EQ(linear.run(200, s), KD_SUCCESS);
     KD_CU_CHECK(cu().cuStreamSynchronize(s), "call");
     if (hits() > before) break;
     ASSERT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(420))
@@ -89,9 +70,9 @@ TEST(RangeOnGpu, ABucketIsSearchedPublishedAndServesEveryNOfIt) {
     // The first call of a new n loads its entry on the background thread; the next ones hit.
     std::uint64_t before = 0;
     for (int attempt = 0; attempt < 100; ++attempt) {
-      KD_CU_CHECK(cu().cuMemsetD32(c.p, 0x7fc00000u, kM * n), "poison");
+      KD_CU_CHECK(cu().cuMemsetD32(linear.c.ptr, 0x7fc00000u, kM * n), "poison");
       before = hits();
-      ASSERT_EQ(gemm(n, a.p, b.p, c.p, s), KD_SUCCESS);
+      ASSERT_EQ(linear.run(n, s), KD_SUCCESS);
       KD_CU_CHECK(cu().cuStreamSynchronize(s), "call");
       if (hits() > before || n > 256) break;
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -99,7 +80,7 @@ TEST(RangeOnGpu, ABucketIsSearchedPublishedAndServesEveryNOfIt) {
     const bool hit = hits() > before;
     EXPECT_EQ(hit, n <= 256) << "n=" << n << (n <= 256 ? " is in the range" : " is outside it");
     std::vector<float> out(static_cast<std::size_t>(kM * n));
-    KD_CU_CHECK(cu().cuMemcpyDtoH(out.data(), c.p, out.size() * 4), "C");
+    KD_CU_CHECK(cu().cuMemcpyDtoH(out.data(), linear.c.ptr, out.size() * 4), "C");
     double err = 0, ref = 0;
     for (std::size_t j = 0; j < out.size(); ++j) {
       err += (out[j] - reference[i][j]) * double(out[j] - reference[i][j]);

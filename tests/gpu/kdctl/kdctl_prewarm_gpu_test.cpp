@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "daemon_process.hpp"
+#include "kdctl_gpu_fixtures.hpp"
 #include "kdctl_runner.hpp"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
@@ -15,12 +16,8 @@
 namespace kd::test {
 namespace {
 
-const std::string kSmall =
-    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=512 ldb=384 ldc=512 batch=1 "
-    "epilogue=none beta0=1";
-const std::string kOther =
-    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=256 n=256 k=384 lda=256 ldb=384 ldc=256 batch=1 "
-    "epilogue=none beta0=1";
+const std::string& kSmall = kShape512;
+const std::string& kOther = kShape256;
 const std::string kCancelled =
     "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
     "epilogue=none beta0=1";

@@ -10,8 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compile/nvrtc_compiler.hpp"
+#include "compiled_record.hpp"
 #include "cuda/device.hpp"
+#include "kdctl_gpu_fixtures.hpp"
 #include "kdctl_runner.hpp"
 #include "key/gemm_key.hpp"
 #include "plan/launch_plan.hpp"
@@ -31,30 +32,8 @@ const std::string kRange =
 constexpr const char* kPlan =
     R"(// kdispatch:plan {"launches":[{"entry":"kd_main","grid":[16,32,1],"grid_rule":[null,{"offset":7,"div":8},null],"block":[32,8,1],"smem":0}],"workspace":0})";
 
-const std::string kNaiveSource = std::string(kPlan) + R"(
-#include <kdispatch/gemm.cuh>
-extern "C" __global__ void kd_main(kd_gemm_args p) {
-  const long long i = blockIdx.x * 32ll + threadIdx.x, j = blockIdx.y * 8ll + threadIdx.y;
-  if (i >= p.m || j >= p.n) return;
-  const float* A = static_cast<const float*>(p.a);
-  const float* B = static_cast<const float*>(p.b);
-  float* C = static_cast<float*>(p.c);
-  float acc = 0.0f;
-  for (long long l = 0; l < p.k; ++l) acc = fmaf(A[i + l * p.lda], B[l + j * p.ldb], acc);
-  float v = p.alpha * acc;
-  if (p.beta != 0.0f) v += p.beta * C[i + j * p.ldc];
-  C[i + j * p.ldc] = v;
-}
-)";
-
-const std::string kZerosSource = std::string(kPlan) + R"(
-#include <kdispatch/gemm.cuh>
-extern "C" __global__ void kd_main(kd_gemm_args p) {
-  const long long i = blockIdx.x * 32ll + threadIdx.x, j = blockIdx.y * 8ll + threadIdx.y;
-  if (i >= p.m || j >= p.n) return;
-  static_cast<float*>(p.c)[i + j * p.ldc] = 0.0f;
-}
-)";
+const std::string kNaiveSource = naive_f32_kernel(kPlan);
+const std::string kZerosSource = zeros_kernel(kPlan);
 
 class KdctlRangeOnGpu : public ::testing::Test {
 protected:
@@ -67,26 +46,10 @@ protected:
     args.insert(args.end(), {"--cache-dir", cache().string()});
     return run_kdctl(tmp_.path(), args);
   }
-  std::string on_device(const std::string& shape) const {
-    return std::get<GemmKey>(parse_key(shape)).with_device({dev_.arch, dev_.name, dev_.sms}).full_line();
-  }
   // Stores the naive kernel as the range record of kRange on this device.
   void store_range_record() {
-    const search::CompileOutput out =
-        search::compile_cuda({.source = kNaiveSource, .name = "naive.cu", .arch = dev_.arch});
-    ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
-    Record r;
-    r.key_line = on_device(kRange);
-    r.cubin = out.cubin;
-    r.ptx = out.ptx;
-    r.source = kNaiveSource;
-    r.plan = std::get<LaunchPlan>(parse_plan_from_source(kNaiveSource));
-    r.candidate_us = 10.0;
-    r.baseline_us = 12.0;
-    r.search_id = "gpu-kdctl-range-test";
-    r.proposer = "user";
-    r.created_unix_s =
-        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    const Record r = compiled_record(on_device(kRange, dev_), kNaiveSource, dev_.arch, "gpu-kdctl-range-test");
+    ASSERT_FALSE(r.cubin.empty()) << "the naive kernel did not compile";
     CacheWriter writer(cache());  // closed before kdctl opens the cache
     writer.commit_record(r);
   }

@@ -14,8 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "compile/nvrtc_compiler.hpp"
+#include "compiled_record.hpp"
 #include "cuda/device.hpp"
+#include "kdctl_gpu_fixtures.hpp"
 #include "kdctl_runner.hpp"
 #include "key/gemm_key.hpp"
 #include "plan/launch_plan.hpp"
@@ -26,67 +27,16 @@
 namespace kd::test {
 namespace {
 
-// 512 x 256 x 384 f32, beta = 0 (tests/gpu/eval's shape): the naive kernel's plan covers it.
-const std::string kGood =
-    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=512 ldb=384 ldc=512 batch=1 "
-    "epilogue=none beta0=1";
-const std::string kBad =
-    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=256 n=256 k=384 lda=256 ldb=384 ldc=256 batch=1 "
-    "epilogue=none beta0=1";
+const std::string& kGood = kShape512;  // the naive kernel's plan covers it
+const std::string& kBad = kShape256;
 const std::string kUntuned =
     "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=1 "
     "epilogue=none beta0=1";
 
-// Correct: one thread per output (tests/gpu/eval/kernels/naive_f32_nn.cu).
-constexpr const char* kNaiveSource = R"(
-// kdispatch:plan {"launches":[{"entry":"kd_main","grid":[16,32,1],"block":[32,8,1],"smem":0}],"workspace":0}
-#include <kdispatch/gemm.cuh>
-extern "C" __global__ void kd_main(kd_gemm_args p) {
-  const long long i = blockIdx.x * 32ll + threadIdx.x, j = blockIdx.y * 8ll + threadIdx.y;
-  if (i >= p.m || j >= p.n) return;
-  const float* A = static_cast<const float*>(p.a);
-  const float* B = static_cast<const float*>(p.b);
-  float* C = static_cast<float*>(p.c);
-  float acc = 0.0f;
-  for (long long l = 0; l < p.k; ++l) acc = fmaf(A[i + l * p.lda], B[l + j * p.ldb], acc);
-  float v = p.alpha * acc;
-  if (p.beta != 0.0f) v += p.beta * C[i + j * p.ldc];
-  C[i + j * p.ldc] = v;
-}
-)";
-
-// Wrong: writes every output, all zeros.
-constexpr const char* kZerosSource = R"(
-// kdispatch:plan {"launches":[{"entry":"kd_main","grid":[16,32,1],"block":[32,8,1],"smem":0}],"workspace":0}
-#include <kdispatch/gemm.cuh>
-extern "C" __global__ void kd_main(kd_gemm_args p) {
-  const long long i = blockIdx.x * 32ll + threadIdx.x, j = blockIdx.y * 8ll + threadIdx.y;
-  if (i >= p.m || j >= p.n) return;
-  static_cast<float*>(p.c)[i + j * p.ldc] = 0.0f;
-}
-)";
-
-std::string on_device(const std::string& shape, const DeviceInfo& dev) {
-  return std::get<GemmKey>(parse_key(shape)).with_device({dev.arch, dev.name, dev.sms}).full_line();
-}
-
-Record compiled_record(const std::string& key_line, const char* source, const std::string& arch) {
-  const search::CompileOutput out = search::compile_cuda({.source = source, .name = "kernel.cu", .arch = arch});
-  EXPECT_EQ(out.status, search::CompileStatus::ok) << out.log;
-  Record r;
-  r.key_line = key_line;
-  r.cubin = out.cubin;
-  r.ptx = out.ptx;
-  r.source = source;
-  r.plan = std::get<LaunchPlan>(parse_plan_from_source(source));
-  r.candidate_us = 10.0;
-  r.baseline_us = 12.0;
-  r.search_id = "gpu-kdctl-test";
-  r.proposer = "user";
-  r.created_unix_s = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
-  return r;
-}
+constexpr const char* kPlan =
+    R"(// kdispatch:plan {"launches":[{"entry":"kd_main","grid":[16,32,1],"block":[32,8,1],"smem":0}],"workspace":0})";
+const std::string kNaiveSource = naive_f32_kernel(kPlan);  // correct
+const std::string kZerosSource = zeros_kernel(kPlan);       // wrong: writes every output, all zeros
 
 class KdctlOnGpu : public ::testing::Test {
 protected:
@@ -94,8 +44,8 @@ protected:
     KD_REQUIRE_GPU();
     dev_ = query_device(0);
     CacheWriter writer(cache());  // closed before kdctl opens the cache
-    writer.commit_record(compiled_record(on_device(kGood, dev_), kNaiveSource, dev_.arch));
-    writer.commit_record(compiled_record(on_device(kBad, dev_), kZerosSource, dev_.arch));
+    writer.commit_record(compiled_record(on_device(kGood, dev_), kNaiveSource, dev_.arch, "gpu-kdctl-test"));
+    writer.commit_record(compiled_record(on_device(kBad, dev_), kZerosSource, dev_.arch, "gpu-kdctl-test"));
   }
   std::filesystem::path cache() const { return tmp_.path() / "cache"; }
   KdctlRun kdctl(std::vector<std::string> args) {

@@ -19,26 +19,11 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/text_file.hpp"
+#include "support/unix_socket.hpp"
+
 namespace kd::test {
 namespace {
-
-std::string read_file(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-bool can_connect(const std::filesystem::path& socket) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket.c_str(), sizeof addr.sun_path - 1);
-  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
 
 pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>& env,
             const std::filesystem::path& log) {
@@ -68,21 +53,6 @@ pid_t spawn(const std::vector<std::string>& args, const std::vector<std::string>
 
 }  // namespace
 
-HiddenGpus::HiddenGpus() {
-  if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) {
-    had_ = true;
-    previous_ = v;
-  }
-  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
-}
-
-HiddenGpus::~HiddenGpus() {
-  if (had_)
-    ::setenv("CUDA_VISIBLE_DEVICES", previous_.c_str(), 1);
-  else
-    ::unsetenv("CUDA_VISIBLE_DEVICES");
-}
-
 DaemonProcess::DaemonProcess(std::filesystem::path dir, std::vector<std::string> extra_args,
                              std::string toml)
     : dir_(std::move(dir)), socket_(dir_ / "kd.sock"), cache_dir_(dir_ / "cache"),
@@ -103,8 +73,8 @@ DaemonProcess::DaemonProcess(std::filesystem::path dir, std::vector<std::string>
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
   while (std::chrono::steady_clock::now() < deadline) {
     if (!running()) throw std::runtime_error("kdispatchd exited at startup:\n" + log());
-    if (std::filesystem::exists(port_file_) && can_connect(socket_)) {
-      metrics_port_ = static_cast<std::uint16_t>(std::stoul(read_file(port_file_)));
+    if (std::filesystem::exists(port_file_) && accepts_connections(socket_)) {
+      metrics_port_ = static_cast<std::uint16_t>(std::stoul(read_text(port_file_)));
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -149,7 +119,7 @@ int DaemonProcess::stop(int signo, std::chrono::milliseconds timeout) {
                            ":\n" + log());
 }
 
-std::string DaemonProcess::log() const { return read_file(log_file_); }
+std::string DaemonProcess::log() const { return read_text(log_file_); }
 
 Finished run_daemon_command(const std::vector<std::string>& args,
                             const std::vector<std::string>& env) {
@@ -162,7 +132,7 @@ Finished run_daemon_command(const std::vector<std::string>& args,
   ::waitpid(pid, &status, 0);
   Finished f;
   f.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  f.output = read_file(tmpl);
+  f.output = read_text(tmpl);
   std::filesystem::remove(tmpl);
   return f;
 }

@@ -11,21 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "support/scoped_env.hpp"
+
 namespace kd::test {
 
 // While alive, daemons started from this process see no GPU (CUDA_VISIBLE_DEVICES is empty), as on
 // CI: for tests that assert what the daemon does without a search backend, so that they hold on a
 // GPU machine too.
-class HiddenGpus {
-public:
-  HiddenGpus();
-  ~HiddenGpus();
-  HiddenGpus(const HiddenGpus&) = delete;
-  HiddenGpus& operator=(const HiddenGpus&) = delete;
-
-private:
-  bool had_ = false;
-  std::string previous_;
+struct HiddenGpus {
+  ScopedEnv cuda_visible_devices{"CUDA_VISIBLE_DEVICES", ""};
 };
 
 class DaemonProcess {

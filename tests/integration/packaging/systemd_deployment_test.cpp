@@ -31,6 +31,8 @@
 #include "launch_as.hpp"
 #include "store/cache_store.hpp"
 #include "support/temp_dir.hpp"
+#include "support/text_file.hpp"
+#include "support/unix_socket.hpp"
 #include "unit/libdispatch/store/test_records.hpp"
 #include "unit_file.hpp"
 
@@ -49,13 +51,6 @@ const fs::path kFakeCublasDir = KD_FAKE_CUBLAS_DIR;
 
 const char* const kDevicePart = "arch=sm_90 gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
 const char* const kSystemPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-
-std::string read_text(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::optional<fs::path> find_program(const std::string& name) {
   const char* path = std::getenv("PATH");
@@ -223,16 +218,6 @@ struct ChildGuard {
     }
   }
 };
-
-bool accepts_connections(const fs::path& socket_path) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
-  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) == 0;
-  ::close(fd);
-  return ok;
-}
 
 mode_t octal(const std::string& text) { return static_cast<mode_t>(std::stoul(text, nullptr, 8)); }
 

@@ -12,14 +12,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "support/text_file.hpp"
 
-std::string read_file(const char* path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+namespace {
 
 // Names the header declares with KD_API (a line that starts with it): the last identifier before
 // the parameter list.
@@ -59,7 +54,7 @@ std::vector<std::string> exported_symbols(const char* library, bool& ok) {
 }
 
 TEST(CApiExports, OnlyTheFunctionsKdispatchHDeclares) {
-  const std::vector<std::string> declared = declared_functions(read_file(KD_HEADER_PATH));
+  const std::vector<std::string> declared = declared_functions(kd::test::read_text(KD_HEADER_PATH));
   ASSERT_GE(declared.size(), 10u) << "the header's KD_API declarations were not found";
   bool ok = false;
   const std::vector<std::string> exported = exported_symbols(KD_LIBKDISPATCH_PATH, ok);

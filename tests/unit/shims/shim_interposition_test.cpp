@@ -21,12 +21,14 @@
 #include <vector>
 
 #include "support/temp_dir.hpp"
+#include "support/text_file.hpp"
 
 extern char** environ;
 
 namespace {
 
 namespace fs = std::filesystem;
+using kd::test::read_text;
 
 const std::string kShim = KD_SHIM_PATH;
 const std::string kTestHookShim = KD_TESTHOOK_SHIM_PATH;
@@ -40,13 +42,6 @@ struct RunResult {
   int exit_code = -1;
   std::string out, err;
 };
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -92,8 +87,8 @@ RunResult run_scenario(const fs::path& dir, Loading loading, const std::string& 
   int status = 0;
   waitpid(pid, &status, 0);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(out);
-  r.err = read_file(err);
+  r.out = read_text(out);
+  r.err = read_text(err);
   return r;
 }
 
@@ -178,7 +173,7 @@ TEST_P(ShimInterposition, MissesForwardEveryEntryPointUntouchedAndRecordDistinct
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(every_ret_is_success(r)) << r.out;
   EXPECT_EQ(fake_log(r), fake_log(base));  // every argument value reached the real function
-  EXPECT_EQ(lines_of(read_file(record())), kAllKeys);
+  EXPECT_EQ(lines_of(read_text(record())), kAllKeys);
   EXPECT_CONTAINS(r.err, "kdispatch_cublas: hits=0 misses=10 fallbacks=0 nested=1 pass_through=0 real_missing=0\n");
   EXPECT_CONTAINS(r.err, resolved_by());
   EXPECT_CONTAINS(r.err, "calls cublasSgemm_v2=1 cublasSgemm_v2_64=1 cublasGemmEx=1 cublasGemmEx_64=1 "
@@ -198,7 +193,7 @@ TEST_P(ShimInterposition, ProductShimForwardsAndRecordsEveryMissWithoutAGpu) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(every_ret_is_success(r)) << r.out;
   EXPECT_EQ(fake_log(r), fake_log(base));
-  EXPECT_EQ(lines_of(read_file(record())), kAllKeys);
+  EXPECT_EQ(lines_of(read_text(record())), kAllKeys);
   EXPECT_CONTAINS(r.err, "kdispatch_cublas: hits=0 misses=10 fallbacks=0 nested=1 pass_through=0 real_missing=0\n");
   EXPECT_CONTAINS(r.err, resolved_by());
 }
@@ -318,7 +313,7 @@ TEST_P(ShimInterposition, RecordKeepsDistinctLinesAcrossCallsAndRuns) {
                                   kTestHookShim);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     EXPECT_CONTAINS(r.err, "misses=4 ");
-    EXPECT_EQ(lines_of(read_file(record())), (std::vector<std::string>{k8, k16})) << "run " << run;
+    EXPECT_EQ(lines_of(read_text(record())), (std::vector<std::string>{k8, k16})) << "run " << run;
   }
 }
 
@@ -348,7 +343,7 @@ TEST(ShimStats, ProgramWithoutCublasPrintsNoReport) {
   const std::string cmd = "KD_STATS=1 KD_CACHE_DIR='" + (dir.path() / "cache").string() +
                           "' LD_PRELOAD='" + kShim + "' /bin/true 2>'" + err.string() + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
-  EXPECT_EQ(read_file(err), "");
+  EXPECT_EQ(read_text(err), "");
 }
 
 // The product library exports the interposed symbols (nine GEMMs, four handle setters) under the
@@ -359,7 +354,7 @@ TEST(ShimExports, OnlyTheInterposedSymbolsWithCublasVersionNodes) {
   const std::string cmd = "objdump -T '" + kShim + "' > '" + out.string() + "' 2>&1";
   if (std::system(cmd.c_str()) != 0) GTEST_SKIP() << "objdump not available";
   std::vector<std::string> defined;
-  for (const auto& l : lines_of(read_file(out))) {
+  for (const auto& l : lines_of(read_text(out))) {
     if (l.find("*UND*") != std::string::npos || l.find("*ABS*") != std::string::npos) continue;
     if (l.find(" DF ") == std::string::npos && l.find(" DO ") == std::string::npos) continue;
     std::istringstream in(l);

@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
+#include "common/enum_names.hpp"
+
 namespace kd::kdctl {
 namespace {
 
@@ -32,11 +34,7 @@ std::uint64_t read_length(std::string_view at) {
   return length;
 }
 
-struct RejectionName {
-  RecordRejection reason;
-  std::string_view name;
-};
-constexpr std::array<RejectionName, 5> kRejectionNames{{
+constexpr std::array<Named<RecordRejection>, 5> kRejectionNames{{
     {RecordRejection::corrupted, "corrupted"},
     {RecordRejection::schema_mismatch, "schema_mismatch"},
     {RecordRejection::bad_key, "bad_key"},
@@ -78,12 +76,7 @@ std::variant<ArchiveHeader, ArchiveError> parse_header(std::string_view line) {
 
 }  // namespace
 
-std::string_view to_string(RecordRejection r) {
-  for (const auto& n : kRejectionNames) {
-    if (n.reason == r) return n.name;
-  }
-  return "unknown";
-}
+std::string_view to_string(RecordRejection r) { return name_in(kRejectionNames, r); }
 
 std::string write_archive(const DevicePart& device, std::int64_t created_unix_s,
                           const std::vector<std::string>& serialized_records) {

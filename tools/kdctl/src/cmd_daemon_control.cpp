@@ -123,24 +123,22 @@ int run_cancel(const CancelArgs& a) {
 }  // namespace
 
 void setup_stop(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<StopArgs>();
+  const auto a = command_args(sub, action, run_stop);
   add_daemon_flags(sub, *a);
   sub.add_option("--timeout", a->timeout_s, "Seconds to wait for the daemon to exit (default 60)");
   sub.footer("Asks kdispatchd for a graceful shutdown (as SIGTERM: running jobs go back to the queue, everything\n"
              "pending is committed, the socket is removed) and waits until its process has exited.\n"
              "Exit codes: 0 stopped, 1 no daemon answers on the socket or it did not exit within --timeout, 2 usage.");
-  sub.callback([a, &action] { action = [a] { return run_stop(*a); }; });
 }
 
 void setup_cancel(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<CancelArgs>();
+  const auto a = command_args(sub, action, run_cancel);
   sub.add_option("key", a->key, "Key line of the job: a shape line, a full key line or the `linear` shorthand")
       ->required();
   add_daemon_flags(sub, *a);
   sub.footer("A shape line and a full key line (with a device part) name different jobs, as `kdctl status` lists them.\n"
              "A running search stops at once; the job stays cancelled until a prewarm queues it again.\n"
              "Exit codes: 0 cancelled, 1 no daemon, or no queued or running job for the key, 2 a key that does not parse.");
-  sub.callback([a, &action] { action = [a] { return run_cancel(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -207,7 +207,7 @@ int run_doctor(const DoctorArgs& a) {
 }  // namespace
 
 void setup_doctor(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<DoctorArgs>();
+  const auto a = command_args(sub, action, run_doctor);
   add_cache_dir_flag(sub, a->cache_dir);
   sub.add_option("--from", a->from,
                  "Salvage this data file (a data.mdb.damaged-* kdispatchd moved aside) into the cache instead");
@@ -222,7 +222,6 @@ void setup_doctor(CLI::App& sub, std::function<int()>& action) {
       "With --from FILE: adds FILE's good records, jobs and trees that the cache lacks (kdispatchd may run;\n"
       "added jobs go into its job index at once, and its job counts include them from its next start).\n"
       "Exit codes: 0 healthy, cleaned or salvaged, 1 cannot read the cache or kdispatchd holds it, 2 usage.\n");
-  sub.callback([a, &action] { action = [a] { return run_doctor(*a); }; });
 }
 
 }  // namespace kd::kdctl

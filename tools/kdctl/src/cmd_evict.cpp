@@ -170,7 +170,7 @@ int run_evict(const EvictArgs& a) {
 }  // namespace
 
 void setup_evict(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<EvictArgs>();
+  const auto a = command_args(sub, action, run_evict);
   add_cache_dir_flag(sub, a->cache_dir);
   sub.add_option("--older-than", a->older_than, "Evict records created longer ago than this (30d, 12h, 90m, 2w)");
   sub.add_option("--max-size", a->max_size,
@@ -183,7 +183,6 @@ void setup_evict(CLI::App& sub, std::function<int()>& action) {
   sub.footer("--gpu and --key-pattern select records; --older-than and --max-size pick among them (alone, the\n"
              "filters evict every selected record). A kdispatchd serving the cache (found on --socket) is then told,\n"
              "and its subscribed processes drop the entries at once. Exit codes: 0 ok, 1 no cache or a write failed, 2 usage.\n");
-  sub.callback([a, &action] { action = [a] { return run_evict(*a); }; });
 }
 
 }  // namespace kd::kdctl

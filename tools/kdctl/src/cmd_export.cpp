@@ -105,14 +105,13 @@ int run_export(const ExportArgs& a) {
 }  // namespace
 
 void setup_export(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<ExportArgs>();
+  const auto a = command_args(sub, action, run_export);
   add_cache_dir_flag(sub, a->cache_dir);
   sub.add_option("--gpu", a->gpu,
                  "GPU model to export (its name, or text in exactly one name); default: the cache's only GPU");
   sub.add_option("-o,--output", a->output, "Archive file to write")->required();
   sub.footer("Exit codes: 0 ok, 1 no cache, no records, unwritable file or damaged records skipped,\n"
              "2 usage (no or several GPUs match).\n");
-  sub.callback([a, &action] { action = [a] { return run_export(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -98,7 +98,7 @@ int run_import(const ImportArgs& a) {
 }  // namespace
 
 void setup_import(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<ImportArgs>();
+  const auto a = command_args(sub, action, run_import);
   sub.add_option("file", a->file, "Archive written by kdctl export")->required();
   add_cache_dir_flag(sub, a->cache_dir);
   add_socket_flag(sub, a->socket);
@@ -114,7 +114,6 @@ void setup_import(CLI::App& sub, std::function<int()>& action) {
              "which load the records at once; the last line says whether a daemon was told.\n"
              "Exit codes: 0 all imported, 1 unreadable or damaged archive, no cache in --cache-dir\n"
              "(without --create), or any record rejected, 2 usage.\n");
-  sub.callback([a, &action] { action = [a] { return run_import(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -83,7 +83,7 @@ int run_ls(const LsArgs& a) {
 }  // namespace
 
 void setup_ls(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<LsArgs>();
+  const auto a = command_args(sub, action, run_ls);
   add_cache_dir_flag(sub, a->cache_dir);
   // A filter value no record can have is a usage error naming the valid ones, not an empty list.
   sub.add_option("--op", a->op, "Only this operator")->check(CLI::IsMember(kOps));
@@ -92,7 +92,6 @@ void setup_ls(CLI::App& sub, std::function<int()>& action) {
   sub.add_flag("--json", a->json, "Print a JSON array instead of a table");
   sub.footer("Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage (also an --op or --dtype\n"
              "value no record can have).\n");
-  sub.callback([a, &action] { action = [a] { return run_ls(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -278,7 +278,7 @@ int run_prewarm(const PrewarmArgs& a) {
 }  // namespace
 
 void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<PrewarmArgs>();
+  const auto a = command_args(sub, action, run_prewarm);
   sub.add_option("file", a->file,
                  "Shape list: canonical key lines or `linear` shorthand, # comments; n may be a range n=LO..HI")
       ->required();
@@ -301,7 +301,6 @@ void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
              "request, some shapes have no job, or --timeout passed, 2 unreadable shape lines (named file:line, also\n"
              "inverted, open or overlapping ranges) or no shapes, 4 the daemon has no "
              "GPU to search with (the shapes stay queued).");
-  sub.callback([a, &action] { action = [a] { return run_prewarm(*a); }; });
 }
 
 }  // namespace kd::kdctl

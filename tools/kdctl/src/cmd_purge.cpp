@@ -131,7 +131,7 @@ int run_purge(const PurgeArgs& a) {
 }  // namespace
 
 void setup_purge(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<PurgeArgs>();
+  const auto a = command_args(sub, action, run_purge);
   sub.add_option("--state", a->states, "Finished states to remove, a comma list (default: done,failed,cancelled)");
   sub.add_option("--older-than", a->older_than,
                  "Only jobs unchanged for longer than this (7d, 12h, 90m, 2w); default: every finished job");
@@ -142,7 +142,6 @@ void setup_purge(CLI::App& sub, std::function<int()>& action) {
              "jobs by itself after job_retention_s. Records are not touched (kdctl evict removes records).\n"
              "Exit codes: 0 ok, 1 no cache, a daemon that holds the cache but does not answer, or a failed\n"
              "write, 2 usage.");
-  sub.callback([a, &action] { action = [a] { return run_purge(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -82,7 +82,7 @@ int run_record(const RecordArgs& a) {
 }  // namespace
 
 void setup_record(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<RecordArgs>();
+  const auto a = command_args(sub, action, run_record);
   sub.add_option("files", a->files, "KD_RECORD files (or shape lists) to merge")->required();
   sub.add_option("-o,--output", a->output, "Write the merged list here instead of stdout");
   sub.add_flag("--keep-going", a->keep_going,
@@ -98,7 +98,6 @@ void setup_record(CLI::App& sub, std::function<int()>& action) {
       "default buckets); --buckets off keeps every n. A range that shares an n with another range of an\n"
       "otherwise equal key is a bad line (FILE:LINE names both).\n"
       "Exit codes: 0 ok, 1 unreadable input or bad lines (without --keep-going), 2 usage (a bad --buckets).\n");
-  sub.callback([a, &action] { action = [a] { return run_record(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -291,11 +291,11 @@ void setup_remote(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<RemoteArgs>();
   auto* status = sub.add_subcommand("status", "What the tier holds (records, leases) and how kdispatchd sees it");
   add_remote_flags(*status, *a);
-  status->callback([a, &action] { action = [a] { return run_status(*a); }; });
+  run_when_chosen(*status, action, a, run_status);
   auto* push = sub.add_subcommand("push", "Write this cache's records to the tier");
   add_remote_flags(*push, *a);
   push->add_option("--gpu", a->gpu, "Only records of the GPU model whose name contains this text");
-  push->callback([a, &action] { action = [a] { return run_push(*a); }; });
+  run_when_chosen(*push, action, a, run_push);
   auto* pull = sub.add_subcommand("pull", "Import the tier's records for this machine into this cache");
   add_remote_flags(*pull, *a);
   pull->add_option("--gpu", a->gpu, "Only records of the GPU model whose name contains this text");
@@ -308,7 +308,7 @@ void setup_remote(CLI::App& sub, std::function<int()>& action) {
                "GPU's validation gate (as kdctl verify runs it) before it is written; with a GPU present only its\n"
                "model's records are pulled. Exit codes: 0 pulled, 1 unreachable tier or no cache, 2 usage,\n"
                "4 no GPU for the gate (pass --trusted to skip it).\n");
-  pull->callback([a, &action] { action = [a] { return run_pull(*a); }; });
+  run_when_chosen(*pull, action, a, run_pull);
   sub.footer("The tier is named by --remote, else KD_REMOTE, else the remote setting of the kdispatchd on\n"
              "--socket. Credentials come from a variable or a file, never from the URL.\n");
 }

@@ -231,7 +231,7 @@ int run_show(const ShowArgs& a) {
 }  // namespace
 
 void setup_show(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<ShowArgs>();
+  const auto a = command_args(sub, action, run_show);
   sub.add_option("key", a->key,
                  "A full key line, a shape line (with --gpu when several GPUs have it), or `prompts` for "
                  "the llm proposer's prompt files; an exact n without a record of its own shows the range "
@@ -242,7 +242,6 @@ void setup_show(CLI::App& sub, std::function<int()>& action) {
   sub.add_flag("--source", a->source, "Print the kernel's CUDA source");
   sub.add_flag("--json", a->json, "Print JSON");
   sub.footer("Exit codes: 0 ok, 1 no cache, no such record or a damaged one, 2 usage (bad key, ambiguous shape).\n");
-  sub.callback([a, &action] { action = [a] { return run_show(*a); }; });
 }
 
 }  // namespace kd::kdctl

@@ -247,7 +247,7 @@ int run_stats(const StatsArgs& a) {
 }  // namespace
 
 void setup_stats(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<StatsArgs>();
+  const auto a = command_args(sub, action, run_stats);
   add_cache_dir_flag(sub, a->cache_dir);
   add_socket_flag(sub, a->socket);
   sub.add_flag("--json", a->json, "Print JSON");
@@ -255,7 +255,6 @@ void setup_stats(CLI::App& sub, std::function<int()>& action) {
   sub.footer("Client counters come from kdispatchd; without a running daemon they are reported as unavailable.\n"
              "Exit codes: 0 ok (also without a daemon), 1 no cache or unreadable cache, or --zero without a "
              "daemon, 2 usage.\n");
-  sub.callback([a, &action] { action = [a] { return run_stats(*a); }; });
 }
 
 }  // namespace kd::kdctl

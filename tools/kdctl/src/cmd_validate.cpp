@@ -177,7 +177,7 @@ int run_validate(const ValidateArgs& a) {
 }  // namespace
 
 void setup_validate(CLI::App& sub, std::function<int()>& action) {
-  auto a = std::make_shared<ValidateArgs>();
+  const auto a = command_args(sub, action, run_validate);
   sub.add_option("--key", a->key,
                  "Canonical key line or `linear` shorthand the kernel implements; n (tokens) may be a range LO..HI")
       ->required();
@@ -192,7 +192,6 @@ void setup_validate(CLI::App& sub, std::function<int()>& action) {
              "middle; every point is printed.\n"
              "Exit codes: 0 passes the gate and beats cuBLAS (for a range: at every timed n), 3 passes but is not "
              "faster, 1 rejected, 2 usage error, 4 no GPU.");
-  sub.callback([a, &action] { action = [a] { return run_validate(*a); }; });
 }
 
 }  // namespace kd::kdctl

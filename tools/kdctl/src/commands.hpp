@@ -3,6 +3,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,6 +19,23 @@ struct Command {
 };
 
 std::span<const Command> commands();
+
+// When `sub` is the chosen subcommand (CLI11 calls its callback after parsing it), `action` becomes
+// run(*args). Several subcommands may share one `args`.
+template <class Args>
+void run_when_chosen(CLI::App& sub, std::function<int()>& action, std::shared_ptr<Args> args,
+                     int (*run)(const Args&)) {
+  sub.callback([args, run, &action] { action = [args, run] { return run(*args); }; });
+}
+
+// The flag values of a subcommand whose action is run(values): the caller declares its flags on the
+// returned object, which lives as long as the action.
+template <class Args>
+std::shared_ptr<Args> command_args(CLI::App& sub, std::function<int()>& action, int (*run)(const Args&)) {
+  auto args = std::make_shared<Args>();
+  run_when_chosen(sub, action, args, run);
+  return args;
+}
 
 // --cache-dir as the subcommands that read or write a cache name it (empty: default_cache_dir()).
 void add_cache_dir_flag(CLI::App& sub, std::string& cache_dir);

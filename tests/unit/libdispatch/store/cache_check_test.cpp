@@ -20,6 +20,7 @@
 #include "store/cache_store.hpp"
 #include "support/cache_damage.hpp"
 #include "support/temp_dir.hpp"
+#include "support/text_file.hpp"
 #include "test_records.hpp"
 
 namespace kd {
@@ -92,12 +93,12 @@ TEST(CacheCheck, NamesMissingEmptyForeignAndTruncatedFiles) {
   EXPECT_EQ(inspect_cache_dir(dir.path() / "nothing").problem, CacheProblem::no_directory);
   EXPECT_EQ(inspect_cache_dir(dir.path()).problem, CacheProblem::no_data_file);
 
-  test::write_file(data_file_of(dir.path()), "");
+  test::write_text(data_file_of(dir.path()), "");
   const CacheCheck empty = inspect_cache_dir(dir.path());
   EXPECT_EQ(empty.problem, CacheProblem::empty);
   EXPECT_NE(empty.message().find("is empty (0 bytes)"), std::string::npos) << empty.message();
 
-  test::write_file(data_file_of(dir.path()), std::string(20000, 'x'));
+  test::write_text(data_file_of(dir.path()), std::string(20000, 'x'));
   EXPECT_EQ(inspect_cache_dir(dir.path()).problem, CacheProblem::not_lmdb);
 
   fs::remove(data_file_of(dir.path()));
@@ -239,7 +240,7 @@ TEST(CacheCheck, WhatPassesTheCheckLmdbReadsAndWritesWithoutFaulting) {
     const fs::path copy = dir.path() / "copy";
     fs::remove_all(copy);
     fs::create_directories(copy);
-    test::write_file(data_file_of(copy), bytes);
+    test::write_text(data_file_of(copy), bytes);
     const bool write = round % 2 == 1;
     if (!check_data_file(data_file_of(copy), write ? CheckScope::everything : CheckScope::applications).ok()) continue;
     ++passed;

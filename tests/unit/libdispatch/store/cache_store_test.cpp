@@ -8,37 +8,14 @@
 
 #include "child_process.hpp"
 #include "common/error.hpp"
+#include "support/scoped_env.hpp"
 #include "support/temp_dir.hpp"
 #include "test_records.hpp"
 
 namespace kd {
 namespace {
 
-// Sets (or unsets, for nullptr) an environment variable for one scope.
-class ScopedEnv {
-public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value != nullptr) {
-      setenv(name, value, 1);
-    } else {
-      unsetenv(name);
-    }
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_, old_->c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using test::ScopedEnv;
 
 TEST(DefaultCacheDir, FollowsKdCacheDirThenXdgThenHome) {
   {

@@ -14,17 +14,6 @@ extern char** environ;
 
 namespace kd::test {
 
-std::string read_text(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void write_text(const std::filesystem::path& file, const std::string& text) {
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + file.string());
-}
-
 KdctlRun run_kdctl(const std::filesystem::path& scratch, const std::vector<std::string>& args,
                    const std::vector<std::string>& env) {
   const std::string out_file = (scratch / "kdctl.stdout").string();

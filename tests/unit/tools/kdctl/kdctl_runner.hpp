@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "support/text_file.hpp"  // read_text and write_text, which the kdctl tests use beside run_kdctl
+
 namespace kd::test {
 
 struct KdctlRun {
@@ -19,7 +21,5 @@ struct KdctlRun {
 KdctlRun run_kdctl(const std::filesystem::path& scratch, const std::vector<std::string>& args,
                    const std::vector<std::string>& env = {});
 
-std::string read_text(const std::filesystem::path& file);
-void write_text(const std::filesystem::path& file, const std::string& text);
 
 }  // namespace kd::test

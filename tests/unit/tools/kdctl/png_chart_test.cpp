@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "png_chart.hpp"
 #include "support/temp_dir.hpp"
+#include "support/text_file.hpp"
 
 namespace kd::test {
 namespace {
@@ -42,11 +43,6 @@ Decoded decode_rgb(const std::string& png) {
   return out;
 }
 
-std::string read_file(const std::filesystem::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST(PngChart, IsAValidCompressedPngWhosePixelsDecode) {
   TempDir dir;
   std::vector<kdctl::ChartBar> bars;
@@ -54,7 +50,7 @@ TEST(PngChart, IsAValidCompressedPngWhosePixelsDecode) {
     bars.push_back({"bf16 T 4096x" + std::to_string(i) + "x4096", 0.8 + 0.05 * i, i % 3 != 0, 0.5 + 0.01 * i, 0.6});
   const auto file = dir.path() / "chart.png";
   kdctl::write_bar_chart(file, bars, "NVIDIA H200");
-  const std::string png = read_file(file);
+  const std::string png = read_text(file);
   ASSERT_GT(png.size(), 8u);
   ASSERT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
   EXPECT_EQ(png.substr(12, 4), "IHDR");
@@ -88,7 +84,7 @@ TEST(PngChart, DrawsTheIsolatedRegimeUnderTheServingBar) {
   kdctl::write_bar_chart(without, bars, "NVIDIA H100");
   bars[0].speedup_isolated = 1.2;
   kdctl::write_bar_chart(with, bars, "NVIDIA H100");
-  const Decoded a = decode_rgb(read_file(without)), b = decode_rgb(read_file(with));
+  const Decoded a = decode_rgb(read_text(without)), b = decode_rgb(read_text(with));
   ASSERT_TRUE(a.error.empty() && b.error.empty()) << a.error << b.error;
   ASSERT_EQ(a.width, b.width);
   ASSERT_EQ(a.height, b.height);
