@@ -9,9 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
-#include <utility>
 #include <variant>
-#include <vector>
 
 #include <fmt/format.h>
 
@@ -101,44 +99,40 @@ void expect_refused(const std::map<std::string, Served, std::less<>>& got, std::
   EXPECT_TRUE(s.any_refusal_contains(why)) << family << " " << range.shape_line() << ": expected '" << why << "'";
 }
 
-// One decode range: the families that serve all of it, and those that refuse it with the words
-// their reason must contain.
-struct RangeCase {
-  const char* dtype;
-  const char* n_range;
-  std::vector<const char*> serve;
-  std::vector<std::pair<const char*, const char*>> refuse;
-};
-
-void expect_served_as(const RangeCase& c) {
-  const GemmKey range = decode_range(c.dtype, c.n_range);
-  const auto got = serving(range);
-  for (const char* f : c.serve) expect_all_serve(got, f, range);
-  for (const auto& [f, why] : c.refuse) expect_refused(got, f, why, range);
-}
-
 TEST(RangeCandidateDecode, F32RangesAreServedByWgTiledTcTiledAndSimt) {
   // 17..32: wg_tiled only declines these n for an exact search (padding), so its 64-column tiles
   // serve the range with one column of tiles; skinny_bulk's KD_NT (column tiles of 8) differs
   // across the range.
-  expect_served_as({"f32", "17..32", {"wg_tiled", "tc_tiled", "simt_tiled"},
-                    {{"skinny_bulk", "the parameters depend on n (KD_NT"},
-                     {"skinny_mma", "f16/bf16 inputs only"},
-                     {"wg_tma", "bf16 or f16 inputs"}}});
+  const GemmKey low = decode_range("f32", "17..32");
+  const auto lo = serving(low);
+  for (const char* f : {"wg_tiled", "tc_tiled", "simt_tiled"}) expect_all_serve(lo, f, low);
+  expect_refused(lo, "skinny_bulk", "the parameters depend on n (KD_NT", low);
+  expect_refused(lo, "skinny_mma", "f16/bf16 inputs only", low);
+  expect_refused(lo, "wg_tma", "bf16 or f16 inputs", low);
+
   // 33..64: the same families; wg_tiled at n 33..47 was the gap (a rejection before issue 29's fix).
-  expect_served_as({"f32", "33..64", {"wg_tiled", "tc_tiled", "simt_tiled"},
-                    {{"skinny_bulk", "is not skinny"}, {"wg_tma", "bf16 or f16 inputs"}}});
+  const GemmKey high = decode_range("f32", "33..64");
+  const auto hi = serving(high);
+  for (const char* f : {"wg_tiled", "tc_tiled", "simt_tiled"}) expect_all_serve(hi, f, high);
+  expect_refused(hi, "skinny_bulk", "is not skinny", high);
+  expect_refused(hi, "wg_tma", "bf16 or f16 inputs", high);
 }
 
 TEST(RangeCandidateDecode, Bf16RangesAreServedByTcTiledWgTmaAndSimt) {
   // wg_tiled is f32 only (its 16-bit path measured slower than cuBLAS); wg_tma (a trial family)
   // declines n < 48 for an exact search only, so it serves both ranges.
-  expect_served_as({"bf16", "17..32", {"tc_tiled", "wg_tma", "simt_tiled"},
-                    {{"wg_tiled", "f32 inputs only"},
-                     {"skinny_bulk", "the parameters depend on n (KD_NT"},
-                     {"skinny_mma", "the parameters depend on n (KD_NT"}}});
-  expect_served_as({"bf16", "33..64", {"tc_tiled", "wg_tma", "simt_tiled"},
-                    {{"wg_tiled", "f32 inputs only"}, {"skinny_mma", "is not skinny"}}});
+  const GemmKey low = decode_range("bf16", "17..32");
+  const auto lo = serving(low);
+  for (const char* f : {"tc_tiled", "wg_tma", "simt_tiled"}) expect_all_serve(lo, f, low);
+  expect_refused(lo, "wg_tiled", "f32 inputs only", low);
+  expect_refused(lo, "skinny_bulk", "the parameters depend on n (KD_NT", low);
+  expect_refused(lo, "skinny_mma", "the parameters depend on n (KD_NT", low);
+
+  const GemmKey high = decode_range("bf16", "33..64");
+  const auto hi = serving(high);
+  for (const char* f : {"tc_tiled", "wg_tma", "simt_tiled"}) expect_all_serve(hi, f, high);
+  expect_refused(hi, "wg_tiled", "f32 inputs only", high);
+  expect_refused(hi, "skinny_mma", "is not skinny", high);
 }
 
 TEST(RangeCandidateDecode, WgTiledServesAWholeRangeWithOneColumnOfTiles) {
