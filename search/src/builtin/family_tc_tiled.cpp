@@ -6,22 +6,15 @@
 
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family_rules.hpp"
+#include "builtin/param_names.hpp"
 
 namespace kd::builtin {
 namespace {
 
+using namespace param_names;
+
 long long elem_bytes(const GemmKey& key) { return static_cast<long long>(dtype_bytes(key.a)); }
 
-constexpr char kBm[] = "KD_BM";
-constexpr char kBn[] = "KD_BN";
-constexpr char kBk[] = "KD_BK";
-constexpr char kWm[] = "KD_WM";
-constexpr char kWn[] = "KD_WN";
-constexpr char kStages[] = "KD_STAGES";
-constexpr char kSplit[] = "KD_SPLITK";
-constexpr char kMinCtas[] = "KD_MIN_CTAS";
-constexpr char k3x[] = "KD_3XTF32";
-constexpr char kPromote[] = "KD_PROMOTE";
 constexpr long long kMaxSplit = 16;
 
 long long warps_of(const Params& p) { return (param(p, kBm) / param(p, kWm)) * (param(p, kBn) / param(p, kWn)); }

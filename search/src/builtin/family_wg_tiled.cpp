@@ -7,27 +7,15 @@
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family_rules.hpp"
 #include "builtin/kernels/wg_tiled_layout.cuh"
+#include "builtin/param_names.hpp"
 
 namespace kd::builtin {
 namespace {
 
+using namespace param_names;
 
-constexpr char kWg[] = "KD_WG";
-constexpr char kMw[] = "KD_MW";
-constexpr char kBn[] = "KD_BN";
-constexpr char kStages[] = "KD_STAGES";
-constexpr char kSplit[] = "KD_SPLITK";
-constexpr char k3x[] = "KD_3XTF32";
-constexpr char kPromote[] = "KD_PROMOTE";
-constexpr char kLate[] = "KD_LATE";
-constexpr char kWs[] = "KD_WS";
-constexpr char kCluster[] = "KD_CLUSTER";
-constexpr char kBlo[] = "KD_BLO";
-constexpr char kTail[] = "KD_TAIL";
 constexpr long long kMaxTail = 4;  // 5 and 7 measured slower than 4 on 28672x128 (kernel lab, H200)
-constexpr char kSk[] = "KD_SK";
-constexpr char kF16s[] = "KD_F16S";
-constexpr long long kBk = 32;  // f32 elements per k tile: one 128-byte swizzle row
+constexpr long long kTileK = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
 constexpr long long kMaxClusterSplit = 8;
@@ -68,12 +56,12 @@ long long smem_bytes(const GemmKey& key, const Params& p) { return layout_of(key
 // per CTA. A tile that one CTA covers whole goes straight to C; the others leave one partial per CTA
 // that touches them, in workspace slots summed by kd_wg_sk_reduce.
 long long sk_units(const GemmKey& key, const Params& p) {
-  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * ceil_div(key.k, kBk);
+  return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * ceil_div(key.k, kTileK);
 }
 // The most CTAs any tile spans: the workspace's slots (1: every tile whole, no workspace, no reduce).
 long long sk_partials(const GemmKey& key, const Params& p) {
   const long long tiles = ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn));
-  return kd_wg_sk_slots(tiles, ceil_div(key.k, kBk), param(p, kSk));
+  return kd_wg_sk_slots(tiles, ceil_div(key.k, kTileK), param(p, kSk));
 }
 long long blo_floats(const GemmKey& key) { return key.batch * key.n * kd_wg_blo_ld(key.k); }
 long long b16_floats(const GemmKey& key) { return key.batch * key.n * (kd_wg_ld16(key.k) + 1); }
@@ -93,7 +81,7 @@ long long workspace_bytes(const GemmKey& key, const Params& p) {
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
 // one CTA per SM.
 long long split_to_fill(const GemmKey& key, const Target& t, const Params& p) {
-  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, kBk);
+  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, kTileK);
   long long s = 1;
   while (tiles * s < t.sms && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
   return s;
@@ -134,7 +122,7 @@ long long ctas_per_sm(const GemmKey& key, const Target& t, const Params& p) {
 // one wave of resident CTAs: the n <= 16 shapes stream A, and a second, partial wave measured
 // 10-30% slower (tools/dev/lab_wg_f32.json).
 long long split_one_wave(const GemmKey& key, const Target& t, const Params& p) {
-  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, kBk), room = t.sms * ctas_per_sm(key, t, p);
+  const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, kTileK), room = t.sms * ctas_per_sm(key, t, p);
   long long s = 1;
   while (tiles * s * 2 <= room && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
   return s;
@@ -293,7 +281,7 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if ((ws != 0 && ws != 1) || (ws == 1 && late == 1)) return false;
   const long long x3 = param(p, k3x);
   if ((x3 != 0 && x3 != 1) || (x3 == 0 && key.precision == PrecisionClass::f32)) return false;
-  if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
+  if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kTileK)) return false;
   // The cluster reduction (KD_CLUSTER) runs in the producer warpgroup's kernel, over 2..8 splits, and
   // stages the tile's f32 partials in the CTA's own ring.
   const long long cluster = param(p, kCluster);
@@ -518,7 +506,7 @@ std::string sk_on(const GemmKey& key, const Target& t, const Params& p) {
   q[kSplit] = 1;
   return fmt::format("stream-K: {} CTAs (one wave) take {:.1f} k tiles each of the {} tiles' {} in one run, instead "
                      "of {} CTAs in {:.2f} waves",
-                     room, static_cast<double>(sk_units(key, q)) / room, tiles_of(key, p), ceil_div(key.k, kBk),
+                     room, static_cast<double>(sk_units(key, q)) / room, tiles_of(key, p), ceil_div(key.k, kTileK),
                      tiles_of(key, p) * param(p, kSplit),
                      static_cast<double>(tiles_of(key, p) * param(p, kSplit)) / room);
 }

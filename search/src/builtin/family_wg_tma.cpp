@@ -7,18 +7,14 @@
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family_rules.hpp"
 #include "builtin/kernels/wg_tma_layout.cuh"
+#include "builtin/param_names.hpp"
 
 namespace kd::builtin {
 namespace {
 
-constexpr char kWg[] = "KD_WG";
-constexpr char kMw[] = "KD_MW";
-constexpr char kBn[] = "KD_BN";
-constexpr char kStages[] = "KD_STAGES";
-constexpr char kSplit[] = "KD_SPLITK";
-constexpr char kCluster[] = "KD_CLUSTER";
-constexpr char kCtas[] = "KD_CTAS";
-constexpr long long kBk = 64;  // 16-bit elements per k tile: one 128-byte swizzle row
+using namespace param_names;
+
+constexpr long long kTileK = 64;  // 16-bit elements per k tile: one 128-byte swizzle row
 // Splits are reduced in a cluster, whose portable size is 8.
 constexpr long long kMaxSplit = 8;
 // Narrower outputs are mostly padding in a 64-column tile; the skinny families stream them. So an
@@ -94,7 +90,7 @@ bool tma_valid(const GemmKey& key, const Target& t, const Params& p) {
   if ((wg != 1 && wg != 2) || (mw != 1 && mw != 2) || (bn != 64 && bn != 128 && bn != 256)) return false;
   if (mw * bn > 256) return false;  // at most 128 accumulator registers per thread
   if (stages < 2 || stages > 8) return false;
-  if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kBk)) return false;
+  if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kTileK)) return false;
   if (cluster != (split > 1 ? 1 : 0)) return false;
   // The cluster's partial tile (f32) is staged in the CTA's own ring.
   if (split > 1 && !layout_of(p).partial_tile_fits()) return false;
@@ -140,7 +136,7 @@ std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
     for (long long split : {1LL, 2LL, 4LL}) {
       Params p = tile(s[0], s[1], bn, split);
       // Split only a grid that leaves SMs idle, keeping at least 8 k tiles per split.
-      if (split > 1 && (tiles_of(key, p) >= t.sms || ceil_div(key.k, kBk) / split < 8)) continue;
+      if (split > 1 && (tiles_of(key, p) >= t.sms || ceil_div(key.k, kTileK) / split < 8)) continue;
       // A grid deeper than the SMs, or clusters of four, run two CTAs per SM where a ring of three
       // stages still fits; clusters of four need that room.
       const long long ctas = ctas_of(key, p);
@@ -152,7 +148,7 @@ std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
       if (!tma_valid(key, t, p)) continue;
       const double bm = static_cast<double>(bm_of(p));
       const double reuse = std::min(1.0, bm * bn / (bm + bn) / 64.0);
-      const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kBk), split));
+      const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kTileK), split));
       double cost = static_cast<double>(ceil_div(ctas, t.sms)) * bm * bn * kper / reuse;
       for (long long sp = split; sp > 1; sp /= 2) cost *= 1.03;
       scored.push_back({cost, std::move(p)});

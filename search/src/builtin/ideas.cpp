@@ -9,20 +9,12 @@
 #include "builtin/family_tc_tiled.hpp"
 #include "builtin/family_wg_tiled.hpp"
 #include "builtin/family_wg_tma.hpp"
+#include "builtin/param_names.hpp"
 
 namespace kd::builtin {
 namespace {
 
-constexpr char kKc[] = "KD_KC";
-constexpr char kRows[] = "KD_ROWS";
-constexpr char kWarps[] = "KD_WARPS";
-constexpr char kCtas[] = "KD_CTAS_PER_SM";
-constexpr char kUnroll[] = "KD_UNROLL";
-constexpr char kWarpsK[] = "KD_WARPS_K";
-constexpr char kMt[] = "KD_MT";
-constexpr char kBk[] = "KD_BK";
-constexpr char kTm[] = "KD_TM";
-constexpr char kTn[] = "KD_TN";
+using namespace param_names;
 
 std::string bulk_kc_double(const GemmKey& key, const Target&, const Params& p) {
   return fmt::format("double the k chunk to {}: {}-byte bulk copies per row, half the stage "
@@ -114,7 +106,6 @@ std::string simt_tile_double_text(const GemmKey&, const Target&, const Params& p
 }
 
 // Programmatic dependent launch of the first launch, for every family with Family::pdl_first.
-constexpr char kPdl[] = "KD_PDL";
 std::string pdl_on_text(const GemmKey&, const Target&, const Params&) {
   return "launch as a programmatic dependent of the previous kernel on the stream: blocks are scheduled while it "
          "drains and wait on the grid first, hiding the launch gap between back-to-back calls in a CUDA graph";
@@ -150,8 +141,8 @@ const IdeaMove kIdeas[] = {
     {"skinny_bulk", "bulk.rows_half", bulk_rows_half, scale_param<kRows, 1, 2, 16, 64>},
     {"skinny_bulk", "bulk.warps_double", bulk_warps_double, scale_param<kWarps, 2, 1, 1, 16>},
     {"skinny_bulk", "bulk.warps_half", bulk_warps_half, scale_param<kWarps, 1, 2, 1, 16>},
-    {"skinny_bulk", "bulk.ctas_two", bulk_ctas_two, scale_param<kCtas, 2, 1, 1, 2>},
-    {"skinny_bulk", "bulk.ctas_one", bulk_ctas_one, scale_param<kCtas, 1, 2, 1, 2>},
+    {"skinny_bulk", "bulk.ctas_two", bulk_ctas_two, scale_param<kCtasPerSm, 2, 1, 1, 2>},
+    {"skinny_bulk", "bulk.ctas_one", bulk_ctas_one, scale_param<kCtasPerSm, 1, 2, 1, 2>},
     {"skinny_mma", "mma.unroll_double", mma_unroll_double, scale_param<kUnroll, 2, 1, 1, 8>},
     {"skinny_mma", "mma.unroll_half", mma_unroll_half, scale_param<kUnroll, 1, 2, 1, 8>},
     {"skinny_mma", "mma.splitk_double", mma_splitk_double, scale_param<kWarpsK, 2, 1, 1, 16>},

@@ -1,12 +1,11 @@
 #include "contract/candidate_status.hpp"
 
-#include <array>
-#include <utility>
+#include "contract/name_table.hpp"
 
 namespace kd::search {
 namespace {
 
-constexpr std::array<std::pair<CandidateStatus, std::string_view>, 12> kNames = {{
+constexpr NameTable<CandidateStatus, 12> kNames = {{
     {CandidateStatus::ok, "ok"},
     {CandidateStatus::too_large, "too_large"},
     {CandidateStatus::no_plan, "no_plan"},
@@ -24,10 +23,7 @@ constexpr std::array<std::pair<CandidateStatus, std::string_view>, 12> kNames = 
 }  // namespace
 
 std::string_view to_string(CandidateStatus status) {
-  for (const auto& [value, name] : kNames) {
-    if (value == status) return name;
-  }
-  return "unknown";
+  return name_in(kNames, status);
 }
 
 }  // namespace kd::search

@@ -94,6 +94,22 @@ struct KdRefArgs {
   double alpha, beta;
 };
 
+// Stages a 16 (k) x 64 tile of op(A) (o: m) or op(B) (o: n) into S[k][o], zeros past o_n and k.
+// k_contig: k is the operand's contiguous index (A with ta = T, B with tb = N); consecutive threads
+// walk the contiguous index either way.
+__device__ __forceinline__ void kd_ref_stage(double (&S)[16][65], const void* x, long long base, long long ld,
+                                             int dt, bool k_contig, long long o0, long long o_n, long long k0,
+                                             long long k, int tid) {
+  for (int e = tid; e < 1024; e += 256) {
+    const int oo = k_contig ? e / 16 : e % 64;
+    const int kk = k_contig ? e % 16 : e / 64;
+    const long long go = o0 + oo, gk = k0 + kk;
+    double v = 0.0;
+    if (go < o_n && gk < k) v = kd_load(x, base + (k_contig ? gk + go * ld : go + gk * ld), dt);
+    S[kk][oo] = v;
+  }
+}
+
 // ref[z*m*n + j*m + i] = alpha * sum_l op(A)[i,l] op(B)[l,j] + beta * C0[i,j] + bias[i], in fp64.
 // Block 16x16 threads computes a 64x64 tile; each thread 4x4 outputs.
 extern "C" __global__ void __launch_bounds__(256) kd_reference(KdRefArgs p) {
@@ -106,24 +122,8 @@ extern "C" __global__ void __launch_bounds__(256) kd_reference(KdRefArgs p) {
   double acc[4][4];
   for (int r = 0; r < 4; ++r) for (int c = 0; c < 4; ++c) acc[r][c] = 0.0;
   for (long long k0 = 0; k0 < p.k; k0 += 16) {
-    for (int e = tid; e < 1024; e += 256) {
-      const int ii = p.ta == 0 ? e % 64 : e / 16;
-      const int kk = p.ta == 0 ? e / 64 : e % 16;
-      const long long gi = i0 + ii, gk = k0 + kk;
-      double v = 0.0;
-      if (gi < p.m && gk < p.k)
-        v = kd_load(p.a, a_base + (p.ta == 0 ? gi + gk * p.lda : gk + gi * p.lda), p.dt_a);
-      As[kk][ii] = v;
-    }
-    for (int e = tid; e < 1024; e += 256) {
-      const int kk = p.tb == 0 ? e % 16 : e / 64;
-      const int jj = p.tb == 0 ? e / 16 : e % 64;
-      const long long gj = j0 + jj, gk = k0 + kk;
-      double v = 0.0;
-      if (gj < p.n && gk < p.k)
-        v = kd_load(p.b, b_base + (p.tb == 0 ? gk + gj * p.ldb : gj + gk * p.ldb), p.dt_b);
-      Bs[kk][jj] = v;
-    }
+    kd_ref_stage(As, p.a, a_base, p.lda, p.dt_a, p.ta != 0, i0, p.m, k0, p.k, tid);
+    kd_ref_stage(Bs, p.b, b_base, p.ldb, p.dt_b, p.tb == 0, j0, p.n, k0, p.k, tid);
     __syncthreads();
 #pragma unroll
     for (int kk = 0; kk < 16; ++kk) {

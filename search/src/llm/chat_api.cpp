@@ -20,6 +20,18 @@ std::string string_field(const json& object, const char* name) {
   return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
+// The reply's model and, when its usage object holds both counts, the tokens spent: the two APIs
+// name the prompt's and the completion's fields differently.
+void read_model_and_usage(const json& reply, const char* prompt_field, const char* completion_field,
+                          ChatReply& out) {
+  out.model = string_field(reply, "model");
+  if (const auto usage = reply.find("usage"); usage != reply.end() && usage->is_object()) {
+    const auto prompt = int_field(*usage, prompt_field);
+    const auto completion = int_field(*usage, completion_field);
+    if (prompt && completion) out.usage = TokenUsage{*prompt, *completion};
+  }
+}
+
 // ---- OpenAI-compatible chat completions ----------------------------------------------------------
 
 std::vector<std::string> openai_headers(const LlmConfig&, const ApiKey& key) {
@@ -56,12 +68,7 @@ std::variant<ChatReply, WireError> openai_parse(const json& reply) {
   out.finish = finish == "stop" ? FinishReason::stop
                : finish == "length" ? FinishReason::length
                                     : FinishReason::other;
-  out.model = string_field(reply, "model");
-  if (const auto usage = reply.find("usage"); usage != reply.end() && usage->is_object()) {
-    const auto prompt = int_field(*usage, "prompt_tokens");
-    const auto completion = int_field(*usage, "completion_tokens");
-    if (prompt && completion) out.usage = TokenUsage{*prompt, *completion};
-  }
+  read_model_and_usage(reply, "prompt_tokens", "completion_tokens", out);
   return out;
 }
 
@@ -98,12 +105,7 @@ std::variant<ChatReply, WireError> anthropic_parse(const json& reply) {
   out.finish = stop == "end_turn" || stop == "stop_sequence" ? FinishReason::stop
                : stop == "max_tokens"                        ? FinishReason::length
                                                              : FinishReason::other;
-  out.model = string_field(reply, "model");
-  if (const auto usage = reply.find("usage"); usage != reply.end() && usage->is_object()) {
-    const auto input = int_field(*usage, "input_tokens");
-    const auto output = int_field(*usage, "output_tokens");
-    if (input && output) out.usage = TokenUsage{*input, *output};
-  }
+  read_model_and_usage(reply, "input_tokens", "output_tokens", out);
   return out;
 }
 

@@ -1,12 +1,11 @@
 #include "llm/llm_config.hpp"
 
-#include <array>
-#include <utility>
+#include "contract/name_table.hpp"
 
 namespace kd::llm {
 namespace {
 
-constexpr std::array<std::pair<ApiKind, std::string_view>, 2> kApiNames = {{
+constexpr search::NameTable<ApiKind, 2> kApiNames = {{
     {ApiKind::openai_chat, "openai"},
     {ApiKind::anthropic_messages, "anthropic"},
 }};
@@ -14,17 +13,11 @@ constexpr std::array<std::pair<ApiKind, std::string_view>, 2> kApiNames = {{
 }  // namespace
 
 std::string_view to_string(ApiKind kind) {
-  for (const auto& [value, name] : kApiNames) {
-    if (value == kind) return name;
-  }
-  return "unknown";
+  return search::name_in(kApiNames, kind);
 }
 
 std::optional<ApiKind> api_kind_from_string(std::string_view name) {
-  for (const auto& [value, known] : kApiNames) {
-    if (known == name) return value;
-  }
-  return std::nullopt;
+  return search::value_in(kApiNames, name);
 }
 
 }  // namespace kd::llm

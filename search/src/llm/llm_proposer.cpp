@@ -11,6 +11,7 @@ namespace kd::llm {
 struct LlmProposer::Exchange {
   ChatReply reply;
   ReplyRecord record;
+  std::vector<KernelText> kernels;  // ask_kernels only
 };
 
 LlmProposer::LlmProposer(LlmConfig config, std::shared_ptr<TokenBudget> budget,
@@ -26,7 +27,21 @@ std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask(PromptId prompt
   if (auto* failure = std::get_if<LlmFailure>(&outcome)) return std::move(*failure);
   auto& reply = std::get<ChatReply>(outcome);
   ReplyRecord record{rendered.name, reply.model, reply.attempts, reply.charged};
-  return Exchange{std::move(reply), std::move(record)};
+  return Exchange{std::move(reply), std::move(record), {}};
+}
+
+std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask_kernels(PromptId prompt, const PromptVars& vars,
+                                                                         std::string_view what) {
+  auto asked = ask(prompt, vars);
+  if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
+  auto& exchange = std::get<Exchange>(asked);
+  auto kernels = extract_kernels(exchange.reply.text, exchange.reply.finish);
+  if (auto* bad = std::get_if<ParseFailure>(&kernels)) {
+    spdlog::warn("llm: {} reply rejected: {}: {}", what, to_string(bad->fate), bad->message);
+    return LlmFailure{bad->fate, bad->message, exchange.record.attempts, exchange.record.usage};
+  }
+  exchange.kernels = std::get<std::vector<KernelText>>(std::move(kernels));
+  return std::move(exchange);
 }
 
 CandidateDraft LlmProposer::check(std::string source, bool complete) const {
@@ -74,15 +89,10 @@ std::variant<Implementation, LlmFailure> LlmProposer::implement(std::string_view
   vars["idea"] = std::string(idea);
   vars["seed_source"] = std::string(seed_source);
   vars["b"] = std::to_string(b);
-  auto asked = ask(PromptId::implement, vars);
+  auto asked = ask_kernels(PromptId::implement, vars, "implementation");
   if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
   auto& exchange = std::get<Exchange>(asked);
-  auto kernels = extract_kernels(exchange.reply.text, exchange.reply.finish);
-  if (auto* bad = std::get_if<ParseFailure>(&kernels)) {
-    spdlog::warn("llm: implementation reply rejected: {}: {}", to_string(bad->fate), bad->message);
-    return LlmFailure{bad->fate, bad->message, exchange.record.attempts, exchange.record.usage};
-  }
-  auto& texts = std::get<std::vector<KernelText>>(kernels);
+  auto& texts = exchange.kernels;
   if (texts.size() > b) {
     spdlog::info("llm: reply holds {} kernels, {} asked for: the first {} are kept", texts.size(), b, b);
     texts.resize(b);
@@ -102,14 +112,10 @@ std::variant<Repaired, LlmFailure> LlmProposer::repair(std::string_view idea,
   std::string log(compile_log.substr(0, options_.max_log_chars));
   if (compile_log.size() > options_.max_log_chars) log += "\n[... log shortened]";
   vars["compile_log"] = std::move(log);
-  auto asked = ask(PromptId::repair, vars);
+  auto asked = ask_kernels(PromptId::repair, vars, "repair");
   if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
   auto& exchange = std::get<Exchange>(asked);
-  auto kernels = extract_kernels(exchange.reply.text, exchange.reply.finish);
-  if (auto* bad = std::get_if<ParseFailure>(&kernels)) {
-    return LlmFailure{bad->fate, bad->message, exchange.record.attempts, exchange.record.usage};
-  }
-  auto& first = std::get<std::vector<KernelText>>(kernels).front();
+  auto& first = exchange.kernels.front();
   return Repaired{check(std::move(first.source), first.complete), std::move(exchange.record)};
 }
 

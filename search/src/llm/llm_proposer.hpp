@@ -84,6 +84,9 @@ public:
 private:
   struct Exchange;
   std::variant<Exchange, LlmFailure> ask(PromptId prompt, const PromptVars& vars);
+  // ask() for a prompt whose reply must hold kernels (implement, repair): the exchange with its
+  // kernels, or the failure of a reply without a usable one (logged as `what`'s).
+  std::variant<Exchange, LlmFailure> ask_kernels(PromptId prompt, const PromptVars& vars, std::string_view what);
   CandidateDraft check(std::string source, bool complete) const;
 
   LlmClient client_;

@@ -1,12 +1,11 @@
 #include "llm/reply_fate.hpp"
 
-#include <array>
-#include <utility>
+#include "contract/name_table.hpp"
 
 namespace kd::llm {
 namespace {
 
-constexpr std::array<std::pair<ReplyFate, std::string_view>, 11> kNames = {{
+constexpr search::NameTable<ReplyFate, 11> kNames = {{
     {ReplyFate::ok, "ok"},
     {ReplyFate::budget_exhausted, "budget_exhausted"},
     {ReplyFate::connect_failed, "connect_failed"},
@@ -23,10 +22,7 @@ constexpr std::array<std::pair<ReplyFate, std::string_view>, 11> kNames = {{
 }  // namespace
 
 std::string_view to_string(ReplyFate fate) {
-  for (const auto& [value, name] : kNames) {
-    if (value == fate) return name;
-  }
-  return "unknown";
+  return search::name_in(kNames, fate);
 }
 
 }  // namespace kd::llm

@@ -32,12 +32,7 @@
 
 #define KD_THREADS ((KD_BM / KD_TM) * (KD_BN / KD_TN))
 
-__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float kd_to_float(float v) { return v; }
-__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+#include "c_epilogue.cuh"
 
 // Loads the (rows x KD_BK) tile of op(X) starting at (row0, k0) into registers, KD_PER per thread.
 // op(X)(r, kk) lives at X[r + kk*ld] when not transposed (rows contiguous) and X[kk + r*ld] when
@@ -140,13 +135,7 @@ extern "C" __global__ void __launch_bounds__(KD_THREADS) kd_simt_tiled(kd_gemm_a
       if (c >= n) continue;
       float out = args.alpha * acc[i][j];
       KD_C_T* dst = C + r + c * args.ldc;
-#if !KD_BETA_ZERO
-      out += args.beta * kd_to_float(*dst);
-#endif
-#if KD_BIAS
-      out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[r]);
-#endif
-      kd_store(dst, out);
+      kd_finish_c(args, dst, r, out);
     }
   }
 }

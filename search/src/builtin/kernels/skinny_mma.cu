@@ -30,12 +30,8 @@
 #define KD_BIAS 0
 #endif
 
-__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float kd_to_float(float v) { return v; }
-__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+#include "c_epilogue.cuh"
+#include "mma_m16n8k16.cuh"
 
 // A is streamed exactly once: keep it out of L1.
 __device__ __forceinline__ uint4 kd_load_stream(const void* p) {
@@ -46,38 +42,6 @@ __device__ __forceinline__ uint4 kd_load_stream(const void* p) {
 }
 __device__ __forceinline__ uint4 kd_load_reuse(const void* p) {
   return __ldg(static_cast<const uint4*>(p));
-}
-
-__device__ __forceinline__ void kd_mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
-                                       unsigned a3, unsigned b0, unsigned b1, __nv_bfloat16*) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void kd_mma(float (&d)[4], unsigned a0, unsigned a1, unsigned a2,
-                                       unsigned a3, unsigned b0, unsigned b1, __half*) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// out = alpha*sum (+ beta*C) (+ bias[row]); rows and columns past the matrix are dropped.
-__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_OUT_T* C, long long row,
-                                            long long col, float sum) {
-  if (row >= args.m || col >= args.n) return;
-  float out = args.alpha * sum;
-  KD_OUT_T* dst = C + row + col * args.ldc;
-#if !KD_BETA_ZERO
-  out += args.beta * kd_to_float(*dst);
-#endif
-#if KD_BIAS
-  out += kd_to_float(static_cast<const KD_OUT_T*>(args.bias)[row]);
-#endif
-  kd_store(dst, out);
 }
 
 extern "C" __global__ void __launch_bounds__(32 * KD_WARPS_K)

@@ -34,21 +34,7 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-#ifndef KD_A_T
-#define KD_A_T __nv_bfloat16
-#endif
-#ifndef KD_B_T
-#define KD_B_T KD_A_T
-#endif
-#ifndef KD_C_T
-#define KD_C_T KD_A_T
-#endif
-#ifndef KD_TA
-#define KD_TA 1
-#endif
-#ifndef KD_TB
-#define KD_TB 0
-#endif
+#include "mma_defaults.cuh"
 #ifndef KD_BM
 #define KD_BM 128
 #endif
@@ -67,23 +53,8 @@
 #ifndef KD_STAGES
 #define KD_STAGES 3
 #endif
-#ifndef KD_SPLITK
-#define KD_SPLITK 1
-#endif
 #ifndef KD_MIN_CTAS
 #define KD_MIN_CTAS 1
-#endif
-#ifndef KD_3XTF32
-#define KD_3XTF32 1
-#endif
-#ifndef KD_PROMOTE
-#define KD_PROMOTE 1
-#endif
-#ifndef KD_BETA_ZERO
-#define KD_BETA_ZERO 1
-#endif
-#ifndef KD_BIAS
-#define KD_BIAS 0
 #endif
 
 #if KD_TB != 0
@@ -118,12 +89,8 @@ static_assert(KD_BK % kKStep == 0 && KD_BK % kVec == 0 && KD_BM % kVec == 0, "k 
 static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");
 static_assert(!kF32Vec || KD_BK % 16 == 0, "f32 with ta = T works in k16 blocks");
 
-__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float kd_to_float(float v) { return v; }
-__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+#include "c_epilogue.cuh"
+#include "mma_m16n8k16.cuh"
 
 __device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -146,22 +113,6 @@ __device__ __forceinline__ void kd_ldsm_x4_trans(unsigned (&r)[4], const void* p
                : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(kd_smem_addr(p)));
 }
 
-__device__ __forceinline__ void kd_mma16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
-                                         __nv_bfloat16*) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-__device__ __forceinline__ void kd_mma16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1,
-                                         __half*) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
 // d = a*b + c (m16n8k8 TF32).
 __device__ __forceinline__ void kd_mma_tf32(float (&d)[4], const unsigned (&a)[4], unsigned b0,
                                             unsigned b1, const float (&c)[4]) {
@@ -242,20 +193,6 @@ struct kd_tile_offsets {
     }
   }
 };
-
-__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C, long long row,
-                                            long long col, float sum) {
-  if (row >= args.m || col >= args.n) return;
-  float out = args.alpha * sum;
-  KD_C_T* dst = C + row + col * args.ldc;
-#if !KD_BETA_ZERO
-  out += args.beta * kd_to_float(*dst);
-#endif
-#if KD_BIAS
-  out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[row]);
-#endif
-  kd_store(dst, out);
-}
 
 // f32: one k tile of the warp's sub-tile, KD_PROMOTE k8 steps at a time. Fragment registers of
 // m16n8k8 tf32 for lane (g, t) and step j: a0 = A(g, k0), a1 = A(g+8, k0), a2 = A(g, k1),
@@ -420,7 +357,7 @@ __device__ __forceinline__ void kd_compute_tile(float (&acc)[kMT][kNT][4], const
       for (int mt = 0; mt < kMT; ++mt)
 #pragma unroll
         for (int nt = 0; nt < kNT; ++nt)
-          kd_mma16(acc[mt][nt], a[mt], b[nt][0], b[nt][1], static_cast<T*>(nullptr));
+          kd_mma(acc[mt][nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3], b[nt][0], b[nt][1], static_cast<T*>(nullptr));
     }
   }
   }

@@ -1,6 +1,6 @@
 // Helpers of the warpgroup (wgmma) families, wg_tiled and wg_tma: shared-memory addresses,
 // wgmma issue and waits, mbarriers, register hand-off between warpgroups, the k-major 128-byte
-// swizzle descriptor, the C epilogue and the cluster reduction of K splits.
+// swizzle descriptor and the cluster reduction of K splits; the C epilogue from c_epilogue.cuh.
 //
 // Not a header a candidate may include: family_rules' embedded-source helper replaces each
 // `#include "wg_common.cuh"` line with this text, so a rendered (and stored) source stays one
@@ -10,12 +10,7 @@
 #ifndef KD_WG_COMMON_CUH
 #define KD_WG_COMMON_CUH
 
-__device__ __forceinline__ float kd_to_float(__half v) { return __half2float(v); }
-__device__ __forceinline__ float kd_to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ float kd_to_float(float v) { return v; }
-__device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
+#include "c_epilogue.cuh"
 
 __device__ __forceinline__ unsigned kd_smem_addr(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
@@ -83,20 +78,6 @@ __device__ __forceinline__ void kd_fence_regs(float (&d)[R]) {
 // start address; the swizzle is applied to the final address, hence the 1024-byte tile alignment.
 __device__ __forceinline__ unsigned long long kd_desc(unsigned addr) {
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, KD_C_T* C, long long row,
-                                            long long col, float sum) {
-  if (row >= args.m || col >= args.n) return;
-  float out = args.alpha * sum;
-  KD_C_T* dst = C + row + col * args.ldc;
-#if !KD_BETA_ZERO
-  out += args.beta * kd_to_float(*dst);
-#endif
-#if KD_BIAS
-  out += kd_to_float(static_cast<const KD_C_T*>(args.bias)[row]);
-#endif
-  kd_store(dst, out);
 }
 
 // Visits each of the calling consumer thread's accumulators with its row and column, counted from

@@ -91,56 +91,12 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-#ifndef KD_A_T
-#define KD_A_T __nv_bfloat16
-#endif
-#ifndef KD_B_T
-#define KD_B_T KD_A_T
-#endif
-#ifndef KD_C_T
-#define KD_C_T KD_A_T
-#endif
-#ifndef KD_TA
-#define KD_TA 1
-#endif
-#ifndef KD_TB
-#define KD_TB 0
-#endif
-#ifndef KD_WG
-#define KD_WG 2
-#endif
-#ifndef KD_MW
-#define KD_MW 1
-#endif
-#ifndef KD_BN
-#define KD_BN 128
-#endif
-#ifndef KD_STAGES
-#define KD_STAGES 4
-#endif
-#ifndef KD_SPLITK
-#define KD_SPLITK 1
-#endif
-#ifndef KD_3XTF32
-#define KD_3XTF32 1
-#endif
-#ifndef KD_BETA_ZERO
-#define KD_BETA_ZERO 1
-#endif
-#ifndef KD_BIAS
-#define KD_BIAS 0
-#endif
-#ifndef KD_PROMOTE
-#define KD_PROMOTE 1
-#endif
+#include "wg_defaults.cuh"
 #ifndef KD_LATE
 #define KD_LATE 0
 #endif
 #ifndef KD_WS
 #define KD_WS 0
-#endif
-#ifndef KD_CLUSTER
-#define KD_CLUSTER 0
 #endif
 #ifndef KD_BLO
 #define KD_BLO 0

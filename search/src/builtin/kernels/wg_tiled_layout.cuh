@@ -6,13 +6,7 @@
 #ifndef KD_WG_TILED_LAYOUT_CUH
 #define KD_WG_TILED_LAYOUT_CUH
 
-#ifndef KD_HD
-#if defined(__CUDACC__)
-#define KD_HD __host__ __device__
-#else
-#define KD_HD
-#endif
-#endif
+#include "host_device.cuh"
 
 KD_HD constexpr long long kd_ceil_div(long long a, long long b) { return (a + b - 1) / b; }
 

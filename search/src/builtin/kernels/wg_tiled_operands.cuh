@@ -191,6 +191,7 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b(kd_gemm_args arg
 // The wgmma wrappers (kd_wgmma<T>, kd_wgmma_tf32, kd_wgmma_f16r), written by tools/dev/gen_wgmma.py
 // into the build tree and embedded with the kernels.
 #include "wg_wgmma.cuh"
+#include "wg_stage16.cuh"
 
 // f32: splits B's k tile at `hi` (raw values, 128-byte swizzled rows) into TF32 hi (in place) and
 // lo (at the same offsets from `lo`). The split is elementwise, so the swizzle does not matter.
@@ -248,13 +249,7 @@ struct kd_ops_16bit : kd_ops_base {
   __device__ __forceinline__ void mma_tile(int i) {
     const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
     const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
-    kd_wg_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-      for (int mw = 0; mw < KD_MW; ++mw)
-        kd_wgmma<T>(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
-    kd_wg_commit();
+    kd_wgmma_stage16<T>(acc, sa, sb);
   }
 };
 

@@ -38,47 +38,9 @@
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
 
-#ifndef KD_A_T
-#define KD_A_T __nv_bfloat16
-#endif
-#ifndef KD_B_T
-#define KD_B_T KD_A_T
-#endif
-#ifndef KD_C_T
-#define KD_C_T KD_A_T
-#endif
-#ifndef KD_TA
-#define KD_TA 1
-#endif
-#ifndef KD_TB
-#define KD_TB 0
-#endif
-#ifndef KD_WG
-#define KD_WG 2
-#endif
-#ifndef KD_MW
-#define KD_MW 1
-#endif
-#ifndef KD_BN
-#define KD_BN 128
-#endif
-#ifndef KD_STAGES
-#define KD_STAGES 4
-#endif
-#ifndef KD_SPLITK
-#define KD_SPLITK 1
-#endif
-#ifndef KD_CLUSTER
-#define KD_CLUSTER 0
-#endif
+#include "wg_defaults.cuh"
 #ifndef KD_CTAS
 #define KD_CTAS 1
-#endif
-#ifndef KD_BETA_ZERO
-#define KD_BETA_ZERO 1
-#endif
-#ifndef KD_BIAS
-#define KD_BIAS 0
 #endif
 // Test-only: build and publish the tensor maps, then copy and multiply nothing (C = alpha * 0), so
 // a GPU test can compare the maps in the workspace with the driver's encoding without a TMA fault
@@ -220,6 +182,7 @@ __device__ __forceinline__ void kd_map_acquire(const void* map) {
 // The wgmma wrappers (kd_wgmma<T>, kd_wgmma_tf32, kd_wgmma_f16r), written by tools/dev/gen_wgmma.py
 // into the build tree and embedded with the kernels.
 #include "wg_wgmma.cuh"
+#include "wg_stage16.cuh"
 
 extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS kd_wg_tma(kd_gemm_args args) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -294,12 +257,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
     kd_mbar_wait(full(i), (i / KD_STAGES) & 1);
     const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
     const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
-    kd_wg_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-      for (int mw = 0; mw < KD_MW; ++mw) kd_wgmma<kd_t>(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
-    kd_wg_commit();
+    kd_wgmma_stage16<kd_t>(acc, sa, sb);
     // Tile i's wgmmas stay in flight; tile i - 1's have retired, so its slot goes back.
     kd_wg_wait<1>();
     if (i > 0 && lane == 0) kd_mbar_arrive(empty(i - 1));

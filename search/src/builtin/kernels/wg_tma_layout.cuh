@@ -6,13 +6,7 @@
 #ifndef KD_WG_TMA_LAYOUT_CUH
 #define KD_WG_TMA_LAYOUT_CUH
 
-#ifndef KD_HD
-#if defined(__CUDACC__)
-#define KD_HD __host__ __device__
-#else
-#define KD_HD
-#endif
-#endif
+#include "host_device.cuh"
 
 // The named parameters of a configuration (the KD_* macros of wg_tma.cu) that fix its layout, and what
 // follows from them. Sizes in bytes.

@@ -65,6 +65,23 @@ void DistinctSources::add(const GemmKey& key, const Params& p) {
   if (bodies_.insert(src.substr(src.find("#define"))).second) sources_.push_back(std::move(src));
 }
 
+std::vector<std::string> seeds_and_first_steps(const Family& f, const Target& t, std::span<const IdeaMove> ideas,
+                                               const std::vector<std::string>& extra,
+                                               const std::function<bool(const GemmKey&)>& stepped) {
+  DistinctSources distinct(f, t);
+  std::vector<GemmKey> keys = llama_keys();
+  for (const std::string& line : extra) keys.push_back(key_of(line));
+  for (const GemmKey& key : keys) {
+    if (not_searched_for(f, key)) continue;
+    const auto seeds = completed_seeds(f, key, t);
+    for (const Params& p : seeds) distinct.add(key, p);
+    if (!stepped(key)) continue;
+    for (const IdeaMove& m : ideas)
+      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) distinct.add(key, *moved);
+  }
+  return distinct.sources();
+}
+
 void expect_nvrtc_clean(const std::vector<std::string>& sources, bool no_wgmma_serialization) {
   // Compiled on every core (NVRTC programs are independent), checked here in order.
   std::vector<search::CompileOutput> outs(sources.size());

@@ -55,6 +55,13 @@ private:
   std::vector<std::string> sources_;
 };
 
+// The distinct sources of the completed seeds of every key `f` searches for, the Llama keys and
+// `extra` (gemm key lines), and of one step of every move in `ideas` from the first seed of each
+// key that `stepped` picks.
+std::vector<std::string> seeds_and_first_steps(const Family& f, const Target& t, std::span<const IdeaMove> ideas,
+                                               const std::vector<std::string>& extra,
+                                               const std::function<bool(const GemmKey&)>& stepped);
+
 // Compiles each source with NVRTC (ptxas -v for the target's arch): it must compile, without spill
 // stores, and when `no_wgmma_serialization` without ptxas serializing wgmma.
 void expect_nvrtc_clean(const std::vector<std::string>& sources, bool no_wgmma_serialization);

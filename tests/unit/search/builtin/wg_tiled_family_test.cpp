@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "builtin/family_wg_tiled.hpp"
 #include "builtin/kernels/wg_tiled_layout.cuh"
@@ -448,31 +449,21 @@ TEST(WgTiled, IdeasYieldValidDistinctConfigurations) {
 // sm_90 (as sm_90a) without spills and without wgmma serialization. The warp-specialized kernel's producer and consumers run
 // under their own register limits (setmaxnreg); ptxas reports a spill in either.
 TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
-  const Family& f = wg_tiled_family();
-  const Target t;
-  test::DistinctSources distinct(f, t);
-  std::vector<GemmKey> keys = llama_keys();
-  for (const std::string line : {
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=100 k=500 lda=504 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=50400 stride_c=100000 epilogue=bias beta0=0",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1",
-           // The f16 splits' other layouts (issue 30): tb = T (its own split of B) with ta = N and T,
-           // strided-batched and ragged; seeds only (m != 4096: the main kernel's idea steps are
-           // those of tb = N).
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=2048 n=4096 k=4096 lda=2048 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=2048 n=4096 k=4096 lda=4096 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 stride_c=300000 epilogue=bias beta0=0"})
-    keys.push_back(key_of(line));
-  for (const GemmKey& key : keys) {
-    if (not_searched_for(f, key)) continue;
-    const auto seeds = completed_seeds(f, key, t);
-    for (const Params& p : seeds) distinct.add(key, p);
-    if (key.m != 4096 || key.k != 4096) continue;  // one idea step from the first seed, both layouts
-    for (const IdeaMove& m : wg_tiled_ideas())
-      if (const auto moved = apply_idea(m, f, key, t, seeds.front())) distinct.add(key, *moved);
-  }
-  const std::vector<std::string>& sources = distinct.sources();
+  const std::vector<std::string> extra = {
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=300 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=151200 stride_c=300000 epilogue=bias beta0=0",
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=100 k=500 lda=504 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=50400 stride_c=100000 epilogue=bias beta0=0",
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1",
+      // The f16 splits' other layouts (issue 30): tb = T (its own split of B) with ta = N and T,
+      // strided-batched and ragged; seeds only (m != 4096: the main kernel's idea steps are
+      // those of tb = N).
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=2048 n=4096 k=4096 lda=2048 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=2048 n=4096 k=4096 lda=4096 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 stride_c=300000 epilogue=bias beta0=0"};
+  // One idea step from the first seed of the 4096 x 4096 keys, both layouts.
+  const std::vector<std::string> sources = test::seeds_and_first_steps(
+      wg_tiled_family(), Target{}, wg_tiled_ideas(), extra,
+      [](const GemmKey& key) { return key.m == 4096 && key.k == 4096; });
   ASSERT_GE(sources.size(), 10u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
 }
@@ -480,24 +471,14 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
 // tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json, lab_wg_tail.json, lab_wg_sk.json and lab_wg_f16s.json (the GPU lab's variants) agree with the family's
 // rules: every variant is valid for its case's key and carries exactly the family's launch plan.
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
-  int variants = 0;
-  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_f32.json", wg_tiled_family(), variants));
-  EXPECT_GE(variants, 20);
-  variants = 0;
-  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_cluster.json", wg_tiled_family(), variants));
-  EXPECT_GE(variants, 90);
-  variants = 0;
-  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_blo.json", wg_tiled_family(), variants));
-  EXPECT_GE(variants, 20);
-  variants = 0;
-  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tail.json", wg_tiled_family(), variants));
-  EXPECT_GE(variants, 16);
-  variants = 0;
-  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_sk.json", wg_tiled_family(), variants));
-  EXPECT_GE(variants, 30);
-  variants = 0;
-  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_f16s.json", wg_tiled_family(), variants));
-  EXPECT_GE(variants, 30);
+  const std::pair<const char*, int> files[] = {{"lab_wg_f32.json", 20}, {"lab_wg_cluster.json", 90},
+                                               {"lab_wg_blo.json", 20}, {"lab_wg_tail.json", 16},
+                                               {"lab_wg_sk.json", 30},  {"lab_wg_f16s.json", 30}};
+  for (const auto& [file, at_least] : files) {
+    int variants = 0;
+    ASSERT_NO_FATAL_FAILURE(test::check_lab_config(file, wg_tiled_family(), variants));
+    EXPECT_GE(variants, at_least) << file;
+  }
 }
 
 // The layout header's two inverse pairs, which the host rules and the kernel each use one side of: the

@@ -31,6 +31,12 @@ protected:
     return GetParam() == ApiKind::openai_chat ? body["messages"][1]["content"].get<std::string>()
                                               : body["messages"][0]["content"].get<std::string>();
   }
+  // One implement call for b kernels of an idea on good_kernel(), which the server answers with `body`.
+  std::variant<Implementation, LlmFailure> implement_answered(std::string body, std::size_t b) {
+    server_.push({200, std::move(body)});
+    LlmProposer proposer(config(), nullptr);
+    return proposer.implement("idea", good_kernel(), context(), b);
+  }
 };
 
 TEST_P(LlmProposerTest, IdeasFromAJsonArray) {
@@ -79,10 +85,8 @@ TEST_P(LlmProposerTest, GoodKernelsBecomeCheckedCandidates) {
 }
 
 TEST_P(LlmProposerTest, BrokenKernelsGetTheirStaticVerdicts) {
-  server_.push({200, reply(fenced(test::host_code_kernel()) + fenced(test::planless_kernel()) +
-                           fenced(good_kernel()))});
-  LlmProposer proposer(config(), nullptr);
-  auto result = proposer.implement("idea", good_kernel(), context(), 4);
+  auto result = implement_answered(
+      reply(fenced(test::host_code_kernel()) + fenced(test::planless_kernel()) + fenced(good_kernel())), 4);
   ASSERT_TRUE(std::holds_alternative<Implementation>(result));
   const auto& c = std::get<Implementation>(result).candidates;
   ASSERT_EQ(c.size(), 3u);
@@ -95,18 +99,14 @@ TEST_P(LlmProposerTest, BrokenKernelsGetTheirStaticVerdicts) {
 }
 
 TEST_P(LlmProposerTest, ProseWithoutCodeIsNoCode) {
-  server_.push({200, reply("I would use tensor cores with a 128x16 tile.")});
-  LlmProposer proposer(config(), nullptr);
-  auto result = proposer.implement("idea", good_kernel(), context(), 2);
+  auto result = implement_answered(reply("I would use tensor cores with a 128x16 tile."), 2);
   ASSERT_TRUE(std::holds_alternative<LlmFailure>(result));
   EXPECT_EQ(std::get<LlmFailure>(result).fate, ReplyFate::no_code);
 }
 
 TEST_P(LlmProposerTest, ReplyCutAtMaxTokensMarksTheCutKernel) {
   const std::string kernel = good_kernel("kd_b");
-  server_.push({200, reply(fenced(good_kernel("kd_a")) + "```cuda\n" + kernel.substr(0, 150), true)});
-  LlmProposer proposer(config(), nullptr);
-  auto result = proposer.implement("idea", good_kernel(), context(), 2);
+  auto result = implement_answered(reply(fenced(good_kernel("kd_a")) + "```cuda\n" + kernel.substr(0, 150), true), 2);
   ASSERT_TRUE(std::holds_alternative<Implementation>(result));
   const auto& c = std::get<Implementation>(result).candidates;
   ASSERT_EQ(c.size(), 2u);

@@ -1,0 +1,44 @@
+// The named parameters (the kernels' KD_* macros) as the host rules and the idea moves name them,
+// once for every family: char arrays with linkage, so that scale_param and step_param
+// (family_rules.hpp) can take them as template arguments.
+#pragma once
+
+namespace kd::builtin::param_names {
+
+// Tiles and pipelines.
+inline constexpr char kBm[] = "KD_BM";
+inline constexpr char kBn[] = "KD_BN";
+inline constexpr char kBk[] = "KD_BK";
+inline constexpr char kWm[] = "KD_WM";
+inline constexpr char kWn[] = "KD_WN";
+inline constexpr char kTm[] = "KD_TM";
+inline constexpr char kTn[] = "KD_TN";
+inline constexpr char kMt[] = "KD_MT";
+inline constexpr char kStages[] = "KD_STAGES";
+inline constexpr char kSplit[] = "KD_SPLITK";
+inline constexpr char kMinCtas[] = "KD_MIN_CTAS";
+// f32 on tensor cores.
+inline constexpr char k3x[] = "KD_3XTF32";
+inline constexpr char kPromote[] = "KD_PROMOTE";
+// Warpgroup families.
+inline constexpr char kWg[] = "KD_WG";
+inline constexpr char kMw[] = "KD_MW";
+inline constexpr char kCluster[] = "KD_CLUSTER";
+inline constexpr char kCtas[] = "KD_CTAS";
+inline constexpr char kLate[] = "KD_LATE";
+inline constexpr char kWs[] = "KD_WS";
+inline constexpr char kBlo[] = "KD_BLO";
+inline constexpr char kTail[] = "KD_TAIL";
+inline constexpr char kSk[] = "KD_SK";
+inline constexpr char kF16s[] = "KD_F16S";
+// Skinny families.
+inline constexpr char kKc[] = "KD_KC";
+inline constexpr char kRows[] = "KD_ROWS";
+inline constexpr char kWarps[] = "KD_WARPS";
+inline constexpr char kCtasPerSm[] = "KD_CTAS_PER_SM";
+inline constexpr char kUnroll[] = "KD_UNROLL";
+inline constexpr char kWarpsK[] = "KD_WARPS_K";
+// Every family.
+inline constexpr char kPdl[] = "KD_PDL";
+
+}  // namespace kd::builtin::param_names
