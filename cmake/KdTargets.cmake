@@ -15,6 +15,32 @@ if(KD_SANITIZE)
 endif()
 add_library(kdispatch::warnings ALIAS kd_warnings)
 
+# Precompiled third-party headers. Most sources include nlohmann/json (about 3.3 s of a -O1
+# compile each) and fmt, every test GoogleTest (1.6 s): parsed once per target instead of once per
+# source, a clean build takes about half the CPU time (CI has 2 cores). Only targets that link
+# kdispatch::core use it, so fmt's compile definitions are the same in the header and the sources.
+# A build with -DKD_PCH=OFF shows a source that forgot an include. ccache caches these compiles only
+# with sloppiness pch_defines,time_macros (ccache's manual, "Precompiled headers").
+option(KD_PCH "Precompile nlohmann/json, fmt and GoogleTest per target" ON)
+set(KD_PCH_HEADERS <nlohmann/json.hpp> <fmt/format.h> <string> <string_view> <vector> <map>
+    <optional> <variant> <memory> <functional> <chrono> <cstdint>)
+
+# kd_precompile(TARGET [TEST]): TARGET's sources get KD_PCH_HEADERS (and <gtest/gtest.h> with
+# TEST) precompiled, when KD_PCH is on and the target has at least four sources: building the
+# precompiled header costs about 9 s and saves 3-5 s a source, so fewer sources gain nothing.
+function(kd_precompile target)
+  get_target_property(sources ${target} SOURCES)
+  list(LENGTH sources count)
+  if(NOT KD_PCH OR count LESS 4)
+    return()
+  endif()
+  set(headers ${KD_PCH_HEADERS})
+  if(ARGV1 STREQUAL "TEST")
+    list(APPEND headers <gtest/gtest.h>)
+  endif()
+  target_precompile_headers(${target} PRIVATE ${headers})
+endfunction()
+
 # kd_add_gtest(NAME SOURCES ... LIBS ... [LABELS ...] [GPU])
 # One test executable; each GoogleTest case is its own ctest test. GPU tests get the label `gpu`
 # and report as skipped (not passed) when GTEST_SKIP fires because no GPU is present.
@@ -23,6 +49,7 @@ function(kd_add_gtest name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} kd_test_support GTest::gtest GTest::gtest_main
                         kdispatch::warnings)
+  kd_precompile(${name} TEST)
   set(labels ${ARG_LABELS})
   if(ARG_GPU)
     list(APPEND labels gpu)
