@@ -33,7 +33,8 @@ static_assert(KD_FALLBACK_REASON_COUNT <= KD_FALLBACK_REASON_MAX);
 static_assert(KD_FALLBACK_NO_ENTRY == static_cast<int>(FallbackReason::no_entry) &&
               KD_FALLBACK_CAPTURING == static_cast<int>(FallbackReason::capturing) &&
               KD_FALLBACK_FOREIGN_CONTEXT == static_cast<int>(FallbackReason::foreign_context) &&
-              KD_FALLBACK_NOT_INITIALIZED == static_cast<int>(FallbackReason::not_initialized));
+              KD_FALLBACK_NOT_INITIALIZED == static_cast<int>(FallbackReason::not_initialized) &&
+              KD_FALLBACK_VENDOR_CHOSEN == static_cast<int>(FallbackReason::vendor_chosen));
 
 // Process state. g_dispatcher is what the hot path reads; init/shutdown hold g_init_mutex.
 std::mutex g_init_mutex;

@@ -168,9 +168,10 @@ for stage in "$@"; do
     e2e-variable)
       for target in ${KD_E2E_VAR_TARGETS:-bert decode}; do
         buckets=default; [[ $target == decode ]] && buckets=${KD_E2E_DECODE_BUCKETS:-default}
-        # Searches started by misses (an n whose bucket found no range winner is searched alone) get
-        # ${KD_E2E_MISS_WALL:-20} s each, so that the steady state the measured run waits for comes
-        # within the stage (the default budget is 600 s at search_duty_cycle 0.1).
+        # Searches started by misses (a bucket no prewarm covered) get ${KD_E2E_MISS_WALL:-20} s each,
+        # so that the steady state the measured run waits for comes within the stage (the default
+        # budget is 600 s at search_duty_cycle 0.1). A bucket that kept cuBLAS leaves a vendor verdict,
+        # so its n are not searched again one at a time.
         e2e_daemon "e2e-var-$target" --buckets "$buckets" --budget-wall-seconds "${KD_E2E_MISS_WALL:-20}"
         pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-2} --max-candidates ${KD_E2E_CANDIDATES:-24} --wall-seconds ${KD_E2E_WALL:-8}"
         t0=$(date +%s)

@@ -21,6 +21,8 @@ constexpr CounterRow<Counter> kCounters[] = {
      "Clients dropped for stalling inside a frame or not reading replies."},
     {Counter::candidates_evaluated, "candidates_evaluated", "Candidate kernels evaluated on a GPU."},
     {Counter::winners_published, "winners_published", "Winning kernels committed to the cache."},
+    {Counter::vendor_verdicts, "vendor_verdicts_published",
+     "Searches that kept the vendor call, committed to the cache as vendor verdicts."},
     {Counter::worker_restarts, "worker_restarts", "kdispatch-worker restarts after a crash or hang."},
     {Counter::jobs_failed, "jobs_failed", "Jobs that ran out of attempts."},
     {Counter::client_stats_received, "client_stats_received",

@@ -25,6 +25,7 @@ enum class Counter : std::uint8_t {
   clients_dropped,       // slow, hostile or not reading
   candidates_evaluated,
   winners_published,
+  vendor_verdicts,        // searches that kept the vendor call, committed as vendor verdict records
   worker_restarts,
   jobs_failed,
   client_stats_received,  // client_stats reports counted

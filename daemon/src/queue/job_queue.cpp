@@ -209,7 +209,9 @@ const std::string& JobQueue::job_key_of_miss(JobTxn& jt, const std::string& line
   thread_local std::string bucket;  // the writer thread's; valid until the next call
   auto ranged = bucket_line(line, limits_.buckets);
   if (!ranged) return line;
-  // A bucket searched without a winner lets its calls be searched one n at a time.
+  // A bucket searched without a record lets its calls be searched one n at a time. Since vendor
+  // verdicts, a search without a winner leaves one, so this is a bucket searched by a daemon before
+  // them, or whose verdict was evicted.
   if (const auto job = jt.get(*ranged);
       job && job->state == JobState::done && !lmdb::get(jt.txn(), jt.dbs().records, *ranged))
     return line;
@@ -372,7 +374,7 @@ void JobQueue::update(const std::string& key, const std::function<void(Job&)>& c
   }
 }
 
-std::uint64_t JobQueue::commit_winner(const std::string& key, const Record& record) {
+std::uint64_t JobQueue::commit_winner(const std::string& key, const Record& record, std::string reason) {
   std::uint64_t generation = 0;
   Pending p;
   p.exclusive = [&](CacheWriter& w) {
@@ -391,7 +393,7 @@ std::uint64_t JobQueue::commit_winner(const std::string& key, const Record& reco
   update(key, [&](Job& job) {
     job.state = JobState::done;
     job.published_generation = generation;
-    job.reason.clear();
+    job.reason = std::move(reason);
   });
   return generation;
 }

@@ -137,9 +137,10 @@ public:
   // Synchronous: applies `change` to job `key` (no-op when absent) and commits.
   void update(const std::string& key, const std::function<void(Job&)>& change);
   // Synchronous: commits a winner record (with a generation bump) and marks job `key` done in
-  // the same writer cycle; the record counts as used now (note_usage). Returns the new generation.
+  // the same writer cycle, with `reason` as its reason (a vendor verdict keeps the search's words;
+  // empty for a kernel); the record counts as used now (note_usage). Returns the new generation.
   // Throws kd::Error on LMDB failure.
-  std::uint64_t commit_winner(const std::string& key, const Record& record);
+  std::uint64_t commit_winner(const std::string& key, const Record& record, std::string reason = {});
   // Synchronous: stores a search tree (JSON) under its search id in the `trees` database, so
   // `kdctl show` can explain the job's outcome whether or not it published.
   void store_tree(const std::string& search_id, std::string tree_json);

@@ -243,7 +243,9 @@ void RemoteTier::push_pending() {
         spdlog::warn("remote tier: cannot read {} from the cache: {}", keys[i], e.what());
       }
       done.push_back(keys[i]);  // a record that is gone (evicted) or unreadable is not pushed
-      if (!r) continue;
+      // Nor is a vendor verdict: the fleet learns of a search without a winner from its lease
+      // (after_search), and the tier holds only records that a gate can run.
+      if (!r || r->kind == RecordKind::vendor) continue;
       names.push_back(remote_record_key(settings_.key_prefix, keys[i]));
       values.push_back(encode_remote_value(*r));
     }

@@ -50,7 +50,8 @@ public:
 struct JobOutcome {
   enum class Kind : std::uint8_t {
     winner,          // `winner` holds a validated record faster than the baseline: publish it
-    no_improvement,  // searched within budget, nothing beat the baseline: done, nothing published
+    no_improvement,  // searched within budget, nothing beat the baseline: done, and a vendor
+                     // verdict record is committed for the job's key (store/record.hpp)
     failed,          // the job cannot be searched (unsupported key, ...): failed, not retried
     worker_lost,     // the worker crashed or hung beyond recovery: retried with backoff
     stopped,         // the stop token fired: the job goes back to the queue (or stays cancelled)
@@ -58,6 +59,10 @@ struct JobOutcome {
   Kind kind = Kind::stopped;
   std::optional<Record> winner;
   std::string reason;  // for every kind but winner: one line for users
+  // no_improvement: the fastest correct candidate's and the vendor call's times (0: none), kept in
+  // the vendor verdict.
+  double best_us = 0;
+  double baseline_us = 0;
   // The search tree (JSON) under its id, stored for every outcome that searched; empty otherwise.
   std::string search_id;
   std::string tree_json;

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "driver/winner_record.hpp"
+
 namespace kd::daemon {
 namespace {
 
@@ -348,12 +350,25 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
       if (on_published_) on_published_(r.key_line, generation);
       return;
     }
-    case Kind::no_improvement:
+    case Kind::no_improvement: {
+      std::string reason = outcome.reason.empty() ? "no candidate beat the baseline" : outcome.reason;
+      // The vendor verdict: applications stop reporting the key (or every n of its bucket) as a
+      // miss, so nothing searches it again. A job whose line does not parse has no full key.
+      if (const GemmKey* key = job.parsed.key.get()) {
+        const Record verdict = search::make_vendor_record(key->with_device(device).full_line(), reason,
+                                                          outcome.best_us, outcome.baseline_us, outcome.search_id);
+        const auto generation = queue_.commit_winner(job.key, verdict, reason);
+        metrics_.add(Counter::vendor_verdicts);
+        spdlog::info("vendor verdict for {} (generation {}): {}", verdict.key_line, generation, reason);
+        if (on_published_) on_published_(verdict.key_line, generation);
+        return;
+      }
       queue_.update(job.key, [&](Job& j) {
         j.state = JobState::done;
-        j.reason = outcome.reason.empty() ? "no candidate beat the baseline" : outcome.reason;
+        j.reason = std::move(reason);
       });
       return;
+    }
     case Kind::failed:
       metrics_.add(Counter::jobs_failed);
       queue_.update(job.key, [&](Job& j) {

@@ -143,6 +143,10 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     return result;
   }
   const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
+  if (const auto best = out.tree.best()) {
+    result.best_us = out.tree.node(*best).candidate_us;
+    result.baseline_us = out.tree.node(*best).baseline_us;
+  }
   if (ranged) {
     if (!ranged->winner) {
       result.kind = JobOutcome::Kind::no_improvement;

@@ -134,7 +134,10 @@ typedef enum kd_fallback_reason {
   KD_FALLBACK_NOT_INITIALIZED = 14,  /* kd_init not called (only counted by kd_gemm) */
   KD_FALLBACK_WORKSPACE_TOO_SMALL = 15, /* capturing, and the lent workspace is smaller than the
                                            record needs (or misaligned) */
-  KD_FALLBACK_REASON_COUNT = 16,
+  KD_FALLBACK_VENDOR_CHOSEN = 16,    /* a vendor verdict: this shape (or its bucket of n) was
+                                        searched and the vendor library stayed the fastest; run it.
+                                        The cache's answer, not a miss: nothing is reported */
+  KD_FALLBACK_REASON_COUNT = 17,
   KD_FALLBACK_REASON_MAX = 32 /* size of kd_stats.fallbacks: room for new reasons */
 } kd_fallback_reason;
 
@@ -143,7 +146,8 @@ KD_API const char* kd_fallback_reason_name(int reason);
 
 /* 1 when kd_stats counts `reason` as a miss too: the lookup found nothing usable, so the call's
  * shape belongs in a prewarm list. 0 for the launch-stage reasons (misaligned, launch_failed,
- * workspace_busy, workspace_too_small: a tuned kernel exists) and for unknown numbers.
+ * workspace_busy, workspace_too_small: a tuned kernel exists), for vendor_chosen (the cache
+ * answered: run the vendor library) and for unknown numbers.
  * Thread-safe; usable without kd_init. */
 KD_API int kd_fallback_reason_is_miss(int reason);
 

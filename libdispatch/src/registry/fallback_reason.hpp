@@ -26,8 +26,9 @@ enum class FallbackReason : std::uint8_t {
   too_many_threads = 13,  // more threads than the registry's reader slots
   not_initialized = 14,   // kd_init has not been called
   workspace_too_small = 15,  // capturing, and the caller's lent workspace cannot hold the record's
+  vendor_chosen = 16,        // a vendor verdict record: searched, and the vendor call stayed fastest
 };
-inline constexpr std::size_t kFallbackReasonCount = 16;
+inline constexpr std::size_t kFallbackReasonCount = 17;
 
 struct FallbackReasonInfo {
   FallbackReason reason;
@@ -53,6 +54,7 @@ inline constexpr std::array<FallbackReasonInfo, kFallbackReasonCount> kFallbackR
     {FallbackReason::too_many_threads, "too_many_threads", true},
     {FallbackReason::not_initialized, "not_initialized", true},
     {FallbackReason::workspace_too_small, "workspace_too_small", false},
+    {FallbackReason::vendor_chosen, "vendor_chosen", false},
 }};
 
 constexpr std::string_view to_string(FallbackReason r) noexcept {

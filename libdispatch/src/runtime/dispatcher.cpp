@@ -62,6 +62,9 @@ Dispatcher::Lookup Dispatcher::miss(const CallKey& key, const Entry* e) noexcept
   } else {
     reason = e->miss_reason;
     e->miss_count.fetch_add(1, std::memory_order_relaxed);
+    // A vendor verdict is used as a hit is: its record stays off the eviction list's cold end.
+    if (reason == FallbackReason::vendor_chosen && e->used.load(std::memory_order_relaxed) == 0)
+      e->used.store(1, std::memory_order_relaxed);
   }
   return {nullptr, reason};
 }
@@ -209,11 +212,12 @@ void Dispatcher::handle_miss(const CallKey& key) {
   resolve(key, l, registry_.find(key));
 }
 
-void Dispatcher::publish_negative(const CallKey& key, FallbackReason reason) {
+void Dispatcher::publish_negative(const CallKey& key, FallbackReason reason, std::uint64_t record) {
   auto e = std::make_unique<Entry>();
   e->key = key;
   e->state = EntryState::negative;
   e->miss_reason = reason;
+  e->record_id = record;
   e->generation = generation_.load(std::memory_order_relaxed);
   if (const Entry* old = registry_.find(key))
     e->miss_count.store(old->miss_count.load(std::memory_order_relaxed), std::memory_order_relaxed);
@@ -240,6 +244,16 @@ void Dispatcher::resolve(const CallKey& key, const std::string& line, const Entr
   if (record.key_line != line) served_by_[line] = record.key_line;
   else served_by_.erase(line);
   const std::uint64_t id = record_id(record);
+  if (record.kind == RecordKind::vendor) {
+    // A vendor verdict answers the call: the vendor library runs, and nothing is reported, so a
+    // bucket whose search kept the vendor is not searched again one n at a time.
+    if (current->state == EntryState::negative && current->miss_reason == FallbackReason::vendor_chosen &&
+        current->record_id == id)
+      return;
+    publish_negative(key, FallbackReason::vendor_chosen, id);
+    if (connection_) connection_->daemon.forget(line);
+    return;
+  }
   if (current->state == EntryState::loaded && current->record_id == id) return;
   if (current->state == EntryState::negative && current->miss_reason == FallbackReason::load_failed &&
       current->record_id == id)
@@ -248,13 +262,7 @@ void Dispatcher::resolve(const CallKey& key, const std::string& line, const Entr
   if (auto* reason = std::get_if<FallbackReason>(&loaded)) {
     counters.load_failures.fetch_add(1, std::memory_order_relaxed);
     spdlog::warn("kdispatch: cannot load the record for {}: {}", line, to_string(*reason));
-    auto e = std::make_unique<Entry>();
-    e->key = key;
-    e->state = EntryState::negative;
-    e->miss_reason = *reason;
-    e->record_id = id;
-    e->generation = generation_.load(std::memory_order_relaxed);
-    registry_.publish(std::move(e));
+    publish_negative(key, *reason, id);
     return;
   }
   LoadedEntry& le = std::get<LoadedEntry>(loaded);

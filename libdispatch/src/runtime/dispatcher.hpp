@@ -95,7 +95,9 @@ private:
   void step(std::chrono::steady_clock::time_point now);
   void handle_miss(const CallKey& key);
   void resolve(const CallKey& key, const std::string& line, const Entry* current);
-  void publish_negative(const CallKey& key, FallbackReason reason);
+  // `record`: the identity of the record it resolved to (a vendor verdict, or one that failed to
+  // load), 0 for none.
+  void publish_negative(const CallKey& key, FallbackReason reason, std::uint64_t record = 0);
   void refresh_and_recheck();
   void wait_for_work(std::chrono::milliseconds timeout);
 

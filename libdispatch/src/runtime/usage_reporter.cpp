@@ -12,8 +12,10 @@ std::vector<std::string> UsageReporter::collect(const Registry& registry, const 
     bool used = false;
     for (const CallKey& key : call_keys) {
       const Entry* e = registry.find(key);
-      if (e == nullptr || e->state != EntryState::loaded || e->used.load(std::memory_order_relaxed) == 0)
-        continue;
+      const bool served = e != nullptr && (e->state == EntryState::loaded ||
+                                           (e->state == EntryState::negative &&
+                                            e->miss_reason == FallbackReason::vendor_chosen));
+      if (!served || e->used.load(std::memory_order_relaxed) == 0) continue;
       e->used.store(0, std::memory_order_relaxed);
       used = true;
     }

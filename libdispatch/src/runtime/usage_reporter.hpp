@@ -2,7 +2,8 @@
 // (`usage` messages; daemon/PROTOCOL.md, "Usage").
 //
 // The hit path only marks an entry (Entry::used: a relaxed load, and a store only when clear).
-// This reporter, on the background thread, collects the marked loaded entries, clears their marks
+// This reporter, on the background thread, collects the marked loaded entries (and those a vendor
+// verdict answers, marked by the fallback path), clears their marks
 // and sends their key lines at most every kReportInterval, to a daemon whose hello_ok announced
 // `usage`; while none does, marks stay set and are reported once one does. Clearing costs each
 // used entry one write of its line per interval, and the next hit one store.
@@ -40,7 +41,7 @@ public:
   void finish(DaemonConnection& daemon, const Registry& registry, const KeysByLine& keys,
               const ServedBy& served_by) noexcept;
 
-  // The record lines of marked loaded entries, clearing the marks: one line per record, whichever
+  // The record lines of marked loaded (or vendor verdict) entries, clearing the marks: one line per record, whichever
   // contexts and calls hit it (a range record's line once for all the calls it served). Exposed
   // for tests.
   static std::vector<std::string> collect(const Registry& registry, const KeysByLine& keys,

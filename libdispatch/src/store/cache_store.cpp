@@ -66,17 +66,14 @@ bool same_major(int mine, int theirs, int per_major) {
   return mine == 0 || theirs == 0 || mine / per_major == theirs / per_major;
 }
 
-// Whether a decoded record's range data is sound (issue 29): a range line's plan serves every n of
-// it, and only a range line's plan has rules. Lines without a range and plans without rules (every
-// record before ranges) are not parsed.
+// Whether a decoded record's range data is sound (issue 29). Lines without a range and plans
+// without rules (every record before ranges) are not parsed.
 bool range_data_sound(const Record& r) {
   const bool ranged_line = r.key_line.find("..") != std::string::npos;
   if (!ranged_line && !r.plan.has_rules()) return true;
   const auto parsed = parse_key(r.key_line);
   const auto* key = std::get_if<GemmKey>(&parsed);
-  if (key == nullptr || !key->is_range()) return false;
-  if (r.kind != RecordKind::nvrtc_kernel) return false;
-  return !range_plan_problem(r.plan, key->n, key->n_hi).has_value();
+  return key != nullptr && !range_problem(r, *key).has_value();
 }
 
 // The decimal n of an exact key line's n token, or nullopt (a range, or no such token).
@@ -102,6 +99,21 @@ bool is_permission_error(const Error& e) {
 }
 
 }  // namespace
+
+std::optional<std::string> range_problem(const Record& r, const GemmKey& key) {
+  if (!key.is_range()) {
+    if (r.plan.has_rules()) return "an exact record's plan has grid rules (only a range record's may)";
+    return std::nullopt;
+  }
+  if (r.kind == RecordKind::vendor) {
+    if (r.plan.has_rules() || !r.plan.launches.empty()) return "a vendor verdict has nothing to launch";
+    return std::nullopt;
+  }
+  if (r.kind != RecordKind::nvrtc_kernel) return "a range record must be a compiled kernel or a vendor verdict";
+  if (const auto problem = range_plan_problem(r.plan, key.n, key.n_hi))
+    return fmt::format("the plan does not serve n={}..{}: {}", key.n, key.n_hi, *problem);
+  return std::nullopt;
+}
 
 std::string_view to_string(LookupMiss m) { return name_in(kMissNames, m); }
 

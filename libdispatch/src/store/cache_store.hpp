@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "store/lmdb.hpp"
+#include "key/gemm_key.hpp"
 #include "store/record.hpp"
 
 namespace kd {
@@ -45,6 +46,12 @@ enum class LookupMiss : std::uint8_t {
   cache_unavailable,  // no cache directory, unreadable, or LMDB error
 };
 std::string_view to_string(LookupMiss m);
+
+// Why `r` cannot serve `key`, its parsed key line, as stored (issue 29), or nullopt. A range line
+// is served by a compiled kernel whose plan's rules give every n of it its grid
+// (range_plan_problem), or by a vendor verdict (nothing to launch); only a range's plan has rules.
+// The cache reader refuses such a record as corrupted; `kdctl import` refuses to publish it.
+std::optional<std::string> range_problem(const Record& r, const GemmKey& key);
 
 // What this process runs with; records from other majors are foreign. Majors are
 // driver_version / 1000 (cuDriverGetVersion: 13000 is 13.0) and cublas_version / 10000

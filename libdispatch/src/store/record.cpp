@@ -25,9 +25,12 @@ constexpr std::size_t kSchemaOffset = 3;
 constexpr std::size_t kChecksumOffset = 4;
 constexpr std::size_t kHeaderBytes = 12;
 
-constexpr std::array<Named<RecordKind>, 2> kKindNames{{
+// Stored by name: a reader that predates a kind reads its records as malformed (corrupted), and
+// its calls run the vendor library, which is what a vendor verdict asks for anyway.
+constexpr std::array<Named<RecordKind>, 3> kKindNames{{
     {RecordKind::nvrtc_kernel, "nvrtc_kernel"},
     {RecordKind::cublaslt_algo, "cublaslt_algo"},
+    {RecordKind::vendor, "vendor"},
 }};
 
 json binary(std::string_view bytes) {
@@ -145,8 +148,6 @@ RecordKind kind_from(const std::string& name) {
   throw Malformed{};
 }
 
-std::string_view kind_name(RecordKind kind) { return name_in(kKindNames, kind); }
-
 Record record_from(const json& p) {
   Record r;
   r.key_line = text(p, "key_line");
@@ -175,6 +176,8 @@ std::uint64_t checksum(std::string_view payload) { return XXH3_64bits(payload.da
 
 }  // namespace
 
+std::string_view to_string(RecordKind k) { return name_in(kKindNames, k); }
+
 std::string_view to_string(RecordError e) {
   switch (e) {
     case RecordError::truncated: return "truncated";
@@ -193,7 +196,7 @@ std::string serialize_record(const Record& r) {
   }
   const json payload = {
       {"key_line", r.key_line},
-      {"kind", kind_name(r.kind)},
+      {"kind", to_string(r.kind)},
       {"cubin", binary(r.cubin)},
       {"ptx", binary(r.ptx)},
       {"source", r.source},

@@ -16,7 +16,14 @@ inline constexpr std::uint32_t kRecordSchemaVersion = 1;
 enum class RecordKind : std::uint8_t {
   nvrtc_kernel,   // cubin + PTX + launch plan
   cublaslt_algo,  // serialized cublasLtMatmulAlgo_t, launched through cublasLtMatmul
+  // A vendor verdict: the key was searched and the intercepted vendor call stayed the fastest
+  // known choice. Nothing to launch: callers run the vendor library, counted as vendor_chosen
+  // (not a miss, so nothing is reported or searched again). candidate_us is the best correct
+  // candidate's time (0 when none was correct), baseline_us the vendor's, `idea` why none won.
+  // Stored under the job's line, exact or a range (one verdict for a whole bucket of n).
+  vendor,
 };
+std::string_view to_string(RecordKind k);
 
 struct Record {
   std::uint32_t schema_version = kRecordSchemaVersion;

@@ -6,6 +6,14 @@
 #include "cublaslt/algo.hpp"
 
 namespace kd::search {
+namespace {
+
+std::int64_t now_unix_s() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 Record make_record(const SearchOutcome& outcome, int id, const std::string& full_key_line,
                    const RecordVersions& versions) {
@@ -41,8 +49,24 @@ Record make_record(const SearchOutcome& outcome, int id, const std::string& full
   r.idea = node.idea;
   r.nvrtc_version = versions.nvrtc;
   r.driver_version = versions.driver_version;
-  r.created_unix_s = std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch()).count();
+  r.created_unix_s = now_unix_s();
+  return r;
+}
+
+Record make_vendor_record(const std::string& full_key_line, const std::string& reason, double best_us,
+                          double baseline_us, const std::string& search_id) {
+  Record r;
+  r.key_line = full_key_line;
+  r.kind = RecordKind::vendor;
+  r.candidate_us = best_us;
+  r.baseline_us = baseline_us;
+  r.search_id = search_id;
+  r.proposer = "vendor";
+  r.idea = reason;
+  // No versions: the verdict names no cubin or algorithm, so every driver and cuBLAS can act on
+  // it. Like a kernel's speedup it is as old as its search: `kdctl evict` lets the key be searched
+  // again.
+  r.created_unix_s = now_unix_s();
   return r;
 }
 

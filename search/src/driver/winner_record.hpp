@@ -21,6 +21,13 @@ struct RecordVersions {
 Record make_record(const SearchOutcome& outcome, int id, const std::string& full_key_line,
                    const RecordVersions& versions);
 
+// A vendor verdict (RecordKind::vendor) for `full_key_line`, exact or a range: a search that
+// ended without beating the vendor call, so callers keep running it and nothing searches this key
+// again. `best_us` is the fastest correct candidate's time (0: none was correct), `baseline_us` the
+// vendor call's (0: not timed), `reason` the search's own words, kept as the record's idea.
+Record make_vendor_record(const std::string& full_key_line, const std::string& reason, double best_us,
+                          double baseline_us, const std::string& search_id);
+
 // What re-evaluates a stored record (kdctl verify): its cubin and plan, or its cuBLASLt algorithm.
 eval::EvalRequest evaluation_request(const Record& record, const eval::EvalOptions& options = {});
 

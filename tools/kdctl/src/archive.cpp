@@ -8,6 +8,7 @@
 #include <xxhash.h>
 
 #include "common/enum_names.hpp"
+#include "store/cache_store.hpp"
 
 namespace kd::kdctl {
 namespace {
@@ -161,16 +162,8 @@ std::variant<Record, Rejected> check_archived_record(std::string_view bytes, con
   }
   // The checks the cache reader makes at load (issue 29): refused here, the record is never
   // published to be refused by every process that looks it up.
-  if (key.is_range()) {
-    if (record.kind != RecordKind::nvrtc_kernel)
-      return Rejected{RecordRejection::unsound_range, record.key_line, "a range record must be a compiled kernel"};
-    if (const auto problem = range_plan_problem(record.plan, key.n, key.n_hi))
-      return Rejected{RecordRejection::unsound_range, record.key_line,
-                      fmt::format("the plan does not serve n={}..{}: {}", key.n, key.n_hi, *problem)};
-  } else if (record.plan.has_rules()) {
-    return Rejected{RecordRejection::unsound_range, record.key_line,
-                    "an exact record's plan has grid rules (only a range record's may)"};
-  }
+  if (const auto problem = range_problem(record, key))
+    return Rejected{RecordRejection::unsound_range, record.key_line, *problem};
   return std::move(record);
 }
 

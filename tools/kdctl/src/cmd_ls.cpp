@@ -59,13 +59,16 @@ int run_ls(const LsArgs& a) {
     if (a.json) {
       listed.push_back({{"key", s.key_line}, {"shape", parts->key.shape_line()},
                         {"gpu", parts->key.device->gpu}, {"arch", parts->key.device->arch},
-                        {"sms", parts->key.device->sms}, {"proposer", record->proposer},
+                        {"sms", parts->key.device->sms}, {"kind", to_string(record->kind)},
+                        {"proposer", record->proposer},
                         {"baseline_us", record->baseline_us}, {"candidate_us", record->candidate_us},
                         {"created_unix_s", record->created_unix_s}, {"age_s", age.count()},
                         {"bytes", s.stored_bytes}});
     } else {
+      // A vendor verdict's kernel time is its best loser's: no speedup to show.
       table.add({parts->key.shape_line(), parts->key.device->gpu, record->proposer,
-                 format_speedup(record->baseline_us, record->candidate_us),
+                 record->kind == RecordKind::vendor ? std::string("kept cuBLAS")
+                                                    : format_speedup(record->baseline_us, record->candidate_us),
                  fmt::format("{:.1f}", record->baseline_us), fmt::format("{:.1f}", record->candidate_us),
                  format_age(age)});
     }

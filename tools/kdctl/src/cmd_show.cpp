@@ -29,10 +29,6 @@ struct ShowArgs {
   bool json = false;
 };
 
-std::string_view kind_name(RecordKind k) {
-  return k == RecordKind::nvrtc_kernel ? "nvrtc_kernel" : "cublaslt_algo";
-}
-
 // Whether a record of `stored` answers `asked`: the same key, or (issue 29) a range that covers
 // the exact n asked and equals it otherwise. Device parts are compared only when both have one.
 bool answers(const GemmKey& stored, const GemmKey& asked) {
@@ -95,7 +91,7 @@ void print_record(const Record& r, std::uint64_t stored_bytes) {
     std::printf("%-12s%s\n", fmt::format("{}:", label).c_str(), value.c_str());
   };
   line("key", r.key_line);
-  line("kind", std::string(kind_name(r.kind)));
+  line("kind", std::string(to_string(r.kind)));
   line("size", fmt::format("{} stored; cubin {}, ptx {}, source {}, cublaslt algo {}",
                            format_bytes(stored_bytes), format_bytes(r.cubin.size()),
                            format_bytes(r.ptx.size()), format_bytes(r.source.size()),
@@ -104,9 +100,13 @@ void print_record(const Record& r, std::uint64_t stored_bytes) {
   if (r.kind == RecordKind::cublaslt_algo)
     line("algorithm", fmt::format("{} (workspace {} bytes)", algo_hex(r.cublaslt_algo), r.plan.workspace_bytes));
   line("alignment", fmt::format("{} bytes", r.alignment_bytes));
-  line("times", fmt::format("kernel {:.2f} us, cuBLAS {:.2f} us, {} at SM clock {} MHz",
-                            r.candidate_us, r.baseline_us, format_speedup(r.baseline_us, r.candidate_us),
-                            r.sm_clock_mhz));
+  if (r.kind == RecordKind::vendor)
+    line("verdict", fmt::format("cuBLAS kept: best correct candidate {}, cuBLAS {:.2f} us",
+                                r.candidate_us > 0 ? fmt::format("{:.2f} us", r.candidate_us) : std::string("none"),
+                                r.baseline_us));
+  else
+    line("times", fmt::format("kernel {:.2f} us, cuBLAS {:.2f} us, {} at SM clock {} MHz", r.candidate_us,
+                              r.baseline_us, format_speedup(r.baseline_us, r.candidate_us), r.sm_clock_mhz));
   const std::string range = range_summary(json_or_text(r.validation_report));
   if (!range.empty()) line("range", range);
   line("validation", r.validation_report.empty() ? "-" : r.validation_report);
@@ -145,7 +145,7 @@ void print_tree(const search::SearchTree& tree, const std::string& winner_hash) 
 
 nlohmann::json record_json(const Record& r, std::uint64_t stored_bytes, bool with_source) {
   nlohmann::json j = {
-      {"key", r.key_line}, {"kind", kind_name(r.kind)}, {"stored_bytes", stored_bytes},
+      {"key", r.key_line}, {"kind", to_string(r.kind)}, {"stored_bytes", stored_bytes},
       {"cubin_bytes", r.cubin.size()}, {"ptx_bytes", r.ptx.size()}, {"source_bytes", r.source.size()},
       {"cublaslt_algo_bytes", r.cublaslt_algo.size()}, {"alignment_bytes", r.alignment_bytes},
       {"candidate_us", r.candidate_us}, {"baseline_us", r.baseline_us}, {"sm_clock_mhz", r.sm_clock_mhz},

@@ -95,6 +95,10 @@ int run_verify(const GpuArgs& a, bool dry_run) {
   search::WorkerBackend backend(worker::default_worker_spawn(a.device, dir), std::chrono::seconds(a.watchdog_s));
   std::vector<std::string> failed;
   for (const Record& r : mine) {
+    if (r.kind == RecordKind::vendor) {  // runs the vendor library: nothing of ours to check
+      std::printf("%-16s %8s    %8s     %s\n", "vendor", "-", "-", split_key(r.key_line)->key.shape_line().c_str());
+      continue;
+    }
     const eval::Verdict v = evaluate(backend, r);
     const bool ok = v.correct();
     std::printf("%-16s %8s us vs cuBLAS %8s us  %s\n", std::string(eval::to_string(v.rule)).c_str(),
@@ -185,6 +189,14 @@ BenchRow tuned_row(const eval::Verdict& v, const Record& r, const std::string& s
 }
 
 // "(range 33..64)" for a record whose key is a range of n, else "".
+// The note of a shape a vendor verdict answers: searched, and cuBLAS stayed the fastest.
+std::string vendor_note(const Record& r) {
+  const std::string line = r.key_line.find("..") != std::string::npos ? " (its bucket's)" : "";
+  return r.candidate_us > 0 ? fmt::format("cuBLAS kept: vendor verdict{}, best candidate {:.1f} us vs {:.1f} us", line,
+                                          r.candidate_us, r.baseline_us)
+                            : fmt::format("cuBLAS kept: vendor verdict{}, no correct candidate", line);
+}
+
 std::string range_tag(const Record& r) {
   const auto parts = split_key(r.key_line);
   if (!parts || !parts->key.is_range()) return {};
@@ -203,6 +215,8 @@ std::vector<std::pair<GemmKey, BenchRow>> bench_shape(search::WorkerBackend& bac
     if (r == nullptr) {
       rows.emplace_back(key, cublas_row(backend, key, fmt::format("cuBLAS kept: no tuned kernel ({})",
                                                                   to_string(std::get<LookupMiss>(hit)))));
+    } else if (r->kind == RecordKind::vendor) {
+      rows.emplace_back(key, cublas_row(backend, key, vendor_note(*r)));
     } else if (r->key_line == key.full_line()) {
       rows.emplace_back(key, tuned_row(evaluate(backend, *r), *r, ""));
     } else {
@@ -214,9 +228,10 @@ std::vector<std::pair<GemmKey, BenchRow>> bench_shape(search::WorkerBackend& bac
   }
   const auto hit = reader.lookup(key.full_line());
   const Record* r = std::get_if<Record>(&hit);
-  if (r == nullptr) {
-    const std::string note = fmt::format("cuBLAS kept: no tuned kernel for n={}..{} ({})", key.n, key.n_hi,
-                                         to_string(std::get<LookupMiss>(hit)));
+  if (r == nullptr || r->kind == RecordKind::vendor) {
+    const std::string note = r != nullptr ? vendor_note(*r)
+                                          : fmt::format("cuBLAS kept: no tuned kernel for n={}..{} ({})", key.n,
+                                                        key.n_hi, to_string(std::get<LookupMiss>(hit)));
     for (const std::int64_t n : search::range::range_points(key.n, key.n_hi, LaunchPlan{}).timed)
       rows.emplace_back(key.at_n(n), cublas_row(backend, key.at_n(n), note));
     return rows;

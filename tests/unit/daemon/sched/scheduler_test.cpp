@@ -1,9 +1,11 @@
 // The scheduler with scripted runners (test doubles of the future search): publishing, device
-// matching, retries after lost workers, and stopping.
+// matching, retries after lost workers, stopping, and the vendor verdict a search without a
+// winner leaves.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <deque>
+#include <future>
 #include <thread>
 
 #include "sched/scheduler.hpp"
@@ -99,6 +101,54 @@ TEST_F(SchedulerTest, PublishesAWinnerAndNotifies) {
   for (const auto& k : raw->seen) EXPECT_EQ(k, key(16));
   EXPECT_EQ(queue.find(key(32, "NVIDIA A100-SXM4-80GB"))->state, JobState::queued);
   EXPECT_EQ(raw->seen_budgets.at(0).rounds, 8u);
+}
+
+// A bucket whose search kept cuBLAS gets a vendor verdict record under the bucket's line, and
+// later misses of its n count for the finished bucket instead of each queuing a search of its own.
+TEST(SchedulerVerdict, ABucketThatKeptTheVendorGetsAVerdictAndItsNAreNotSearchedAlone) {
+  test::TempDir dir;
+  JobQueue queue(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  Metrics metrics;
+  std::string bucket = key(20);
+  bucket.replace(bucket.find(" n=20 "), 6, " n=17..32 ");
+  JobOutcome kept{JobOutcome::Kind::no_improvement, std::nullopt, "no range winner: lost at n=32"};
+  kept.best_us = 12.0;
+  kept.baseline_us = 10.0;
+  kept.search_id = "s-test";
+  std::deque<JobOutcome> script;
+  script.push_back(kept);
+  auto runner = std::make_unique<ScriptedRunner>(std::move(script));
+  auto* raw = runner.get();
+  std::atomic<std::uint64_t> notified{0};
+  Scheduler s(test_config(), queue, metrics, one_runner(std::move(runner)),
+              [&](const std::string& k, std::uint64_t g) {
+                if (k == bucket) notified = g;
+              });
+  queue.report_misses({{key(20), 1}}, [](const CommitResult&) {});
+  s.start();
+  ASSERT_TRUE(eventually([&] { return notified.load() == 1; }));
+  CacheReader reader(dir.path());
+  reader.refresh();
+  const auto found = reader.lookup(bucket);
+  ASSERT_TRUE(std::holds_alternative<Record>(found));
+  const Record& verdict = std::get<Record>(found);
+  EXPECT_EQ(verdict.kind, RecordKind::vendor);
+  EXPECT_EQ(verdict.candidate_us, 12.0);
+  EXPECT_EQ(verdict.baseline_us, 10.0);
+  EXPECT_EQ(verdict.idea, "no range winner: lost at n=32");
+  EXPECT_EQ(verdict.search_id, "s-test");
+  EXPECT_EQ(queue.find(bucket)->state, JobState::done);
+  EXPECT_EQ(queue.find(bucket)->reason, "no range winner: lost at n=32");
+  EXPECT_EQ(metrics.get(Counter::vendor_verdicts), 1u);
+  EXPECT_EQ(metrics.get(Counter::winners_published), 0u);
+
+  std::promise<void> counted;
+  queue.report_misses({{key(25), 2}}, [&](const CommitResult&) { counted.set_value(); });
+  counted.get_future().wait();
+  EXPECT_FALSE(queue.find(key(25))) << "an n of a bucket with a verdict is not searched alone";
+  EXPECT_EQ(queue.find(bucket)->count, 3u);
+  s.stop();
+  EXPECT_EQ(raw->seen, std::vector<std::string>{bucket});
 }
 
 TEST_F(SchedulerTest, LostWorkerRetriesWithBackoffThenFails) {

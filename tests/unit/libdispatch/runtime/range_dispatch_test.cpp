@@ -1,7 +1,8 @@
 // The dispatcher with range records (issue 29), no GPU: calls whose n a range record covers load
 // an entry of their own, whose grid the record's rule computes for that n; a call outside every
 // range stays a miss; an exact record wins over a range; a range record with unsound range data
-// is refused as corrupted; usage is collected under the range record's line.
+// is refused as corrupted; usage is collected under the range record's line. A vendor verdict
+// answers every n of its range with vendor_chosen (not a miss), and a kernel record replaces it.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -72,6 +73,17 @@ Record exact_record(std::int64_t n, std::uint32_t x) {
   r.key_line = full_line(call(n), kDevice);
   r.cubin = "cubin " + std::to_string(x);
   r.plan.launches.push_back({"kd_main", {x, 1, 1}, {128, 1, 1}, 0});
+  return r;
+}
+
+// A bucket searched without a winner (daemon/src/sched/scheduler.cpp's vendor verdict).
+Record vendor_record(std::int64_t lo, std::int64_t hi) {
+  Record r;
+  r.key_line = range_line(lo, hi);
+  r.kind = RecordKind::vendor;
+  r.candidate_us = 12.5;
+  r.baseline_us = 11.0;
+  r.idea = "no range winner: test";
   return r;
 }
 
@@ -149,6 +161,41 @@ TEST(RangeDispatch, ARangePublishedLaterIsPickedUp) {
   ASSERT_TRUE(eventually([&] { return missing_with(d, 40, FallbackReason::no_entry); }));
   ASSERT_EQ(commit_in_child(opts.cache_dir, {range_record(33, 64, 3)}), 0);
   EXPECT_TRUE(eventually([&] { return loaded_with(d, 40, {3, 1, 1}); }));
+}
+
+TEST(RangeDispatch, AVendorVerdictAnswersEveryNOfItsRangeAndAnExactKernelStillWins) {
+  test::TempDir dir;
+  const auto opts = options(dir);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {vendor_record(33, 64), exact_record(40, 4)}), 0);
+  Dispatcher d(opts, std::make_unique<PlanLoader>());
+  for (const std::int64_t n : {33, 50, 64})
+    EXPECT_TRUE(eventually([&] { return missing_with(d, n, FallbackReason::vendor_chosen); })) << n;
+  EXPECT_TRUE(eventually([&] { return loaded_with(d, 40, {4, 1, 1}); })) << "the exact record wins";
+  EXPECT_TRUE(eventually([&] { return missing_with(d, 65, FallbackReason::no_entry); }));
+  EXPECT_FALSE(kFallbackReasons[static_cast<std::size_t>(FallbackReason::vendor_chosen)].is_miss);
+}
+
+TEST(RangeDispatch, AVendorVerdictReplacesAMissAndAKernelReplacesTheVerdict) {
+  test::TempDir dir;
+  const auto opts = options(dir);
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {exact_record(1, 1)}), 0);
+  Dispatcher d(opts, std::make_unique<PlanLoader>());
+  ASSERT_TRUE(eventually([&] { return missing_with(d, 20, FallbackReason::no_entry); }));
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {vendor_record(17, 32)}), 0);
+  ASSERT_TRUE(eventually([&] { return missing_with(d, 20, FallbackReason::vendor_chosen); }));
+  // Searched again later (evicted, then prewarmed) with a winner: the verdict's entry is swapped.
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {exact_record(20, 6)}), 0);
+  EXPECT_TRUE(eventually([&] { return loaded_with(d, 20, {6, 1, 1}); }));
+}
+
+TEST(RangeDispatch, AVendorVerdictWithSomethingToLaunchIsRefusedAsCorrupted) {
+  test::TempDir dir;
+  const auto opts = options(dir);
+  Record bad = vendor_record(1, 16);
+  bad.plan.launches.push_back({"kd_main", {1, 1, 1}, {128, 1, 1}, 0});
+  ASSERT_EQ(commit_in_child(opts.cache_dir, {bad}), 0);
+  Dispatcher d(opts, std::make_unique<PlanLoader>());
+  EXPECT_TRUE(eventually([&] { return missing_with(d, 10, FallbackReason::corrupted); }));
 }
 
 }  // namespace

@@ -16,10 +16,11 @@ CallKey key_for(std::int64_t m, std::uint64_t context = 0xC0) {
   return k;
 }
 
-void publish(Registry& r, const CallKey& k, EntryState state) {
+void publish(Registry& r, const CallKey& k, EntryState state, FallbackReason reason = FallbackReason::no_entry) {
   auto e = std::make_unique<Entry>();
   e->key = k;
   e->state = state;
+  e->miss_reason = reason;
   r.publish(std::move(e));
 }
 
@@ -42,15 +43,18 @@ TEST(UsageReporter, CollectsMarkedLoadedEntriesOncePerLineAndClearsTheMarks) {
   keys["line 1"].push_back(key_for(1, 0xC1));
   publish(r, key_for(4), EntryState::negative);
   keys["line 4"].push_back(key_for(4));
+  publish(r, key_for(5), EntryState::negative, FallbackReason::vendor_chosen);
+  keys["line 5"].push_back(key_for(5));
 
   EXPECT_TRUE(UsageReporter::collect(r, keys).empty());
   hit(r, key_for(1));
   hit(r, key_for(1, 0xC1));
   hit(r, key_for(3));
   hit(r, key_for(4));  // a negative entry is not a use of a record
+  hit(r, key_for(5));  // but a vendor verdict's is: its record answered the call
   auto lines = UsageReporter::collect(r, keys);
   std::sort(lines.begin(), lines.end());
-  EXPECT_EQ(lines, (std::vector<std::string>{"line 1", "line 3"}));
+  EXPECT_EQ(lines, (std::vector<std::string>{"line 1", "line 3", "line 5"}));
   EXPECT_EQ(r.find(key_for(1))->used.load(), 0);
   EXPECT_TRUE(UsageReporter::collect(r, keys).empty()) << "collected marks are cleared";
 }

@@ -54,6 +54,20 @@ TEST(Record, RoundTripsACublasLtRecordWithAnEmptyPlan) {
   EXPECT_EQ(expect_record(deserialize_record(serialize_record(r))), r);
 }
 
+// A vendor verdict (a search that kept the vendor call) is stored by its kind's name, "vendor".
+TEST(Record, RoundTripsAVendorVerdict) {
+  Record r;
+  r.key_line = "gemm m=1 n=9..16";
+  r.kind = RecordKind::vendor;
+  r.candidate_us = 10.5;
+  r.baseline_us = 9.75;
+  r.proposer = "vendor";
+  r.idea = "no range winner: lost at n=16";
+  EXPECT_EQ(expect_record(deserialize_record(serialize_record(r))), r);
+  EXPECT_EQ(to_string(RecordKind::vendor), "vendor");
+  EXPECT_NE(serialize_record(r).find("vendor"), std::string::npos);
+}
+
 // A split-K reduction launched as a programmatic dependent keeps "pdl" through the cache; a launch
 // without it stores no such field, so older records and readers are unaffected.
 TEST(Record, RoundTripsAProgrammaticDependentLaunch) {

@@ -150,6 +150,33 @@ TEST_F(KdctlCache, ShowPrintsARangeAndTheNItWasCheckedAt) {
   EXPECT_EQ(exact.out.find("range:"), std::string::npos) << exact.out;
 }
 
+// A vendor verdict (a bucket searched without a winner): ls and show say cuBLAS was kept, with the
+// best candidate's time, and an n of its range finds it.
+TEST_F(KdctlCache, LsAndShowSayAVendorVerdictKeptCublas) {
+  {
+    CacheWriter w(cache());
+    Record r;
+    r.key_line = full(range_shape(), kH100);
+    r.kind = RecordKind::vendor;
+    r.candidate_us = 13.5;
+    r.baseline_us = 12.25;
+    r.proposer = "vendor";
+    r.idea = "no range winner: lost at n=256";
+    r.created_unix_s = 1;
+    w.commit_record(r);
+  }
+  const auto ls = kdctl({"ls"});
+  ASSERT_EQ(ls.rc, 0) << ls.err;
+  EXPECT_NE(ls.out.find("kept cuBLAS"), std::string::npos) << ls.out;
+  const auto show = kdctl({"show", full(shape_at(200), kH100)});
+  ASSERT_EQ(show.rc, 0) << show.err;
+  EXPECT_NE(show.out.find("kind:       vendor"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("verdict:    cuBLAS kept: best correct candidate 13.50 us, cuBLAS 12.25 us"),
+            std::string::npos)
+      << show.out;
+  EXPECT_NE(show.out.find("no range winner: lost at n=256"), std::string::npos) << show.out;
+}
+
 TEST_F(KdctlCache, ShowMissingOrBadKey) {
   const auto missing = kdctl({"show", bf16_shape(1234)});
   EXPECT_EQ(missing.rc, 1);
