@@ -313,6 +313,13 @@ bool Scheduler::fleet_allows(const Job& job, const std::string& full_key) {
   const FleetDecision d = fleet_.before_search(full_key);
   if (d.kind == FleetDecision::Kind::search) return true;
   const bool finished = d.kind == FleetDecision::Kind::finished;
+  if (finished && job.parsed.key) {
+    // Another daemon searched it without a winner (a winner would be in the tier, to import):
+    // this cache gets the vendor verdict that daemon's got, so this daemon's clients stop
+    // reporting the key, and a bucket's n are not searched one at a time here.
+    commit_verdict(job, full_key, "searched by another daemon of the fleet: " + d.why, 0, 0, {});
+    return false;
+  }
   queue_.update(job.key, [&](Job& j) {
     if (j.state != JobState::running) return;  // cancelled meanwhile
     if (j.attempts > 0) --j.attempts;          // not searched: no attempt spent
@@ -326,6 +333,15 @@ bool Scheduler::fleet_allows(const Job& job, const std::string& full_key) {
     }
   });
   return false;
+}
+
+void Scheduler::commit_verdict(const Job& job, const std::string& full_key, std::string reason, double best_us,
+                               double baseline_us, const std::string& search_id) {
+  const Record verdict = search::make_vendor_record(full_key, reason, best_us, baseline_us, search_id);
+  const auto generation = queue_.commit_winner(job.key, verdict, std::move(reason));
+  metrics_.add(Counter::vendor_verdicts);
+  spdlog::info("vendor verdict for {} (generation {}): {}", verdict.key_line, generation, verdict.idea);
+  if (on_published_) on_published_(verdict.key_line, generation);
 }
 
 void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome) {
@@ -355,12 +371,8 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
       // The vendor verdict: applications stop reporting the key (or every n of its bucket) as a
       // miss, so nothing searches it again. A job whose line does not parse has no full key.
       if (const GemmKey* key = job.parsed.key.get()) {
-        const Record verdict = search::make_vendor_record(key->with_device(device).full_line(), reason,
-                                                          outcome.best_us, outcome.baseline_us, outcome.search_id);
-        const auto generation = queue_.commit_winner(job.key, verdict, reason);
-        metrics_.add(Counter::vendor_verdicts);
-        spdlog::info("vendor verdict for {} (generation {}): {}", verdict.key_line, generation, reason);
-        if (on_published_) on_published_(verdict.key_line, generation);
+        commit_verdict(job, key->with_device(device).full_line(), std::move(reason), outcome.best_us,
+                       outcome.baseline_us, outcome.search_id);
         return;
       }
       queue_.update(job.key, [&](Job& j) {

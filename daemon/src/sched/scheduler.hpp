@@ -94,6 +94,10 @@ private:
   std::optional<RunEnd> run_job(std::size_t index, const Job& job, const DevicePart& device,
                                 SlotProgress& progress, std::stop_token stop);
   void record_outcome(const Job& job, const DevicePart& device, JobOutcome outcome);
+  // Commits the vendor verdict (store/record.hpp) for `job` under `full_key`, marks it done with
+  // `reason` and sends the `published` notice.
+  void commit_verdict(const Job& job, const std::string& full_key, std::string reason, double best_us,
+                      double baseline_us, const std::string& search_id);
   // The fleet's answer for a claimed job; true when this runner searches it now (issue 31).
   bool fleet_allows(const Job& job, const std::string& full_key);
 

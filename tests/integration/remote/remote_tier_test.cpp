@@ -17,6 +17,7 @@
 #include "redis_server.hpp"
 #include "remote/remote_tier.hpp"
 #include "sched/scheduler.hpp"
+#include "store/cache_store.hpp"
 #include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
@@ -60,6 +61,23 @@ public:
       if (stop.stop_requested()) return {JobOutcome::Kind::stopped, std::nullopt, "stopped"};
       else std::this_thread::sleep_for(5ms);
     return {JobOutcome::Kind::winner, record_for(job.key), ""};
+  }
+
+private:
+  std::atomic<int>& searches_;
+  std::chrono::milliseconds search_time_;
+};
+
+// Counts its searches; each takes `search_time` and ends without a winner (cuBLAS kept).
+class LosingRunner final : public JobRunner {
+public:
+  LosingRunner(std::atomic<int>& searches, std::chrono::milliseconds search_time)
+      : searches_(searches), search_time_(search_time) {}
+  DevicePart device() const override { return kH100; }
+  JobOutcome run(const Job&, const Budgets&, Progress&, std::stop_token) override {
+    ++searches_;
+    std::this_thread::sleep_for(search_time_);
+    return {JobOutcome::Kind::no_improvement, std::nullopt, "nothing beat cuBLAS (test)"};
   }
 
 private:
@@ -176,6 +194,42 @@ TEST(RemoteTier, AKeyMissedOnEveryDaemonIsSearchedOnceAndImportedByTheOthers) {
   auto link = link_to(redis);
   EXPECT_EQ(link.command({"EXISTS", remote_lease_key("fleet", k)}).integer, 0) << "the lease was released";
   EXPECT_EQ(link.command({"EXISTS", remote_record_key("fleet", k)}).integer, 1);
+}
+
+// A key searched without a winner: one daemon searches it, and every daemon's cache ends with a
+// vendor verdict (its own or the fleet's word), so no daemon's clients report it again. Verdicts
+// stay out of the tier.
+TEST(RemoteTier, AKeySearchedWithoutAWinnerLeavesAVendorVerdictOnEveryDaemon) {
+  test::TempDir dir;
+  test::RedisServer redis(dir.path() / "redis");
+  std::atomic<int> searches{0};
+  std::vector<std::unique_ptr<Member>> fleet;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::unique_ptr<JobRunner>> runners;
+    runners.push_back(std::make_unique<LosingRunner>(searches, 600ms));
+    fleet.push_back(std::make_unique<Member>(
+        fleet_config(redis, dir.path() / ("cache" + std::to_string(i)), RemoteTrust::trusted), std::move(runners)));
+  }
+  const std::string k = key(24);
+  for (auto& m : fleet) m->miss(k);
+  ASSERT_TRUE(eventually([&] {
+    for (auto& m : fleet)
+      if (m->state(k) != JobState::done) return false;
+    return true;
+  }));
+  EXPECT_EQ(searches.load(), 1) << "one search across the fleet";
+  int elsewhere = 0;
+  for (std::size_t i = 0; i < fleet.size(); ++i) {
+    CacheReader reader(dir.path() / ("cache" + std::to_string(i)));
+    reader.refresh();
+    const auto found = reader.lookup(k);
+    ASSERT_TRUE(std::holds_alternative<Record>(found)) << "daemon " << i;
+    EXPECT_EQ(std::get<Record>(found).kind, RecordKind::vendor);
+    if (fleet[i]->queue.find(k)->reason.starts_with("searched by another daemon of the fleet")) ++elsewhere;
+  }
+  EXPECT_EQ(elsewhere, 2);
+  auto link = link_to(redis);
+  EXPECT_EQ(link.command({"EXISTS", remote_record_key("fleet", k)}).integer, 0) << "verdicts are not pushed";
 }
 
 // The searching daemon (its scheduler and tier in a child process) is killed with SIGKILL mid-search;
