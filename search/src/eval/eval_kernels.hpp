@@ -50,6 +50,8 @@ struct CompareStats {
   unsigned long long nonfinite = 0;
   double max_rel = 0.0;
   double sum_sq_err = 0.0;
+  double signed_err = 0.0;   // sum (out - ref) sgn(ref), against the reference only
+  double sum_abs_ref = 0.0;  // sum |ref| over the same elements
 };
 struct GuardStats {
   unsigned long long before = 0, after = 0, padding = 0;

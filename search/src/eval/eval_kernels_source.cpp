@@ -187,6 +187,8 @@ struct KdCompareStats {
   unsigned long long nonfinite;  // NaN/Inf where the reference is finite
   double max_rel;                // max |out - ref| / max(|ref|, floor)
   double sum_sq_err;             // for ||out - ref|| / ||ref||
+  double signed_err;             // sum (out - ref) sgn(ref): the error's lean away from zero
+  double sum_abs_ref;            // sum |ref| over the elements compared with the reference
 };
 
 // Compares the logical elements of `out` with `ref` (fp64, compact) or, when `other` is given,
@@ -199,7 +201,7 @@ extern "C" __global__ void kd_compare(KdMatrix out, const double* ref, const voi
   const int size = out.dtype == 2 ? 4 : 2;
   const unsigned poison = size == 2 ? 0xFFFFu : 0xFFFFFFFFu;
   unsigned long long poisoned = 0, nonfinite = 0;
-  double worst = 0.0, sq = 0.0;
+  double worst = 0.0, sq = 0.0, lean = 0.0, mass = 0.0;
   for (long long e = blockIdx.x * (long long)blockDim.x + threadIdx.x; e < total;
        e += (long long)gridDim.x * blockDim.x) {
     const long long z = e / per, r = e % per;
@@ -218,6 +220,8 @@ extern "C" __global__ void kd_compare(KdMatrix out, const double* ref, const voi
       const double v = kd_load(out.p, off, out.dtype);
       if (!isfinite(v)) { if (isfinite(rv)) ++nonfinite; continue; }
       err = fabs(v - rv);
+      lean += rv > 0.0 ? v - rv : (rv < 0.0 ? rv - v : 0.0);
+      mass += fabs(rv);
     }
     if (isfinite(err)) sq += err * err;
     const double rel = isfinite(err) ? err / fmax(fabs(rv), floor) : 1e300;
@@ -227,7 +231,11 @@ extern "C" __global__ void kd_compare(KdMatrix out, const double* ref, const voi
   nonfinite = kd_warp_sum_u(nonfinite);
   sq = kd_warp_sum(sq);
   worst = kd_warp_max(worst);
+  lean = kd_warp_sum(lean);
+  mass = kd_warp_sum(mass);
   if ((threadIdx.x & 31) == 0) {
+    if (lean != 0.0) atomicAdd(&st->signed_err, lean);
+    if (mass != 0.0) atomicAdd(&st->sum_abs_ref, mass);
     if (poisoned) atomicAdd(&st->poisoned, poisoned);
     if (nonfinite) atomicAdd(&st->nonfinite, nonfinite);
     if (sq != 0.0) atomicAdd(&st->sum_sq_err, sq);

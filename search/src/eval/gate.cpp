@@ -254,6 +254,7 @@ private:
   static void worst(ErrorFigures& into, const ErrorFigures& e) {
     into.max_rel = std::max(into.max_rel, e.max_rel);
     into.norm_rel = std::max(into.norm_rel, e.norm_rel);
+    if (std::abs(e.lean) > std::abs(into.lean)) into.lean = e.lean;
   }
 
   // The output of a timed run, checked like a gate trial (its reference and vendor error are

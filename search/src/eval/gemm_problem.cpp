@@ -220,7 +220,7 @@ ErrorFigures GemmProblem::vendor_error(int s) {
 ErrorFigures GemmProblem::figures(const CompareStats& c) const {
   const double norm = ref_sum_sq_ > 0.0 ? std::sqrt(c.sum_sq_err / ref_sum_sq_)
                                         : (c.sum_sq_err > 0.0 ? INFINITY : 0.0);
-  return {c.max_rel, norm};
+  return {c.max_rel, norm, c.sum_abs_ref > 0.0 ? c.signed_err / c.sum_abs_ref : 0.0};
 }
 
 // Cold L2 by reading a buffer twice the L2's size. A write-based flush (memset) would leave the L2

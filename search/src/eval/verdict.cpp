@@ -35,10 +35,11 @@ constexpr std::array<std::pair<Rule, std::string_view>, 22> kRuleNames{{
 }};
 
 nlohmann::json figures_json(const ErrorFigures& e) {
-  return {{"max_rel", e.max_rel}, {"norm_rel", e.norm_rel}};
+  return {{"max_rel", e.max_rel}, {"norm_rel", e.norm_rel}, {"lean", e.lean}};
 }
 ErrorFigures figures_from(const nlohmann::json& j) {
-  return {j.at("max_rel").get<double>(), j.at("norm_rel").get<double>()};
+  // "lean" is absent from verdicts written before it was measured.
+  return {j.at("max_rel").get<double>(), j.at("norm_rel").get<double>(), j.value("lean", 0.0)};
 }
 nlohmann::json time_json(const TimeStats& t) {
   return {{"median_us", t.median_us}, {"p25_us", t.p25_us}, {"p75_us", t.p75_us},

@@ -47,6 +47,10 @@ const std::vector<Rule>& all_rules();
 struct ErrorFigures {
   double max_rel = 0.0;   // max |out - ref| / max(|ref|, floor)
   double norm_rel = 0.0;  // ||out - ref||_2 / ||ref||_2
+  // sum (out - ref) sgn(ref) / sum |ref|: the error's systematic lean, negative toward zero (issue
+  // 30: a sum of many outputs, a gradient summed over tokens, keeps a lean that max_rel and
+  // norm_rel do not show, while their random parts cancel). Measured and reported, not judged.
+  double lean = 0.0;
 };
 
 struct TimeStats {

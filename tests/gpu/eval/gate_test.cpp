@@ -239,10 +239,15 @@ void gate_builtin(worker::WorkerParent& parent, const builtin::Family& f, const 
   r.plan = f.plan(key, t, p);
   r.options = test_options();
   const Verdict v = parent.evaluate(r, 60s);
-  std::printf("%s %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g) %s\n", label, line + 5,
-              builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
+  std::printf("%s %s | %s: %s, %.1f us vs cuBLAS %.1f us; err %.3g (cuBLAS %.3g), lean %.2g (cuBLAS %.2g) %s\n",
+              label, line + 5, builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(),
               v.candidate_time ? v.candidate_time->median_us : 0.0, v.baseline_time ? v.baseline_time->median_us : 0.0,
-              v.candidate_error.norm_rel, v.vendor_error.norm_rel, v.correct() ? "" : v.detail.c_str());
+              v.candidate_error.norm_rel, v.vendor_error.norm_rel, v.candidate_error.lean, v.vendor_error.lean,
+              v.correct() ? "" : v.detail.c_str());
+  std::printf("  lean by trial:");
+  for (const auto& trial : v.trials)
+    std::printf(" %s %.2g (cuBLAS %.2g);", trial.distribution.c_str(), trial.candidate.lean, trial.vendor.lean);
+  std::printf("\n");
   EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " " << v.detail;
 }
 

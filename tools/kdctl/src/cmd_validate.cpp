@@ -40,9 +40,10 @@ void print_verdict(const eval::Verdict& v) {
               v.correct() ? "" : "  (rejected)");
   if (!v.detail.empty()) std::printf("  %s\n", v.detail.c_str());
   if (!v.trials.empty()) {
-    std::printf("  error vs fp64: candidate max_rel %.3g norm_rel %.3g; cuBLAS max_rel %.3g norm_rel %.3g\n",
-                v.candidate_error.max_rel, v.candidate_error.norm_rel, v.vendor_error.max_rel,
-                v.vendor_error.norm_rel);
+    std::printf("  error vs fp64: candidate max_rel %.3g norm_rel %.3g lean %.2g; cuBLAS max_rel %.3g norm_rel %.3g "
+                "lean %.2g\n",
+                v.candidate_error.max_rel, v.candidate_error.norm_rel, v.candidate_error.lean, v.vendor_error.max_rel,
+                v.vendor_error.norm_rel, v.vendor_error.lean);
   }
   if (v.candidate_time && v.baseline_time) {
     std::printf("  time (%s): %.2f us (IQR %.2f) vs cuBLAS %.2f us (IQR %.2f): x%.2f",

@@ -40,7 +40,7 @@ TEST(WorkerProtocol, VerdictRoundTripsWithTimesTrialsAndFate) {
   v.rule = eval::Rule::precision_below_class;
   v.detail = "error above 2x the vendor's";
   v.failed_trial = 3;
-  v.candidate_error = {1.5e-3, 2.0e-4};
+  v.candidate_error = {1.5e-3, 2.0e-4, -3.5e-7};
   v.vendor_error = {1e-6, 2e-7};
   v.trials.push_back({0, "normal", 1.0, 0.0, {1e-6, 1e-7}, {2e-6, 3e-7}, 4e-6, 6e-7});
   v.candidate_time = eval::TimeStats{10.5, 10.0, 11.0, 40};
@@ -60,6 +60,7 @@ TEST(WorkerProtocol, VerdictRoundTripsWithTimesTrialsAndFate) {
   EXPECT_EQ(m.verdict.detail, v.detail);
   EXPECT_EQ(m.verdict.failed_trial, 3);
   EXPECT_DOUBLE_EQ(m.verdict.candidate_error.max_rel, 1.5e-3);
+  EXPECT_DOUBLE_EQ(m.verdict.candidate_error.lean, -3.5e-7);
   ASSERT_EQ(m.verdict.trials.size(), 1u);
   EXPECT_DOUBLE_EQ(m.verdict.trials[0].allowed_norm_rel, 6e-7);
   ASSERT_TRUE(m.verdict.candidate_time.has_value());
@@ -83,7 +84,9 @@ TEST(WorkerProtocol, VerdictWithoutRegimeReadsAsIsolated) {
   v.candidate_time = eval::TimeStats{10.5, 10.0, 11.0, 40};
   nlohmann::json j = eval::to_json(v);
   j.erase("regime");
+  j["candidate_error"].erase("lean");  // nor a lean: it reads as 0
   EXPECT_EQ(eval::verdict_from_json(j).regime, eval::TimingRegime::isolated);
+  EXPECT_EQ(eval::verdict_from_json(j).candidate_error.lean, 0.0);
 }
 
 TEST(WorkerProtocol, EveryRuleHasAUniqueNameThatParsesBack) {
