@@ -5,6 +5,8 @@
 // each `#include "c_epilogue.cuh"` line with this text, so a rendered (and stored) source stays one
 // self-contained translation unit; nvcc (the kernel lab) reads it from beside the family's file.
 // The includer defines first: KD_BETA_ZERO and KD_BIAS; kd_gemm_args comes from kdispatch/gemm.cuh.
+// Optionally KD_UNLEAN, a constant expression: when true, the sum is first raised by kd_tc_lean of
+// itself, taking back the lean toward zero of strict-f32 sums built on tensor-core accumulation.
 #ifndef KD_C_EPILOGUE_CUH
 #define KD_C_EPILOGUE_CUH
 
@@ -34,6 +36,16 @@ template <typename T>
 __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, T* C, long long row, long long col,
                                             float sum) {
   if (row >= args.m || col >= args.n) return;
+#ifdef KD_UNLEAN
+  // The tensor cores' f32 accumulation truncates each chained sum toward zero; over a GEMM that
+  // leaves the outputs 0.6-1.7 units of 2^-24 smaller in magnitude on average, by the inputs'
+  // distribution and whatever k, layout or split (the gate's lean of wg_tiled's 3xTF32 and f16
+  // splits on an H100: -3.8e-8 to -5.5e-8 for zero-mean inputs, -7.4e-8 to -1.0e-7 for inputs with
+  // an offset mean; cuBLAS's: +-5e-9). One FMA per output takes back the middle of that range,
+  // leaving at most 3.1e-8 either way (docs/kernel-notes.md, session 22).
+  constexpr float kd_tc_lean = 6.9e-8f;
+  if constexpr (KD_UNLEAN) sum = fmaf(sum, kd_tc_lean, sum);
+#endif
   float out = args.alpha * sum;
   T* dst = C + row + col * args.ldc;
   kd_finish_c(args, dst, row, out);

@@ -172,6 +172,9 @@ static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && KD_BN == 128 && KD_PRO
                              !KD_SK && !KD_CLUSTER && KD_3XTF32), "KD_F16S: f32, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
+// Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward
+// zero (c_epilogue.cuh); plain TF32 (precision=tf32) leans as cuBLAS's TF32 kernels do.
+#define KD_UNLEAN (kF32 && KD_3XTF32)
 #include "wg_common.cuh"
 
 // The thread's index among the kLoaders copying threads.
