@@ -205,18 +205,27 @@ std::optional<std::string> JobQueue::admit(JobTxn& jt, const Job& job, QueueTall
   return std::nullopt;
 }
 
-const std::string& JobQueue::job_key_of_miss(JobTxn& jt, const std::string& line) {
+const std::string& JobQueue::job_key_of_miss(const std::string& line) {
   thread_local std::string bucket;  // the writer thread's; valid until the next call
   auto ranged = bucket_line(line, limits_.buckets);
   if (!ranged) return line;
-  // A bucket searched without a record lets its calls be searched one n at a time. Since vendor
-  // verdicts, a search without a winner leaves one, so this is a bucket searched by a daemon before
-  // them, or whose verdict was evicted.
-  if (const auto job = jt.get(*ranged);
-      job && job->state == JobState::done && !lmdb::get(jt.txn(), jt.dbs().records, *ranged))
-    return line;
   bucket = std::move(*ranged);
   return bucket;
+}
+
+bool JobQueue::record_gone(JobTxn& jt, const Job& job, const ParsedKey& parsed) {
+  return job.state == JobState::done && parsed.key && parsed.key->device &&
+         !lmdb::get(jt.txn(), jt.dbs().records, job.key);
+}
+
+void JobQueue::requeue(Job& job, JobOrigin origin, std::int64_t now) {
+  job.state = JobState::queued;
+  job.attempts = 0;
+  job.not_before_unix_ms = 0;
+  job.published_generation = 0;
+  job.reason.clear();
+  job.origin = origin;
+  job.updated_unix_ms = now;
 }
 
 void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
@@ -226,13 +235,17 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
     const auto now = unix_ms_now();
     for (const auto& m : misses) {
       if (m.key.empty() || m.key.size() > kMaxJobKeyBytes) continue;
-      const std::string& key = job_key_of_miss(jt, m.key);  // issue 29: its bucket's range
+      const std::string& key = job_key_of_miss(m.key);  // issue 29: its bucket's range
       // A key's first miss brings its parse, kept for claims; a bucket's range is parsed here once.
       const ParsedKey parsed = key == m.key ? parses_.of(m.key, m.parsed) : parses_.of(key);
       const auto before = jt.get(key);
+      // Searched before, and its record (a kernel or a vendor verdict) is gone: evicted, or a
+      // search that ended without one before verdicts. A call needs it again: search it again.
+      const bool again = before && record_gone(jt, *before, parsed);
       Job job;
       if (before) {
         job = *before;
+        if (again) requeue(job, JobOrigin::miss, now);
       } else {
         job.key = key;
         job.created_unix_ms = now;
@@ -241,7 +254,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
       }
       job.count += m.count;
       job.updated_unix_ms = now;
-      if (!before && admit(jt, job, counted)) continue;
+      if ((!before || again) && admit(jt, job, counted)) continue;
       jt.put(job, before);
     }
   };
@@ -287,8 +300,9 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
         job.updated_unix_ms = now;
         jt.put(job, before);
         continue;
-      } else if (before->state != JobState::failed && before->state != JobState::cancelled) {
-        continue;
+      } else if (before->state != JobState::failed && before->state != JobState::cancelled &&
+                 !record_gone(jt, *before, parses_.of(r.key))) {
+        continue;  // queued, running, or done with its record in the cache
       } else {
         job = *before;
       }

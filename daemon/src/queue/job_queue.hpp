@@ -117,13 +117,13 @@ public:
 
   // Adds counts to existing jobs (any state) or creates queued jobs for unseen keys (within the
   // bound). Keys longer than kMaxJobKeyBytes are ignored. A miss counts for the job of its n's
-  // bucket (limits().buckets: the same key with n=LO..HI), unless that bucket's job is done
-  // without a record (no range won), when it counts for its own n.
+  // bucket (limits().buckets: the same key with n=LO..HI). A done job whose record is gone from
+  // the cache (record_gone) is queued again.
   void report_misses(std::vector<MissReport> misses, Completion done);
-  // Creates queued jobs, or re-queues failed/cancelled ones; queued/running/done jobs keep their
-  // state (a done key needs an explicit evict to be searched again). A full key whose record is
-  // in the cache and that has no job gets a done job. `refused` lists the keys the bound on
-  // queued jobs (or their length) turned away.
+  // Creates queued jobs, or re-queues failed/cancelled ones and done ones whose record is gone
+  // (evicted: record_gone); queued/running jobs and done ones with their record keep their
+  // state. A full key whose record is in the cache and that has no job gets a done job.
+  // `refused` lists the keys the bound on queued jobs (or their length) turned away.
   using PrewarmDone = std::function<void(const CommitResult&, const std::vector<Refused>& refused)>;
   void prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done);
   // Marks a queued or running job cancelled. `found` says whether it was queued or running.
@@ -210,7 +210,13 @@ private:
   struct Pending;
   void submit(Pending item);
   // The job key a miss's canonical line counts for (report_misses); writer thread only.
-  const std::string& job_key_of_miss(JobTxn& jt, const std::string& line);
+  const std::string& job_key_of_miss(const std::string& line);
+  // Whether `job` is done and its record is gone from the cache (evicted, or a search that ended
+  // without one before vendor verdicts). Only a full key can tell: a shape line's records are
+  // stored under the full lines of its GPUs, so a shape-line job is never taken for gone.
+  static bool record_gone(JobTxn& jt, const Job& job, const ParsedKey& parsed);
+  // `job` queued again from scratch for `origin` (attempts, backoff, outcome cleared).
+  static void requeue(Job& job, JobOrigin origin, std::int64_t now);
   void run_sync(Pending item);
   void writer_loop();
   void commit_group(std::vector<Pending>& group);

@@ -1,6 +1,6 @@
 // Issue 29: an application's miss for an untuned n queues its bucket's range, one job per bucket;
-// a bucket searched without a winner lets its calls be searched one n at a time; prewarm keys are
-// queued as given.
+// a finished bucket whose record is gone is searched again as a whole; prewarm keys are queued as
+// given, and a prewarm of a done key whose record is gone searches it again.
 #include "queue/miss_buckets.hpp"
 
 #include <gtest/gtest.h>
@@ -54,7 +54,9 @@ TEST(MissBuckets, MissesOfOneBucketAreOneJob) {
   EXPECT_EQ(q.counts().by_state[static_cast<std::size_t>(JobState::queued)], 3u);
 }
 
-TEST(MissBuckets, ABucketWithoutAWinnerLetsItsCallsBeSearchedAlone) {
+// A finished bucket whose record is gone (evicted, or searched without a winner before vendor
+// verdicts) is searched again as one job when its calls miss, never one n at a time.
+TEST(MissBuckets, ABucketWhoseRecordIsGoneIsSearchedAgainAsOneJob) {
   test::TempDir dir;
   JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
   misses_sync(q, {{key("40"), 1}});
@@ -63,9 +65,52 @@ TEST(MissBuckets, ABucketWithoutAWinnerLetsItsCallsBeSearchedAlone) {
     j.reason = "no range winner";
   });
   misses_sync(q, {{key("40"), 1}, {key("41"), 1}});
-  EXPECT_TRUE(q.find(key("40")));
-  EXPECT_TRUE(q.find(key("41")));
-  EXPECT_EQ(q.find(key("33..64"))->count, 1u);
+  EXPECT_FALSE(q.find(key("40")));
+  EXPECT_FALSE(q.find(key("41")));
+  ASSERT_TRUE(q.find(key("33..64")));
+  EXPECT_EQ(q.find(key("33..64"))->state, JobState::queued);
+  EXPECT_EQ(q.find(key("33..64"))->count, 3u);
+  EXPECT_TRUE(q.find(key("33..64"))->reason.empty());
+}
+
+// A done job whose record is in the cache only counts its misses; a shape line (no device part)
+// cannot tell whether its records are gone, so it stays done too.
+TEST(MissBuckets, ADoneJobWithItsRecordOrWithoutADeviceStaysDone) {
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  const std::string shape = "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=768 n=2 k=768 lda=768 ldb=768 "
+                            "ldc=768 batch=1 epilogue=none beta0=1";
+  misses_sync(q, {{key("2"), 1}, {shape, 1}});
+  Record r;
+  r.key_line = key("2");
+  r.kind = RecordKind::vendor;
+  q.commit_winner(key("2"), r, "kept cuBLAS");
+  q.update(shape, [](Job& j) { j.state = JobState::done; });
+  misses_sync(q, {{key("2"), 4}, {shape, 1}});
+  EXPECT_EQ(q.find(key("2"))->state, JobState::done);
+  EXPECT_EQ(q.find(key("2"))->count, 5u);
+  EXPECT_EQ(q.find(shape)->state, JobState::done);
+}
+
+TEST(MissBuckets, APrewarmOfADoneKeySearchesItAgainOnlyWhenItsRecordIsGone) {
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  const auto prewarm_sync = [&](const std::string& k) {
+    std::promise<CommitResult> done;
+    q.prewarm({{k, "", {}}}, [&](const CommitResult& r, const std::vector<Refused>&) { done.set_value(r); });
+    ASSERT_TRUE(done.get_future().get().committed);
+  };
+  prewarm_sync(key("65..128"));
+  prewarm_sync(key("129..256"));
+  Record r;
+  r.key_line = key("65..128");
+  r.kind = RecordKind::vendor;
+  q.commit_winner(key("65..128"), r, "kept cuBLAS");
+  q.update(key("129..256"), [](Job& j) { j.state = JobState::done; });  // its record evicted since
+  prewarm_sync(key("65..128"));
+  prewarm_sync(key("129..256"));
+  EXPECT_EQ(q.find(key("65..128"))->state, JobState::done);
+  EXPECT_EQ(q.find(key("129..256"))->state, JobState::queued);
 }
 
 TEST(MissBuckets, PrewarmQueuesKeysAsGiven) {
