@@ -18,6 +18,7 @@
 #include "backup/cache_backups.hpp"
 #include "common/error.hpp"
 #include "config/config_reload.hpp"
+#include "driver/winner_record.hpp"
 #include "http/http_server.hpp"
 #include "http/metrics.hpp"
 #include "http/public_status.hpp"
@@ -119,6 +120,9 @@ int run_daemon(const Config& config, const ConfigLoader& reload) {
   share_cache_with_group(config);  // the cache files exist now
   CacheBackups backups(queue.cache_env(), config.backup_interval);
   load_client_stats(client_stats, queue);
+  // Vendor verdicts of an older search: their keys are searched again; the verdicts serve meanwhile.
+  if (const std::size_t stale = queue.requeue_stale_verdicts(search::kSearchVersion); stale > 0)
+    spdlog::info("{} vendor verdict(s) came from an older search; their keys are queued again", stale);
   Metrics metrics;
   asio::io_context io(1);
   Backends backends = make_backends(config);

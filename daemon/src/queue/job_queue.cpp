@@ -412,6 +412,48 @@ std::uint64_t JobQueue::commit_winner(const std::string& key, const Record& reco
   return generation;
 }
 
+std::size_t JobQueue::requeue_stale_verdicts(int search_version) {
+  // A verdict is a few hundred bytes; kernels and algorithms are far larger and never decoded here.
+  constexpr std::size_t kMaxVerdictBytes = 4096;
+  std::vector<std::string> stale;
+  {
+    const lmdb::Txn txn(writer_->env(), lmdb::Access::read_only);
+    lmdb::for_each(txn, dbs_.records, [&](std::string_view key, std::string_view value) {
+      if (value.size() > kMaxVerdictBytes) return;
+      const auto decoded = deserialize_record(value);
+      const auto* r = std::get_if<Record>(&decoded);
+      if (r != nullptr && r->kind == RecordKind::vendor && r->search_version < search_version)
+        stale.emplace_back(key);
+    });
+  }
+  if (stale.empty()) return 0;
+  std::size_t queued = 0;
+  Pending p;
+  p.apply = [&](JobTxn& jt, QueueTallies& counted) {
+    const auto now = unix_ms_now();
+    for (const std::string& key : stale) {
+      if (key.size() > kMaxJobKeyBytes) continue;
+      const auto before = jt.get(key);
+      if (before && (before->state == JobState::queued || before->state == JobState::running)) continue;
+      Job job;
+      if (before) {
+        job = *before;
+      } else {
+        job.key = key;
+        job.created_unix_ms = now;
+        job.est_call_us = estimate_call_us(parses_.of(key));
+      }
+      requeue(job, JobOrigin::miss, now);
+      job.reason = "searched again: its vendor verdict came from an older search";
+      if (admit(jt, job, counted)) continue;
+      jt.put(job, before);
+      ++queued;
+    }
+  };
+  run_sync(std::move(p));
+  return queued;
+}
+
 void JobQueue::store_tree(const std::string& search_id, std::string tree_json) {
   Pending p;
   p.exclusive = [&](CacheWriter& w) { w.put_raw("trees", search_id, tree_json); };

@@ -141,6 +141,10 @@ public:
   // empty for a kernel); the record counts as used now (note_usage). Returns the new generation.
   // Throws kd::Error on LMDB failure.
   std::uint64_t commit_winner(const std::string& key, const Record& record, std::string reason = {});
+  // Synchronous: queues again, as if missed, the keys of vendor verdicts made by a search older
+  // than `search_version` (Record::search_version), unless their job is queued or running; the
+  // verdicts keep serving until the new search replaces them. Returns how many. Run at startup.
+  std::size_t requeue_stale_verdicts(int search_version);
   // Synchronous: stores a search tree (JSON) under its search id in the `trees` database, so
   // `kdctl show` can explain the job's outcome whether or not it published.
   void store_tree(const std::string& search_id, std::string tree_json);

@@ -169,6 +169,8 @@ Record record_from(const json& p) {
   r.driver_version = integer<int>(p, "driver_version");
   r.cublas_version = integer<int>(p, "cublas_version");
   r.created_unix_s = integer<std::int64_t>(p, "created_unix_s");
+  // Optional: records written before it have none.
+  if (p.contains("search_version")) r.search_version = integer<int>(p, "search_version");
   return r;
 }
 
@@ -194,7 +196,7 @@ std::string serialize_record(const Record& r) {
     throw Error(ErrorDomain::usage, 0,
                 fmt::format("record schema {} does not fit the header's schema byte", r.schema_version));
   }
-  const json payload = {
+  json payload = {
       {"key_line", r.key_line},
       {"kind", to_string(r.kind)},
       {"cubin", binary(r.cubin)},
@@ -215,6 +217,8 @@ std::string serialize_record(const Record& r) {
       {"cublas_version", r.cublas_version},
       {"created_unix_s", r.created_unix_s},
   };
+  // Only where set, so that every other record keeps its bytes.
+  if (r.search_version != 0) payload["search_version"] = r.search_version;
   std::string body;
   json::to_msgpack(payload, body);
 

@@ -55,6 +55,9 @@ struct Record {
   int driver_version = 0;     // cuDriverGetVersion
   int cublas_version = 0;     // cublasGetVersion / cublasLtGetVersion
   std::int64_t created_unix_s = 0;
+  // vendor: the search's version (search::kSearchVersion) when the verdict was made; a daemon whose
+  // search is newer searches the key again (0: a verdict before versions, or another kind).
+  int search_version = 0;
 
   bool operator==(const Record&) const = default;
 };

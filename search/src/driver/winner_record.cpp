@@ -63,6 +63,7 @@ Record make_vendor_record(const std::string& full_key_line, const std::string& r
   r.search_id = search_id;
   r.proposer = "vendor";
   r.idea = reason;
+  r.search_version = kSearchVersion;
   // No versions: the verdict names no cubin or algorithm, so every driver and cuBLAS can act on
   // it. Like a kernel's speedup it is as old as its search: `kdctl evict` lets the key be searched
   // again.

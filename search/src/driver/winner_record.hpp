@@ -21,6 +21,11 @@ struct RecordVersions {
 Record make_record(const SearchOutcome& outcome, int id, const std::string& full_key_line,
                    const RecordVersions& versions);
 
+// The search's version, stored in vendor verdicts. Bump it when the builtin families or proposers
+// gain kernels that may beat the vendor where they did not: a daemon then searches the keys of
+// older verdicts again (JobQueue::requeue_stale_verdicts), while the verdicts keep serving.
+inline constexpr int kSearchVersion = 1;
+
 // A vendor verdict (RecordKind::vendor) for `full_key_line`, exact or a range: a search that
 // ended without beating the vendor call, so callers keep running it and nothing searches this key
 // again. `best_us` is the fastest correct candidate's time (0: none was correct), `baseline_us` the

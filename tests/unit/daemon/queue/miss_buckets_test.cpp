@@ -113,6 +113,26 @@ TEST(MissBuckets, APrewarmOfADoneKeySearchesItAgainOnlyWhenItsRecordIsGone) {
   EXPECT_EQ(q.find(key("129..256"))->state, JobState::queued);
 }
 
+// A daemon whose search is newer than a verdict's searches its key again; the verdict stays.
+TEST(MissBuckets, VerdictsOfAnOlderSearchAreQueuedAgain) {
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  Record old_verdict, current;
+  old_verdict.key_line = key("65..128");
+  old_verdict.kind = current.kind = RecordKind::vendor;
+  old_verdict.search_version = 1;
+  current.key_line = key("129..256");
+  current.search_version = 2;
+  q.commit_winner(key("65..128"), old_verdict, "kept cuBLAS");
+  q.commit_winner(key("129..256"), current, "kept cuBLAS");
+  EXPECT_EQ(q.requeue_stale_verdicts(2), 1u);
+  EXPECT_EQ(q.find(key("65..128"))->state, JobState::queued);
+  EXPECT_EQ(q.find(key("65..128"))->origin, JobOrigin::miss);
+  EXPECT_NE(q.find(key("65..128"))->reason.find("older search"), std::string::npos);
+  EXPECT_FALSE(q.find(key("129..256")));  // never a job of its own here, and current
+  EXPECT_EQ(q.requeue_stale_verdicts(2), 0u) << "queued already";
+}
+
 TEST(MissBuckets, PrewarmQueuesKeysAsGiven) {
   test::TempDir dir;
   JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});

@@ -63,7 +63,10 @@ TEST(Record, RoundTripsAVendorVerdict) {
   r.baseline_us = 9.75;
   r.proposer = "vendor";
   r.idea = "no range winner: lost at n=16";
+  r.search_version = 3;
   EXPECT_EQ(expect_record(deserialize_record(serialize_record(r))), r);
+  // Only a record that has a search version writes the field: every other keeps its bytes.
+  EXPECT_EQ(serialize_record(Record{}).find("search_version"), std::string::npos);
   EXPECT_EQ(to_string(RecordKind::vendor), "vendor");
   EXPECT_NE(serialize_record(r).find("vendor"), std::string::npos);
 }
