@@ -163,24 +163,37 @@ RedisLink link_to(const test::RedisServer& redis) {
   return RedisLink(l);
 }
 
+// Three trusting daemons sharing `redis` (caches dir/cache0..2), each with a Runner of `searches`
+// whose searches take 600 ms, and each missing `k`.
+template <class Runner>
+std::vector<std::unique_ptr<Member>> fleet_missing(const test::RedisServer& redis, const std::filesystem::path& dir,
+                                                   std::atomic<int>& searches, const std::string& k) {
+  std::vector<std::unique_ptr<Member>> fleet;
+  for (int i = 0; i < 3; ++i) {
+    std::vector<std::unique_ptr<JobRunner>> runners;
+    runners.push_back(std::make_unique<Runner>(searches, 600ms));
+    fleet.push_back(std::make_unique<Member>(
+        fleet_config(redis, dir / ("cache" + std::to_string(i)), RemoteTrust::trusted), std::move(runners)));
+  }
+  for (auto& m : fleet) m->miss(k);
+  return fleet;
+}
+
+bool all_done(std::vector<std::unique_ptr<Member>>& fleet, const std::string& k) {
+  return eventually([&] {
+    for (auto& m : fleet)
+      if (m->state(k) != JobState::done) return false;
+    return true;
+  });
+}
+
 TEST(RemoteTier, AKeyMissedOnEveryDaemonIsSearchedOnceAndImportedByTheOthers) {
   test::TempDir dir;
   test::RedisServer redis(dir.path() / "redis");
   std::atomic<int> searches{0};
-  std::vector<std::unique_ptr<Member>> fleet;
-  for (int i = 0; i < 3; ++i) {
-    std::vector<std::unique_ptr<JobRunner>> runners;
-    runners.push_back(std::make_unique<CountingRunner>(searches, 600ms));
-    fleet.push_back(std::make_unique<Member>(
-        fleet_config(redis, dir.path() / ("cache" + std::to_string(i)), RemoteTrust::trusted), std::move(runners)));
-  }
   const std::string k = key(16);
-  for (auto& m : fleet) m->miss(k);
-  ASSERT_TRUE(eventually([&] {
-    for (auto& m : fleet)
-      if (m->state(k) != JobState::done) return false;
-    return true;
-  })) << "every daemon ends with the record";
+  auto fleet = fleet_missing<CountingRunner>(redis, dir.path(), searches, k);
+  ASSERT_TRUE(all_done(fleet, k)) << "every daemon ends with the record";
   EXPECT_EQ(searches.load(), 1) << "one search across the fleet";
   std::uint64_t imports = 0, waits = 0, taken = 0;
   for (auto& m : fleet) {
@@ -203,20 +216,9 @@ TEST(RemoteTier, AKeySearchedWithoutAWinnerLeavesAVendorVerdictOnEveryDaemon) {
   test::TempDir dir;
   test::RedisServer redis(dir.path() / "redis");
   std::atomic<int> searches{0};
-  std::vector<std::unique_ptr<Member>> fleet;
-  for (int i = 0; i < 3; ++i) {
-    std::vector<std::unique_ptr<JobRunner>> runners;
-    runners.push_back(std::make_unique<LosingRunner>(searches, 600ms));
-    fleet.push_back(std::make_unique<Member>(
-        fleet_config(redis, dir.path() / ("cache" + std::to_string(i)), RemoteTrust::trusted), std::move(runners)));
-  }
   const std::string k = key(24);
-  for (auto& m : fleet) m->miss(k);
-  ASSERT_TRUE(eventually([&] {
-    for (auto& m : fleet)
-      if (m->state(k) != JobState::done) return false;
-    return true;
-  }));
+  auto fleet = fleet_missing<LosingRunner>(redis, dir.path(), searches, k);
+  ASSERT_TRUE(all_done(fleet, k));
   EXPECT_EQ(searches.load(), 1) << "one search across the fleet";
   int elsewhere = 0;
   for (std::size_t i = 0; i < fleet.size(); ++i) {
