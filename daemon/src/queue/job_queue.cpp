@@ -218,6 +218,16 @@ bool JobQueue::record_gone(JobTxn& jt, const Job& job, const ParsedKey& parsed) 
          !lmdb::get(jt.txn(), jt.dbs().records, job.key);
 }
 
+Job JobQueue::new_job(const std::string& key, const ParsedKey& parsed, JobOrigin origin, std::int64_t now) {
+  Job job;
+  job.key = key;
+  job.created_unix_ms = now;
+  job.updated_unix_ms = now;
+  job.est_call_us = estimate_call_us(parsed);
+  job.origin = origin;
+  return job;
+}
+
 void JobQueue::requeue(Job& job, JobOrigin origin, std::int64_t now) {
   job.state = JobState::queued;
   job.attempts = 0;
@@ -247,10 +257,7 @@ void JobQueue::report_misses(std::vector<MissReport> misses, Completion done) {
         job = *before;
         if (again) requeue(job, JobOrigin::miss, now);
       } else {
-        job.key = key;
-        job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(parsed);
-        job.origin = JobOrigin::miss;
+        job = new_job(key, parsed, JobOrigin::miss, now);
       }
       job.count += m.count;
       job.updated_unix_ms = now;
@@ -275,9 +282,7 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
       const auto before = jt.get(r.key);
       Job job;
       if (!before) {
-        job.key = r.key;
-        job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(parses_.of(r.key));
+        job = new_job(r.key, parses_.of(r.key), JobOrigin::prewarm, now);
         if (lmdb::get(jt.txn(), jt.dbs().records, r.key)) {
           // Tuned before (its job was purged): nothing to search.
           job.state = JobState::done;
@@ -306,14 +311,9 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
       } else {
         job = *before;
       }
-      job.state = JobState::queued;
-      job.attempts = 0;
-      job.not_before_unix_ms = 0;
-      job.reason.clear();
+      requeue(job, JobOrigin::prewarm, now);
       job.proposer = r.proposer;
       job.budgets = r.budgets;
-      job.origin = JobOrigin::prewarm;
-      job.updated_unix_ms = now;
       if (auto why = admit(jt, job, counted)) {
         refused->push_back({r.key, std::move(*why)});
         continue;
@@ -435,14 +435,7 @@ std::size_t JobQueue::requeue_stale_verdicts(int search_version) {
       if (key.size() > kMaxJobKeyBytes) continue;
       const auto before = jt.get(key);
       if (before && (before->state == JobState::queued || before->state == JobState::running)) continue;
-      Job job;
-      if (before) {
-        job = *before;
-      } else {
-        job.key = key;
-        job.created_unix_ms = now;
-        job.est_call_us = estimate_call_us(parses_.of(key));
-      }
+      Job job = before ? *before : new_job(key, parses_.of(key), JobOrigin::miss, now);
       requeue(job, JobOrigin::miss, now);
       job.reason = "searched again: its vendor verdict came from an older search";
       if (admit(jt, job, counted)) continue;

@@ -219,6 +219,8 @@ private:
   // without one before vendor verdicts). Only a full key can tell: a shape line's records are
   // stored under the full lines of its GPUs, so a shape-line job is never taken for gone.
   static bool record_gone(JobTxn& jt, const Job& job, const ParsedKey& parsed);
+  // A queued job for `key` (parsed: `parsed`) seen first at `now`.
+  static Job new_job(const std::string& key, const ParsedKey& parsed, JobOrigin origin, std::int64_t now);
   // `job` queued again from scratch for `origin` (attempts, backoff, outcome cleared).
   static void requeue(Job& job, JobOrigin origin, std::int64_t now);
   void run_sync(Pending item);
