@@ -64,10 +64,10 @@ struct Meta {
   std::uint64_t map_bytes = 0;
   DbInfo free_db;
   DbInfo main_db;
-  std::uint64_t last_page = 0;  // the snapshot uses pages [0, last_page]
+  // The snapshot's pages are [0, last_page]; pages LMDB allocated and freed in one transaction
+  // count but are never written, so the file may end before the last ones.
+  std::uint64_t last_page = 0;
   std::uint64_t txnid = 0;
-  // Bytes the file needs for this snapshot to be readable: (last_page + 1) x page_bytes.
-  std::uint64_t required_file_bytes() const noexcept { return (last_page + 1) * page_bytes; }
 };
 
 // Parses the meta page `page` (0 or 1) from its first bytes. Returns why it is not one: wrong
