@@ -93,8 +93,9 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
   // tb = T only through the f16 splits (KD_F16S), whose first launch reads B a float at a time and
   // writes the k-major halves that the main kernel copies; they need 128-column tiles.
   const bool tb_t = key.tb == Transpose::T;
-  if (tb_t && (key.precision != PrecisionClass::f32 || key.n <= kF16sMinN))
-    return fmt::format("tb=T (n-contiguous B) is served by the f16 splits only: strict f32 with n > {}", kF16sMinN);
+  if (tb_t && (key.precision == PrecisionClass::f16 || key.n <= kF16sMinN))
+    return fmt::format("tb=T (n-contiguous B) is served by the f16 splits only: f32 or tf32 precision with n > {}",
+                       kF16sMinN);
   if (key.lda % 4 || (!tb_t && key.ldb % 4)) return "lda and ldb must be multiples of 4 for 16-byte copies";
   if (key.batch > 1 && (key.stride_a % 4 || (!tb_t && key.stride_b % 4)))
     return "batch strides must keep 16-byte alignment";
@@ -183,11 +184,13 @@ void add_tail_seed(const GemmKey& key, const Target& t, std::vector<Params>& out
 // splits (49.1), 4096x128x14336 116.4 in 4 (147.0), 6144x128x4096 67.2 in 2 (70.8 stream-K),
 // 28672x128x4096 223.5 with KD_TAIL 4 (291.4 stream-K); errors 1.5-2.9e-7 against cuBLAS's 4.1-8.1e-7.
 // Every layout (issue 30): ta = N reads A's fragments from k rows, tb = T splits B from its rows of n.
+// A TF32 call gets the same seeds with one product (hi * hi, KD_3XTF32 = 0): TF32's 11 significant
+// bits at f16's rate, twice TF32's (issue 30's TF32 class).
 void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& out) {
-  if (key.n <= kF16sMinN || key.precision != PrecisionClass::f32) return;
+  if (key.n <= kF16sMinN || key.precision == PrecisionClass::f16) return;
   Params f = tile(2, 128, 4, 1, 0, 1);
   f[kF16s] = 1;
-  f[k3x] = 1;
+  f[k3x] = key.precision == PrecisionClass::f32 ? 1 : 0;
   f[kSplit] = split_to_fill(key, t, f);
   out.push_back(f);
   if (param(f, kSplit) > 1) {
@@ -309,7 +312,7 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // tb = T is read by nothing else.
   const long long f16s = param(p, kF16s);
   if (f16s != 0 && f16s != 1) return false;
-  if (f16s == 1 && (x3 != 1 || ws != 1 || wg != 2 || bn != 128 || promote != 1 || blo != 0 || sk != 0 ||
+  if (f16s == 1 && (ws != 1 || wg != 2 || bn != 128 || promote != 1 || blo != 0 || sk != 0 ||
                     cluster != 0 || key.batch * key.n > 0x7fffffffLL))
     return false;
   if (key.tb == Transpose::T && f16s != 1) return false;
@@ -530,24 +533,29 @@ std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Pa
 }
 
 std::string f16s_on(const GemmKey& key, const Target&, const Params&) {
+  if (key.precision == PrecisionClass::tf32)
+    return fmt::format("run the TF32 products as one f16 wgmma product at twice TF32's rate: x = hi / s with f16 hi "
+                       "(11 significant bits, as TF32) and a power-of-two scale per row of A and k tile and per "
+                       "column of B; B's halves written once per call ({} MB, a first launch)",
+                       b16_floats(key) * 4 / 1000000);
   return fmt::format("run the split's three products on f16 wgmmas at twice TF32's rate: x = (hi + lo) / s with f16 "
                      "hi and lo (11 significant bits, as TF32) and a power-of-two scale per row of A and k tile and per "
                      "column of B; B's halves written once per call ({} MB, a first launch)",
                      b16_floats(key) * 4 / 1000000);
 }
-std::optional<Params> f16s_on_apply(const GemmKey&, const Target&, const Params& p) {
+std::optional<Params> f16s_on_apply(const GemmKey& key, const Target&, const Params& p) {
   if (param(p, kF16s) || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kBn) != 128 || param(p, kSk) ||
       param(p, kCluster))
     return std::nullopt;
   Params out = p;
   out[kF16s] = 1;
-  out[k3x] = 1;
+  out[k3x] = key.precision == PrecisionClass::f32 ? 1 : 0;
   out[kPromote] = 1;
   out[kBlo] = 0;
   return out;
 }
 std::string f16s_off(const GemmKey&, const Target&, const Params&) {
-  return "run the split's products on TF32 wgmmas again: no scales, no first launch, B copied as it is";
+  return "run the products on TF32 wgmmas again: no scales, no first launch, B copied as it is";
 }
 std::optional<Params> f16s_off_apply(const GemmKey&, const Target&, const Params& p) {
   if (!param(p, kF16s)) return std::nullopt;

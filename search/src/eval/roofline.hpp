@@ -28,7 +28,8 @@ std::string peak_class(const GemmKey& key);
 // The stored file's format and measuring rules; a file of another version is measured again.
 // 2: the strict-f32 peak counts 3xTF32 tensor-core GEMMs (roofline_measure.hpp).
 // 3: ... and three f16 products (f16 splits with scales), at f16's rate.
-inline constexpr int kRooflineVersion = 3;
+// 4: the TF32 peak is the larger of TF32's and f16's (one product of scaled f16 operands).
+inline constexpr int kRooflineVersion = 4;
 
 // Measured figures are what the copy engine and cuBLAS reach, not hardware limits; a candidate
 // may beat them by a little. A time is impossible only below this fraction of the floor.

@@ -600,6 +600,45 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
   expect_no_restarts();
 }
 
+// Issue 30's TF32 class: a precision=tf32 call may run one f16 product of the scaled splits' hi parts
+// (KD_F16S with KD_3XTF32 = 0, TF32's 11 significant bits at f16's rate). Every such seed through the
+// whole gate against cuBLAS's own TF32 GEMM: the four transposes at 1024^3, a ragged strided batch of
+// dW's layout (ta = N tb = T, bias, beta != 0), and 4096^3 (ta = N, the cube the issue's target
+// names), whose printed times are cuBLAS TF32's in the same run.
+TEST_F(GpuEvalBuiltin, WgTiledF16OneProductPassesTheTf32Gate) {
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
+           "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1 precision=tf32"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f.rejects(key).has_value()) << line << ": " << *f.rejects(key);
+    int found = 0;
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_F16S") != 1) continue;
+      ASSERT_EQ(p.at("KD_3XTF32"), 0) << builtin::describe(p);
+      ++found;
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled f16 one product", line, p));
+      ++evaluated;
+    }
+    EXPECT_GT(found, 0) << "no one-product seed for " << line;
+  }
+  EXPECT_GE(evaluated, 6);
+  expect_no_restarts();
+}
+
 }  // namespace
 }  // namespace kd::eval
 

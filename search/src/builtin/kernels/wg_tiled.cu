@@ -48,6 +48,8 @@
 //    rows of BM, padded to BM + 4) and each consumer thread reads its fragment's values there once,
 //    splitting them in registers as for ta = T. tb = T: the first launch reads B's rows of n
 //    (kd_wg_split_b16 of 32 columns per block) and writes the same halves; the main kernel is the same.
+//    With KD_3XTF32 = 0 (precision=tf32 keys only) only hi * hi is computed: one f16 product with
+//    the same scales, TF32's 11 significant bits at f16's rate, twice TF32's (issue 30's TF32 class).
 //  - KD_SK > 1 (stream-K; f32 with KD_WS and KD_PROMOTE 1, no SPLITK, CLUSTER, TAIL or BLO): KD_SK
 //    CTAs each take an equal contiguous run of a batch's tile-major k-tile units. A run is cut into
 //    segments at tile boundaries; a tile that one CTA covers whole goes straight to C, the others leave
@@ -169,7 +171,7 @@ static_assert(KD_SK == 0 || (KD_SK >= 2 && kF32 && KD_WS && KD_PROMOTE == 1 && K
                                KD_TAIL == 1 && !KD_BLO),
               "KD_SK is 0 or a CTA count >= 2 (f32 with KD_WS and KD_PROMOTE 1; no SPLITK, CLUSTER, TAIL or BLO)");
 static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && KD_BN == 128 && KD_PROMOTE == 1 && !KD_BLO &&
-                             !KD_SK && !KD_CLUSTER && KD_3XTF32), "KD_F16S: f32, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
+                             !KD_SK && !KD_CLUSTER), "KD_F16S: f32, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward

@@ -366,13 +366,16 @@ struct kd_ops_f16s : kd_ops_base {
         }
     const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
     kd_wg_fence();
+    if constexpr (KD_3XTF32) {
 #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      kd_wgmma_f16r(tmp, alo[p][j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
-      kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + 64 + j * 32), 1);
+      for (int j = 0; j < 2; ++j) {
+        kd_wgmma_f16r(tmp, alo[p][j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
+        kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + 64 + j * 32), 1);
+      }
     }
+    // The TF32 class (KD_3XTF32 = 0) keeps hi * hi alone: the tile's first product starts tmp afresh.
 #pragma unroll
-    for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
+    for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + j * 32), KD_3XTF32 || j > 0 ? 1 : 0);
     kd_wg_commit();
   }
   __device__ __forceinline__ void promote() {

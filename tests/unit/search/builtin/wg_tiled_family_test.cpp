@@ -302,8 +302,9 @@ TEST(WgTiled, StreamKSeedsWhereSplitKLeavesAPartialWave) {
 }
 
 // KD_F16S: strict-fp32 n = 128 calls get f16-split seeds (the split that fills the SMs, half of it,
-// and the tail split where a wave is partial); TF32 calls and the schemes the kernel lacks with it are
-// not offered, and the idea moves switch it on and off.
+// and the tail split where a wave is partial); TF32 calls get the same seeds with one product
+// (KD_3XTF32 = 0); the schemes the kernel lacks with it are not offered, and the idea moves switch it
+// on and off.
 TEST(WgTiled, F16SplitSeedsForStrictF32) {
   const Family& f = wg_tiled_family();
   const Target t;
@@ -340,7 +341,16 @@ TEST(WgTiled, F16SplitSeedsForStrictF32) {
   ASSERT_EQ(big_seeds.size(), 2u);
   EXPECT_EQ(big_seeds[0].at("KD_TAIL"), 1);
   EXPECT_EQ(big_seeds[1].at("KD_TAIL"), 4);
-  EXPECT_TRUE(f16s_of(key_of(n128 + " precision=tf32")).empty()) << "plain TF32 is cheaper where it is allowed";
+  // The TF32 class: the same seeds, hi * hi alone (issue 30).
+  const GemmKey tf32_key = key_of(n128 + " precision=tf32");
+  const auto tf32_seeds = f16s_of(tf32_key);
+  ASSERT_EQ(tf32_seeds.size(), 2u);
+  for (const Params& q : tf32_seeds) {
+    EXPECT_EQ(q.at("KD_3XTF32"), 0) << describe(q);
+    EXPECT_TRUE(f.valid(tf32_key, t, q)) << describe(q);
+    EXPECT_EQ(f.plan(tf32_key, t, q).launches.front().entry, "kd_wg_split_b16");
+  }
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_3XTF32", 0))) << "one product is not strict fp32";
   const IdeaMove* on = nullptr;
   const IdeaMove* off = nullptr;
   for (const IdeaMove& m : wg_tiled_ideas()) {
@@ -357,12 +367,22 @@ TEST(WgTiled, F16SplitSeedsForStrictF32) {
   const auto back = apply_idea(*off, f, key, t, *moved);
   ASSERT_TRUE(back.has_value());
   EXPECT_EQ(back->at("KD_F16S"), 0);
+  // On a TF32 call the move keeps one product.
+  const Params plain = completed_seeds(f, tf32_key, t).front();
+  ASSERT_EQ(plain.at("KD_F16S"), 0);
+  ASSERT_EQ(plain.at("KD_3XTF32"), 0);
+  const auto one = apply_idea(*on, f, tf32_key, t, plain);
+  ASSERT_TRUE(one.has_value());
+  EXPECT_EQ(one->at("KD_3XTF32"), 0);
+  EXPECT_TRUE(f.valid(tf32_key, t, *one)) << describe(*one);
+  EXPECT_NE(on->text(tf32_key, t, plain).find("one f16"), std::string::npos);
 }
 
 // Issue 30: the f16 splits serve every layout. ta = N reads A's fragments from k rows of BM + 4 floats;
 // tb = T is read only by the split of B (32 columns per block of 512 threads), so its calls get the
 // f16-split seeds alone, need no 16-byte alignment of ldb or the batch stride, and are rejected where
-// those seeds cannot serve them (TF32 calls, n <= 64). Strided batches take the same seeds.
+// those seeds cannot serve them (n <= 64; TF32 calls take the one-product seeds). Strided batches take
+// the same seeds.
 TEST(WgTiled, F16SplitSeedsForEveryLayout) {
   const Family& f = wg_tiled_family();
   const Target t;
@@ -415,9 +435,16 @@ TEST(WgTiled, F16SplitSeedsForEveryLayout) {
     ASSERT_TRUE(f.valid(dw, t, p)) << describe(p);
     EXPECT_EQ(f.plan(dw, t, p).launches[0].grid[0], 3u * 10) << "batch * ceil(300 / 32) blocks";
   }
+  // A TF32 call with tb = T: the one-product seed alone.
+  const GemmKey tf32_tbt = key_of(line("N", "T", "m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32"));
+  ASSERT_FALSE(f.rejects(tf32_tbt).has_value());
+  const auto tf32_tbt_seeds = completed_seeds(f, tf32_tbt, t);
+  ASSERT_EQ(tf32_tbt_seeds.size(), 1u);
+  EXPECT_EQ(tf32_tbt_seeds.front().at("KD_3XTF32"), 0);
+  EXPECT_TRUE(f.valid(tf32_tbt, t, tf32_tbt_seeds.front()));
   // Where the f16 splits do not serve tb = T, the family says so.
-  for (const char* rest : {"m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
-                           "m=4096 n=64 k=4096 lda=4096 ldb=64 ldc=4096 batch=1 epilogue=none beta0=1"}) {
+  for (const char* rest : {"m=4096 n=64 k=4096 lda=4096 ldb=64 ldc=4096 batch=1 epilogue=none beta0=1",
+                           "m=4096 n=64 k=4096 lda=4096 ldb=64 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32"}) {
     const GemmKey key = key_of(line("N", "T", rest));
     ASSERT_TRUE(f.rejects(key).has_value()) << key.shape_line();
     EXPECT_NE(f.rejects(key)->find("f16 splits"), std::string::npos) << *f.rejects(key);

@@ -80,8 +80,12 @@ TEST(Roofline, FileOfOlderRulesIsRemeasured) {
   std::ofstream(dir.path() / roofline_file_name(gpu))
       << R"({"version":2,"gpu":"GPU X","bandwidth_bytes_per_s":4e12,"peak_flops_per_s":{"f32/f32":1.6e14}})";
   EXPECT_FALSE(load_roofline(dir.path(), gpu).has_value());
+  // Version 3 held the TF32 class to cuBLAS's TF32 rate, which one product of scaled f16 splits beats.
   std::ofstream(dir.path() / roofline_file_name(gpu))
       << R"({"version":3,"gpu":"GPU X","bandwidth_bytes_per_s":4e12,"peak_flops_per_s":{"f32/f32":2.6e14}})";
+  EXPECT_FALSE(load_roofline(dir.path(), gpu).has_value());
+  std::ofstream(dir.path() / roofline_file_name(gpu))
+      << R"({"version":4,"gpu":"GPU X","bandwidth_bytes_per_s":4e12,"peak_flops_per_s":{"f32/f32":2.6e14}})";
   EXPECT_TRUE(load_roofline(dir.path(), gpu).has_value());
 }
 
