@@ -184,10 +184,13 @@ void add_tail_seed(const GemmKey& key, const Target& t, std::vector<Params>& out
 // splits (49.1), 4096x128x14336 116.4 in 4 (147.0), 6144x128x4096 67.2 in 2 (70.8 stream-K),
 // 28672x128x4096 223.5 with KD_TAIL 4 (291.4 stream-K); errors 1.5-2.9e-7 against cuBLAS's 4.1-8.1e-7.
 // Every layout (issue 30): ta = N reads A's fragments from k rows, tb = T splits B from its rows of n.
-// A TF32 call gets the same seeds with one product (hi * hi, KD_3XTF32 = 0): TF32's 11 significant
-// bits at f16's rate, twice TF32's (issue 30's TF32 class).
+// A TF32 call with tb = T gets them with one product (hi * hi, KD_3XTF32 = 0: TF32's 11 significant
+// bits at f16's rate), the only plan that reads such a B; with tb = N its TF32 plans are faster (H100,
+// session 23: 4096^3 one product 777 us against cuBLAS TF32's 356; kernel-notes.md), so there the
+// one product is an idea move (wg.f16s_on) only.
 void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& out) {
   if (key.n <= kF16sMinN || key.precision == PrecisionClass::f16) return;
+  if (key.precision == PrecisionClass::tf32 && key.tb == Transpose::N) return;
   Params f = tile(2, 128, 4, 1, 0, 1);
   f[kF16s] = 1;
   f[k3x] = key.precision == PrecisionClass::f32 ? 1 : 0;

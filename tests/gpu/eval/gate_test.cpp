@@ -601,13 +601,17 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
 }
 
 // Issue 30's TF32 class: a precision=tf32 call may run one f16 product of the scaled splits' hi parts
-// (KD_F16S with KD_3XTF32 = 0, TF32's 11 significant bits at f16's rate). Every such seed through the
-// whole gate against cuBLAS's own TF32 GEMM: the four transposes at 1024^3, a ragged strided batch of
+// (KD_F16S with KD_3XTF32 = 0, TF32's 11 significant bits at f16's rate): the seeds of tb = T calls,
+// the idea move's plan for tb = N, through the whole gate against cuBLAS's own TF32 GEMM: the four transposes at 1024^3, a ragged strided batch of
 // dW's layout (ta = N tb = T, bias, beta != 0), and 4096^3 (ta = N, the cube the issue's target
 // names), whose printed times are cuBLAS TF32's in the same run.
 TEST_F(GpuEvalBuiltin, WgTiledF16OneProductPassesTheTf32Gate) {
   const builtin::Family& f = builtin::wg_tiled_family();
   const builtin::Target& t = target_;
+  const builtin::IdeaMove* f16s_on = nullptr;
+  for (const builtin::IdeaMove& m : builtin::wg_tiled_ideas())
+    if (m.id == std::string("wg.f16s_on")) f16s_on = &m;
+  ASSERT_NE(f16s_on, nullptr);
   int evaluated = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
@@ -624,16 +628,22 @@ TEST_F(GpuEvalBuiltin, WgTiledF16OneProductPassesTheTf32Gate) {
            "epilogue=none beta0=1 precision=tf32"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line << ": " << *f.rejects(key);
+    // tb = T: the seeds are the one product; tb = N: the idea move from the first seed that takes it.
     int found = 0;
     for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_F16S") != 1) continue;
+      builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_F16S") == 0) {
+        const auto moved = f16s_on->apply(key, t, p);
+        if (!moved || found > 0) continue;
+        p = f.complete(key, t, *moved);
+        ASSERT_TRUE(f.valid(key, t, p)) << builtin::describe(p);
+      }
       ASSERT_EQ(p.at("KD_3XTF32"), 0) << builtin::describe(p);
       ++found;
       ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled f16 one product", line, p));
       ++evaluated;
     }
-    EXPECT_GT(found, 0) << "no one-product seed for " << line;
+    EXPECT_GT(found, 0) << "no one-product plan for " << line;
   }
   EXPECT_GE(evaluated, 6);
   expect_no_restarts();
