@@ -267,19 +267,25 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
   CacheReader reader(dir);
   reader.refresh();
   search::WorkerBackend backend(worker::default_worker_spawn(a.device, dir), std::chrono::seconds(a.watchdog_s));
-  std::printf("%-5s %2s %7s %5s %6s | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n", "dtype", "ta", "m", "n",
-              "k", "cuBLAS_us", "tuned_us", "speedup", "%strm_t", "%strm_c", "iso_cuBLAS", "iso_tuned", "iso_x",
-              "%roof", "note");
+  std::printf("%-8s %2s %2s %7s %5s %6s %5s | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n", "dtype", "ta", "tb",
+              "m", "n", "k", "batch", "cuBLAS_us", "tuned_us", "speedup", "%strm_t", "%strm_c", "iso_cuBLAS",
+              "iso_tuned", "iso_x", "%roof", "note");
   std::vector<ChartBar> bars;
   for (const ShapeCount& s : tally.sorted()) {
     const GemmKey shape = std::get<GemmKey>(parse_key(s.shape_line)).with_device({dev->arch, dev->name, dev->sms});
     for (auto& [key, row] : bench_shape(backend, reader, shape)) {
-      row.bar.label = fmt::format("{} {} {}x{}x{}", to_string(key.a), key.ta == Transpose::T ? "T" : "N", key.m,
-                                  key.n, key.k);
+      // The input type, with the precision class where it is not the compute type's default (f32/tf32),
+      // and both transposes and the batch: the four layouts of one size are four rows.
+      std::string dtype(to_string(key.a));
+      if (key.precision != default_precision(key.compute)) dtype += "/" + std::string(to_string(key.precision));
+      const char* ta = key.ta == Transpose::T ? "T" : "N";
+      const char* tb = key.tb == Transpose::T ? "T" : "N";
+      row.bar.label = fmt::format("{} {}{} {}x{}x{}{}", dtype, ta, tb, key.m, key.n, key.k,
+                                  key.batch > 1 ? fmt::format(" x{}", key.batch) : "");
       bars.push_back(row.bar);
-      std::printf("%-5s %2s %7lld %5lld %6lld | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n",
-                  std::string(to_string(key.a)).c_str(), key.ta == Transpose::T ? "T" : "N",
-                  static_cast<long long>(key.m), static_cast<long long>(key.n), static_cast<long long>(key.k),
+      std::printf("%-8s %2s %2s %7lld %5lld %6lld %5lld | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n",
+                  dtype.c_str(), ta, tb, static_cast<long long>(key.m), static_cast<long long>(key.n),
+                  static_cast<long long>(key.k), static_cast<long long>(key.batch),
                   row.cublas.c_str(), row.tuned.c_str(), row.speedup.c_str(), row.st.c_str(), row.sc.c_str(),
                   row.icublas.c_str(), row.ituned.c_str(), row.ispeed.c_str(), row.roof.c_str(), row.note.c_str());
       std::fflush(stdout);
