@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes wg_wgmma.cuh, the wgmma wrappers of the warpgroup families (wg_tiled, wg_tma): for each
-accumulator width N in 16, 64, 128, 256 (one m64nN instruction, N / 2 f32 registers per thread)
+accumulator width N in 16, 32, 64, 128, 256 (one m64nN instruction, N / 2 f32 registers per thread)
 
   kd_wgmma<T>(d, desc_a, desc_b, scale_d)   A and B (T: __nv_bfloat16 or __half) from shared memory, k16
   kd_wgmma_tf32(d, a, desc_b, scale_d)      A (TF32) from registers, B from shared memory, k8
@@ -14,7 +14,7 @@ source holds its text); tools/dev/kernel_lab.py writes it beside its cubins for 
 usage: gen_wgmma.py OUTPUT"""
 import sys
 
-WIDTHS = (16, 64, 128, 256)
+WIDTHS = (16, 32, 64, 128, 256)
 TYPES = (("__nv_bfloat16", "bf16"), ("__half", "f16"))
 
 

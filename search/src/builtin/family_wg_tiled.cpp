@@ -19,11 +19,10 @@ constexpr long long kTileK = 32;  // f32 elements per k tile: one 128-byte swizz
 constexpr long long kMaxSplit = 16;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
 constexpr long long kMaxClusterSplit = 8;
-// Outputs 17-47 columns wide would be mostly padding in a 64-column wgmma (the skinny families stream
-// them), so an exact key of such n is declined (wg_declines), not rejected: the kernel computes any n
-// (B's rows past n are zero-filled, C's columns past n never stored), and a range such as 17..32 or
-// 33..64 has no other tensor-core family for f32 (issue 29). Up to 16 columns take one m64n16 wgmma
-// (warp-specialized only).
+// Outputs up to 16 columns take one m64n16 wgmma, 17-47 columns m64n32 ones (one or two column tiles),
+// both warp-specialized only: a 64-column tile would be mostly padding there. From 48 columns the
+// m64n64 and m64n128 tiles. The kernel computes any n (B's rows past n are zero-filled, C's columns
+// past n never stored), so a range key (issue 29) takes the tiles of its first n.
 constexpr long long kMinN = 48;
 constexpr long long kNarrowN = 16;
 // KD_F16S's seeds: outputs wider than 64 columns (its m64n128 tiles).
@@ -99,13 +98,6 @@ std::optional<std::string> wg_rejects(const GemmKey& key) {
   if (key.lda % 4 || (!tb_t && key.ldb % 4)) return "lda and ldb must be multiples of 4 for 16-byte copies";
   if (key.batch > 1 && (key.stride_a % 4 || (!tb_t && key.stride_b % 4)))
     return "batch strides must keep 16-byte alignment";
-  return std::nullopt;
-}
-
-std::optional<std::string> wg_declines(const GemmKey& key) {
-  if (key.n > kNarrowN && key.n < kMinN)
-    return fmt::format("n={} is between {} and {}: a 64-column wgmma tile would be mostly padding", key.n, kNarrowN + 1,
-                       kMinN - 1);
   return std::nullopt;
 }
 
@@ -211,13 +203,15 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     add_f16s_seeds(key, t, out);
     return out;
   }
-  if (key.n <= kNarrowN) {
+  if (key.n < kMinN) {
     // The kernel lab's best for f32 n = 16 (H200): m64n16 wgmmas, a producer warpgroup with one or two
     // consumers, one wave of CTAs; 1.70-1.82x cuBLAS, 6-14% faster than skinny_bulk on 6144x16 and
     // 4096x16x14336.
     // The third seed takes B's lo parts from a first launch (KD_BLO): 28672x16x4096 139 against 147 us,
     // 4096x16x4096 27.1 against 26.3 (the extra launch), kernel lab, H200, session 12.
-    std::vector<Params> out = {tile(2, 16, 8, 1, 0, 1), tile(1, 16, 6, 1, 0, 1), tile(2, 16, 8, 1, 0, 1)};
+    // 17-47 columns: the same plans with m64n32 wgmmas (session 23).
+    const long long bn = key.n <= kNarrowN ? 16 : 32;
+    std::vector<Params> out = {tile(2, bn, 8, 1, 0, 1), tile(1, bn, 6, 1, 0, 1), tile(2, bn, 8, 1, 0, 1)};
     out[2][kBlo] = 1;
     for (Params& p : out) p[kSplit] = split_one_wave(key, t, p);
     add_tail_seed(key, t, out, out[0]);
@@ -274,10 +268,11 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // wgmma exists only on compute capability 9.0 (sm_90a).
   if (t.arch != "sm_90" && t.arch != "sm_90a") return false;
   const long long wg = param(p, kWg), bn = param(p, kBn), stages = param(p, kStages), split = param(p, kSplit);
-  if ((wg != 1 && wg != 2) || param(p, kMw) != 1 || (bn != 16 && bn != 64 && bn != 128)) return false;
-  // m64n16 tiles only for outputs that narrow, and only with the producer warpgroup (the kernel's
-  // copy plan needs 128 loading threads for a 16-row B tile).
+  if ((wg != 1 && wg != 2) || param(p, kMw) != 1 || (bn != 16 && bn != 32 && bn != 64 && bn != 128)) return false;
+  // m64n16 and m64n32 tiles only for outputs that narrow, and only with the producer warpgroup (the
+  // kernel's copy plan needs 128 loading threads for a 16- or 32-row B tile).
   if (bn == 16 && (key.n > kNarrowN || param(p, kWs) != 1)) return false;
+  if (bn == 32 && (key.n <= kNarrowN || key.n >= kMinN || param(p, kWs) != 1)) return false;
   if (bn != 16 && key.n <= kNarrowN) return false;
   if (stages < 4 || stages > 8) return false;
   const long long promote = param(p, kPromote), late = param(p, kLate);
@@ -598,7 +593,6 @@ Family make_family() {
   Family f{"wg_tiled", "kd_wg_tiled", embedded_kernel("wg_tiled.cu"), wg_rejects, wg_seeds, wg_complete, wg_valid,
            wg_plan};
   f.pdl_first = true;
-  f.declines = wg_declines;
   return f;
 }
 

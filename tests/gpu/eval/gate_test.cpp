@@ -600,6 +600,32 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
   expect_no_restarts();
 }
 
+// wg_tiled's m64n32 tiles (17-47 columns: decode batches and token buckets above 16 in f32): every
+// seed through the whole gate, with its time against cuBLAS: a Linear layer at 32 tokens, a ragged 24,
+// and a strided batch of ta = N with bias and beta at 40 columns (two column tiles).
+TEST_F(GpuEvalBuiltin, WgTiledNarrow32PassesTheGate) {
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4000 n=24 k=4004 lda=4004 ldb=4004 ldc=4000 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=40 k=500 lda=1000 ldb=504 ldc=1000 batch=2 "
+           "stride_a=504000 stride_b=20160 stride_c=40000 epilogue=bias beta0=0"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      ASSERT_EQ(p.at("KD_BN"), 32) << builtin::describe(p);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled m64n32", line, p));
+      ++evaluated;
+    }
+  }
+  EXPECT_GE(evaluated, 6);
+  expect_no_restarts();
+}
+
 // Issue 30's TF32 class: a precision=tf32 call may run one f16 product of the scaled splits' hi parts
 // (KD_F16S with KD_3XTF32 = 0, TF32's 11 significant bits at f16's rate): the seeds of tb = T calls,
 // the idea move's plan for tb = N, through the whole gate against cuBLAS's own TF32 GEMM: the four transposes at 1024^3, a ragged strided batch of

@@ -156,8 +156,8 @@ static_assert(KD_LATE == 0 || KD_LATE == 1, "KD_LATE is 0 or 1");
 static_assert(KD_WS == 0 || (KD_WS == 1 && kF32 && !KD_LATE), "KD_WS is 0 or 1 (f32, copies issued by the producer)");
 static_assert(KD_MW == 1 || (KD_MW == 2 && !kF32), "KD_MW is 1 (or 2 for 16-bit types)");
 static_assert(KD_MW * KD_BN <= 256, "at most 128 accumulator registers per thread");
-static_assert(KD_BN == 64 || KD_BN == 128 || (KD_BN == 256 && !kF32) || (KD_BN == 16 && kF32 && KD_WS),
-              "KD_BN is 64, 128 or 256 (f32: 16 with KD_WS, 64, 128)");
+static_assert(KD_BN == 64 || KD_BN == 128 || (KD_BN == 256 && !kF32) || ((KD_BN == 16 || KD_BN == 32) && kF32 && KD_WS),
+              "KD_BN is 64, 128 or 256 (f32: 16 or 32 with KD_WS, 64, 128)");
 static_assert(KD_STAGES >= (kF32 ? 4 : 3) && KD_STAGES <= 8, "KD_STAGES out of range");
 static_assert(kF32 || KD_TA, "16-bit types need ta = T (k-major A for the descriptor)");
 static_assert(sizeof(KD_B_T) == sizeof(KD_A_T), "A and B share one type");

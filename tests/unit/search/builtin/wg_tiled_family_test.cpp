@@ -22,22 +22,38 @@ TEST(WgTiled, RowCarriesItsEmbeddedSource) {
   test::expect_row_source(wg_tiled_family(), "wg_tiled", {"kd_wg_tiled(", "kd_wg_tiled_reduce("});
 }
 
-TEST(WgTiled, ServesTheF32ShapesWithUpTo16OrAtLeast48Columns) {
+TEST(WgTiled, ServesEveryF32Shape) {
   const Family& f = wg_tiled_family();
   int served = 0;
   for (const GemmKey& key : llama_keys()) {
-    const bool want = key.a == DType::f32 && (key.n >= 48 || key.n <= 16) && key.lda % 4 == 0;
+    const bool want = key.a == DType::f32 && key.lda % 4 == 0;
     EXPECT_EQ(!not_searched_for(f, key).has_value(), want) << key.shape_line();
     served += want;
   }
   EXPECT_EQ(served, 13);  // 4096^3, the four n = 128, the four n = 16 and the four n = 1 shapes
-  // 17..47 columns are declined for an exact search (padding), not rejected: the kernel computes
-  // them, and a range search may use it (issue 29).
+  // 17..47 columns take m64n32 tiles, the producer warpgroup and one wave of CTAs; 16 and 48 columns
+  // the tiles on either side.
   const GemmKey n32 = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1");
-  EXPECT_FALSE(f.rejects(n32).has_value());
-  ASSERT_TRUE(not_searched_for(f, n32).has_value());
-  EXPECT_NE(not_searched_for(f, n32)->find("padding"), std::string::npos);
+  const Target t;
+  for (const GemmKey& key : {n32, n32.at_n(17), n32.at_n(47)}) {
+    EXPECT_FALSE(not_searched_for(f, key).has_value()) << key.shape_line();
+    const auto seeds = completed_seeds(f, key, t);
+    ASSERT_FALSE(seeds.empty());
+    for (const Params& p : seeds) {
+      EXPECT_EQ(p.at("KD_BN"), 32) << describe(p);
+      EXPECT_EQ(p.at("KD_WS"), 1) << describe(p);
+      EXPECT_TRUE(f.valid(key, t, p)) << describe(p);
+    }
+  }
+  EXPECT_EQ(completed_seeds(f, n32.at_n(16), t).front().at("KD_BN"), 16);
+  EXPECT_NE(completed_seeds(f, n32.at_n(48), t).front().at("KD_BN"), 32);
+  const Params narrow = completed_seeds(f, n32, t).front();
+  EXPECT_FALSE(f.valid(n32.at_n(16), t, narrow)) << "16 columns take m64n16";
+  EXPECT_FALSE(f.valid(n32.at_n(48), t, narrow)) << "48 columns take m64n64 or wider";
+  Params unspecialized = narrow;
+  unspecialized["KD_WS"] = 0;
+  EXPECT_FALSE(f.valid(n32, t, unspecialized));
   EXPECT_FALSE(not_searched_for(f, n32.at_n(48)).has_value());
   EXPECT_FALSE(not_searched_for(f, n32.at_n(16)).has_value());
   const GemmKey bf16 = key_of(
@@ -477,6 +493,9 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1000 n=100 k=500 lda=504 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=50400 stride_c=100000 epilogue=bias beta0=0",
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32",
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=1000 k=1000 lda=1000 ldb=1000 ldc=1000 batch=1 epilogue=none beta0=1",
+      // m64n32 tiles (17-47 columns), both A layouts; ragged and batched with bias.
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1",
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=40 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=20160 stride_c=40000 epilogue=bias beta0=0",
       // The f16 splits' other layouts (issue 30): tb = T (its own split of B) with ta = N and T,
       // strided-batched and ragged; seeds only (m != 4096: the main kernel's idea steps are
       // those of tb = N).

@@ -15,6 +15,7 @@
 
 #include "builtin/builtin_proposer.hpp"
 #include "builtin/family.hpp"
+#include "support/scoped_env.hpp"
 #include "tree/search_tree.hpp"
 #include "range/range_candidate.hpp"
 
@@ -100,9 +101,8 @@ void expect_refused(const std::map<std::string, Served, std::less<>>& got, std::
 }
 
 TEST(RangeCandidateDecode, F32RangesAreServedByWgTiledTcTiledAndSimt) {
-  // 17..32: wg_tiled only declines these n for an exact search (padding), so its 64-column tiles
-  // serve the range with one column of tiles; skinny_bulk's KD_NT (column tiles of 8) differs
-  // across the range.
+  // 17..32: wg_tiled's 32-column tiles serve the range with one column of tiles; skinny_bulk's KD_NT
+  // (column tiles of 8) differs across the range.
   const GemmKey low = decode_range("f32", "17..32");
   const auto lo = serving(low);
   for (const char* f : {"wg_tiled", "tc_tiled", "simt_tiled"}) expect_all_serve(lo, f, low);
@@ -146,28 +146,34 @@ TEST(RangeCandidateDecode, WgTiledServesAWholeRangeWithOneColumnOfTiles) {
   const auto main = std::find_if(c.plan.launches.begin(), c.plan.launches.end(),
                                  [](const LaunchSpec& s) { return s.entry == "kd_wg_tiled"; });
   ASSERT_NE(main, c.plan.launches.end());
-  EXPECT_EQ(main->grid[1], 1u) << "n <= 64: one 64-column tile";
+  EXPECT_EQ(main->grid[1], 1u) << "n <= 32: one 32-column tile";
   EXPECT_FALSE(main->grid_rule[1]) << "the same grid at every n";
-  EXPECT_NE(c.source.find("#define KD_BN 64"), std::string::npos);
+  EXPECT_NE(c.source.find("#define KD_BN 32"), std::string::npos);
 }
 
 TEST(RangeCandidateDecode, ARangeSearchSeedsTheFamiliesThatOnlyDeclineItsLastN) {
+  // wg_tma (a trial family, enabled here) declines bf16 n < 48 for an exact search only.
+  test::ScopedEnv trial("KDISPATCH_TRIAL_FAMILIES", "wg_tma");
   SearchTree tree("t", "k");
-  const GemmKey hi = decode_range("f32", "17..32").at_n(32);
+  const GemmKey hi = decode_range("bf16", "17..32").at_n(32);
   const ProposalContext ctx{hi, kH100, tree};
   builtin::BuiltinProposer proposer;
   const auto has = [](const std::vector<Proposal>& seeds, std::string_view family) {
     return std::any_of(seeds.begin(), seeds.end(), [&](const Proposal& p) { return p.family == family; });
   };
   const auto exact = proposer.seeds(ctx);
-  EXPECT_FALSE(has(exact, "wg_tiled")) << "an exact n=32 search leaves it to the other families";
+  EXPECT_FALSE(has(exact, "wg_tma")) << "an exact n=32 search leaves it to the other families";
   EXPECT_TRUE(has(exact, "tc_tiled"));
   const auto ranged = builtin::BuiltinProposer::range_seeds(ctx);
-  EXPECT_TRUE(has(ranged, "wg_tiled"));
-  EXPECT_EQ(ranged.size(), exact.size() + 3) << "wg_tiled's three seeds for n <= 64 are added";
+  EXPECT_TRUE(has(ranged, "wg_tma"));
+  EXPECT_GT(ranged.size(), exact.size()) << "wg_tma's seeds are added";
+  // f32 17..47 columns: wg_tiled's m64n32 tiles serve an exact search and a range alike.
+  const GemmKey f32 = decode_range("f32", "17..32").at_n(32);
+  EXPECT_TRUE(has(proposer.seeds({f32, kH100, tree}), "wg_tiled"));
+  const auto ranged32 = builtin::BuiltinProposer::range_seeds({f32, kH100, tree});
   // In family order: wg_tiled (a tensor-core family) before tc_tiled.
   const auto first = [&](std::string_view family) {
-    return std::find_if(ranged.begin(), ranged.end(), [&](const Proposal& p) { return p.family == family; });
+    return std::find_if(ranged32.begin(), ranged32.end(), [&](const Proposal& p) { return p.family == family; });
   };
   EXPECT_LT(first("wg_tiled"), first("tc_tiled"));
   // A family that rejects the key is not added: wg_tiled for bf16.
