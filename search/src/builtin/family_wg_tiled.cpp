@@ -232,6 +232,13 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
   add_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
   add_f16s_seeds(key, t, out);
+  // 48-64 columns stream A as the narrow outputs do: the narrow plan (8 stages, a producer and two
+  // consumers promoting every tile, split-K to one wave) with m64n64 tiles (session 23).
+  if (key.n <= 64) {
+    Params narrow = tile(2, 64, 8, 1, 0, 1);
+    narrow[kSplit] = split_one_wave(key, t, narrow);
+    out.push_back(narrow);
+  }
   // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
   // measured 1000^3 at 30.2 us against 34.4 us with the workspace and second launch, 32.4 us for the
@@ -331,13 +338,13 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     plan.launches.push_back(split);
   }
   if (param(p, kF16s)) {
-    // B's hi|lo halves and column scales, one block per column (tb = T: per 32 columns, whose k rows
-    // its warps read 128 bytes at a time); the main kernel follows as its programmatic dependent and
-    // waits on it before its first copy.
+    // B's hi|lo halves and column scales, one block per column (tb = T: a cluster of 8 blocks per 32
+    // columns, whose k rows its warps read 128 bytes at a time); the main kernel follows as its
+    // programmatic dependent and waits on it before its first copy.
     LaunchSpec split;
     split.entry = "kd_wg_split_b16";
     const bool tb_t = key.tb == Transpose::T;
-    split.grid = {u32(key.batch * (tb_t ? ceil_div(key.n, 32) : key.n)), 1, 1};
+    split.grid = {u32(key.batch * (tb_t ? ceil_div(key.n, 32) * 8 : key.n)), 1, 1};
     split.block = {tb_t ? 512u : 256u, 1, 1};
     plan.launches.push_back(split);
   }
