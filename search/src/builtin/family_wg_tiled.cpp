@@ -338,13 +338,13 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
     plan.launches.push_back(split);
   }
   if (param(p, kF16s)) {
-    // B's hi|lo halves and column scales, one block per column (tb = T: a cluster of 8 blocks per 32
-    // columns, whose k rows its warps read 128 bytes at a time); the main kernel follows as its
-    // programmatic dependent and waits on it before its first copy.
+    // B's hi|lo halves and column scales, one block per column (tb = T: per 32 columns, whose k rows
+    // its warps read 128 bytes at a time); the main kernel follows as its programmatic dependent and
+    // waits on it before its first copy.
     LaunchSpec split;
     split.entry = "kd_wg_split_b16";
     const bool tb_t = key.tb == Transpose::T;
-    split.grid = {u32(key.batch * (tb_t ? ceil_div(key.n, 32) * 8 : key.n)), 1, 1};
+    split.grid = {u32(key.batch * (tb_t ? ceil_div(key.n, 32) : key.n)), 1, 1};
     split.block = {tb_t ? 512u : 256u, 1, 1};
     plan.launches.push_back(split);
   }

@@ -100,36 +100,23 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args a
 
 #if KD_F16S && KD_TB
 // Launch 0 of a KD_F16S plan with tb = T: B is n x k with n contiguous, so a column of op(B) is a strided
-// row of B. The same halves and scales as above, from a cluster of kd_split_slices blocks of 512
-// threads per 32 columns (batch * ceil(n / 32) * kd_split_slices blocks): lane l of every warp holds
-// column c0 + l, and the cluster's 16 * kd_split_slices warps take k tiles in turn, so each load reads
-// 32 neighbouring columns (128 bytes) of one k row and the whole GPU reads B (one block per 32 columns
-// left most SMs idle: n = 2048 made 64 blocks). A first pass gives each block's column maxima (over its
-// warps through shared memory), which the cluster combines through distributed shared memory; a second
-// splits the 32 values of each of the warp's k tiles that a lane holds and writes them as the column's
-// 128-byte row of halves. ldb and the batch stride need no alignment: B is read a float at a time.
-constexpr int kd_split_slices = 8;  // a portable cluster size
-__device__ __forceinline__ unsigned kd_ld_cluster_u32(unsigned addr, unsigned rank) {
-  unsigned remote, v;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
-  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
-  return v;
-}
-extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(kd_split_slices, 1, 1)
-    kd_wg_split_b16(kd_gemm_args args) {
+// row of B. The same halves and scales as above, from batch * ceil(n / 32) blocks of 512 threads: lane l
+// of every warp holds column c0 + l, and warp w takes k tiles w, w + 16, ..., so each of its loads
+// reads 32 neighbouring columns (128 bytes) of one k row. A first pass gives each column's max (over
+// the warps through shared memory), a second splits the 32 values of each of the warp's k tiles that
+// a lane holds and writes them as the column's 128-byte row of halves. ldb and the batch stride need no
+// alignment: B is read a float at a time.
+extern "C" __global__ void __launch_bounds__(512) kd_wg_split_b16(kd_gemm_args args) {
 #if KD_PDL
   KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
 #endif
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-  constexpr int kWarps = 16, kAll = kWarps * kd_split_slices;
+  constexpr int kWarps = 16;
   __shared__ unsigned warp_max[kWarps][32];
-  __shared__ unsigned block_max[32];
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
-  const int slice = static_cast<int>(blockIdx.x % kd_split_slices);  // the block's rank in its cluster
-  const int gw = slice * kWarps + w;                                    // the warp's place in the cluster
   const long long n = args.n, k = args.k, ld16 = kd_wg_ld16(k), ldb = args.ldb, ktiles = ld16 / 32;
-  const long long groups = (n + 31) / 32, cluster = blockIdx.x / kd_split_slices;
-  const long long z = cluster / groups, c = cluster % groups * 32 + lane;
+  const long long groups = (n + 31) / 32;
+  const long long z = blockIdx.x / groups, c = blockIdx.x % groups * 32 + lane;
   const bool in = c < n;
   const float* Bc = static_cast<const float*>(args.b) + z * args.stride_b + (in ? c : 0);
   // The 32 k of tile kt in column c (zero past k and past n).
@@ -140,7 +127,7 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(kd_split_slic
     for (int r = 0; r < 32; ++r) v[r] = in && k0 + r < k ? src[r * ldb] : 0.f;
   };
   unsigned mx = 0;
-  for (long long kt = gw; kt < ktiles; kt += kAll) {
+  for (long long kt = w; kt < ktiles; kt += kWarps) {
     float v[32];
     load_tile(kt, v);
 #pragma unroll
@@ -148,22 +135,14 @@ extern "C" __global__ void __launch_bounds__(512) __cluster_dims__(kd_split_slic
   }
   warp_max[w][lane] = mx;
   __syncthreads();
-  if (w == 0) {
-    mx = warp_max[0][lane];
-    for (int i = 1; i < kWarps; ++i) mx = max(mx, warp_max[i][lane]);
-    block_max[lane] = mx;
-  }
-  kd_cluster_sync();  // every block's maxima written
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(&block_max[lane]));
-  mx = 0;
-  for (unsigned r = 0; r < kd_split_slices; ++r) mx = max(mx, kd_ld_cluster_u32(addr, r));
-  kd_cluster_sync();  // no block leaves while another reads its maxima
+  mx = warp_max[0][lane];
+  for (int i = 1; i < kWarps; ++i) mx = max(mx, warp_max[i][lane]);
   float s, inv;
   kd_f16_scale(mx, s, inv);
   if (!in) return;
-  if (gw == 0) kd_inv16(args)[z * n + c] = inv;
+  if (w == 0) kd_inv16(args)[z * n + c] = inv;
   uint4* out = reinterpret_cast<uint4*>(kd_b16(args) + (z * n + c) * ld16);
-  for (long long kt = gw; kt < ktiles; kt += kAll) {
+  for (long long kt = w; kt < ktiles; kt += kWarps) {
     float v[32];
     load_tile(kt, v);
     unsigned hi[16], lo[16];

@@ -421,7 +421,7 @@ TEST(WgTiled, F16SplitSeedsForEveryLayout) {
         ASSERT_EQ(lp.launches.size(), 2u);
         EXPECT_EQ(lp.launches[0].entry, "kd_wg_split_b16");
         const bool tb_t = key.tb == Transpose::T;
-        EXPECT_EQ(lp.launches[0].grid[0], tb_t ? 128u * 8 : 4096u) << "tb = T: a cluster of 8 blocks per 32 columns";
+        EXPECT_EQ(lp.launches[0].grid[0], tb_t ? 128u : 4096u) << "tb = T: 32 columns per block";
         EXPECT_EQ(lp.launches[0].block[0], tb_t ? 512u : 256u);
         // A's stage: ta = T [128][40] floats (20 KB); ta = N [32][132] (16.5 KB, 1024-aligned: 17 KB).
         const unsigned a_bytes = key.ta == Transpose::T ? 20480u : 17408u;
@@ -445,7 +445,7 @@ TEST(WgTiled, F16SplitSeedsForEveryLayout) {
   for (const Params& p : dw_seeds) {
     EXPECT_EQ(p.at("KD_F16S"), 1);
     ASSERT_TRUE(f.valid(dw, t, p)) << describe(p);
-    EXPECT_EQ(f.plan(dw, t, p).launches[0].grid[0], 3u * 10 * 8) << "batch * ceil(300 / 32) clusters of 8";
+    EXPECT_EQ(f.plan(dw, t, p).launches[0].grid[0], 3u * 10) << "batch * ceil(300 / 32) blocks";
   }
   // A TF32 call with tb = T: the one-product seed alone.
   const GemmKey tf32_tbt = key_of(line("N", "T", "m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1 precision=tf32"));
