@@ -76,9 +76,12 @@ std::vector<EntryPages> map_entries(const fs::path& dir, const std::vector<std::
 }
 
 std::uint32_t page_bytes_of(const fs::path& data_file) {
-  const std::string bytes = read_text(data_file);
+  // The meta page's mm_psize, 40 bytes in: the header alone, not the whole file.
+  char head[44] = {};
+  std::ifstream in(data_file, std::ios::binary);
+  in.read(head, sizeof head);
   std::uint32_t page_bytes = 0;
-  if (bytes.size() >= 44) std::memcpy(&page_bytes, bytes.data() + 40, sizeof(page_bytes));  // mm_psize
+  if (in.gcount() == static_cast<std::streamsize>(sizeof head)) std::memcpy(&page_bytes, head + 40, sizeof(page_bytes));
   if (page_bytes == 0) throw std::runtime_error("no page size in " + data_file.string());
   return page_bytes;
 }

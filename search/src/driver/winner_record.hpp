@@ -24,7 +24,8 @@ Record make_record(const SearchOutcome& outcome, int id, const std::string& full
 // The search's version, stored in vendor verdicts. Bump it when the builtin families or proposers
 // gain kernels that may beat the vendor where they did not: a daemon then searches the keys of
 // older verdicts again (JobQueue::requeue_stale_verdicts), while the verdicts keep serving.
-inline constexpr int kSearchVersion = 1;
+// 2: wg_tiled's m64n32 tiles for f32 outputs of 17-47 columns and the narrow plan at 48-64 (session 23).
+inline constexpr int kSearchVersion = 2;
 
 // A vendor verdict (RecordKind::vendor) for `full_key_line`, exact or a range: a search that
 // ended without beating the vendor call, so callers keep running it and nothing searches this key
