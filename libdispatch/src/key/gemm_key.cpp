@@ -5,13 +5,13 @@
 #include <xxhash.h>
 
 #include <array>
-#include <charconv>
-#include <limits>
 #include <string>
 
 #include "common/error.hpp"
 #include "key/key_names.hpp"
+#include "key/key_print.hpp"
 #include "key/line_rules.hpp"
+#include "key/saturating.hpp"
 
 namespace kd {
 
@@ -28,31 +28,9 @@ std::size_t dtype_bytes(DType v) {
   return kBytes.at(static_cast<std::size_t>(v));
 }
 
-namespace {
+// Every op's full line ends with the device part: its printing rules stay here, beside DevicePart.
+namespace key_print {
 
-// Appends `name=value` tokens, each preceded by a blank (the op word starts the line).
-class LineWriter {
-public:
-  explicit LineWriter(std::string& out) : out_(out) {}
-  void word(std::string_view w) { out_ += w; }
-  void token(std::string_view name, std::string_view value) {
-    out_ += ' ';
-    out_ += name;
-    out_ += '=';
-    out_ += value;
-  }
-  void token(std::string_view name, std::int64_t value) {
-    std::array<char, 24> digits{};
-    const auto res = std::to_chars(digits.data(), digits.data() + digits.size(), value);
-    token(name, std::string_view(digits.data(), static_cast<std::size_t>(res.ptr - digits.data())));
-  }
-
-private:
-  std::string& out_;
-};
-
-// A printed device part must tokenize back to the same part; a part that would not (a name with a
-// quote, an empty arch) is a caller bug, not a cache miss.
 void check_printable(const DevicePart& d) {
   if (const auto why = line_rules::arch_problem(d.arch)) {
     throw Error(ErrorDomain::usage, 0,
@@ -63,6 +41,19 @@ void check_printable(const DevicePart& d) {
                 "key device part: gpu '" + d.gpu + "': " + std::string(*why));
   }
 }
+
+const DevicePart& printable_device(const std::optional<DevicePart>& device) {
+  if (!device) throw Error(ErrorDomain::usage, 0, "full_line() of a key without a device part");
+  check_printable(*device);
+  return *device;
+}
+
+}  // namespace key_print
+
+namespace {
+
+using key_print::LineWriter;
+using key_print::kLineReserve;
 
 // `n_hi` != 0 prints n as the range `n=LO..HI` (GemmKey::n_hi).
 void write_shape(const GemmShape& k, std::int64_t n_hi, std::string& out) {
@@ -91,31 +82,10 @@ void write_shape(const GemmShape& k, std::int64_t n_hi, std::string& out) {
     w.token("stride_c", k.stride_c);
   }
   w.token("epilogue", to_string(k.epilogue));
-  w.token("beta0", k.beta_zero ? "1" : "0");
+  w.flag("beta0", k.beta_zero);
   if (k.precision != default_precision(k.compute)) w.token("precision", to_string(k.precision));
 }
 
-void write_device(const DevicePart& d, std::string& out) {
-  LineWriter w(out);
-  w.token("arch", d.arch);
-  out += " gpu=\"";
-  out += d.gpu;
-  out += '"';
-  w.token("sms", static_cast<std::int64_t>(d.sms));
-}
-
-// Long enough for every shape line and most full lines: one allocation per print.
-constexpr std::size_t kLineReserve = 256;
-
-// Saturating arithmetic for the roofline: keys may hold dimensions whose products overflow.
-std::int64_t sat_mul(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  return __builtin_mul_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-}
-std::int64_t sat_add(std::int64_t a, std::int64_t b) {
-  std::int64_t r = 0;
-  return __builtin_add_overflow(a, b, &r) ? std::numeric_limits<std::int64_t>::max() : r;
-}
 std::int64_t bytes_of(DType t) { return static_cast<std::int64_t>(dtype_bytes(t)); }
 
 }  // namespace
@@ -128,11 +98,11 @@ std::string shape_line(const GemmShape& shape) {
 }
 
 std::string full_line(const GemmShape& shape, const DevicePart& device) {
-  check_printable(device);
+  key_print::check_printable(device);
   std::string out;
   out.reserve(kLineReserve);
   write_shape(shape, 0, out);
-  write_device(device, out);
+  LineWriter(out).device_part(device);
   return out;
 }
 
@@ -144,12 +114,11 @@ std::string GemmKey::shape_line() const {
 }
 
 std::string GemmKey::full_line() const {
-  if (!device) throw Error(ErrorDomain::usage, 0, "full_line() of a key without a device part");
-  check_printable(*device);
+  const DevicePart& d = key_print::printable_device(device);
   std::string out;
   out.reserve(kLineReserve);
   write_shape(*this, n_hi, out);
-  write_device(*device, out);
+  LineWriter(out).device_part(d);
   return out;
 }
 
@@ -189,13 +158,15 @@ GemmKey GemmKey::with_device(const DevicePart& d) const {
 }
 
 std::int64_t min_bytes(const GemmShape& key) {
-  const std::int64_t a = sat_mul(sat_mul(key.m, key.k), bytes_of(key.a));
-  const std::int64_t b = sat_mul(sat_mul(key.k, key.n), bytes_of(key.b));
+  using saturating::add;
+  using saturating::mul;
+  const std::int64_t a = mul(mul(key.m, key.k), bytes_of(key.a));
+  const std::int64_t b = mul(mul(key.k, key.n), bytes_of(key.b));
   const std::int64_t c_passes = key.beta_zero ? 1 : 2;  // written; also read when beta != 0
-  const std::int64_t c = sat_mul(sat_mul(sat_mul(key.m, key.n), bytes_of(key.c)), c_passes);
+  const std::int64_t c = mul(mul(mul(key.m, key.n), bytes_of(key.c)), c_passes);
   // The bias vector has one element per row of C, in C's type (cuBLASLt's default bias type).
-  const std::int64_t bias = key.epilogue == Epilogue::bias ? sat_mul(key.m, bytes_of(key.c)) : 0;
-  return sat_mul(sat_add(sat_add(a, b), sat_add(c, bias)), key.batch);
+  const std::int64_t bias = key.epilogue == Epilogue::bias ? mul(key.m, bytes_of(key.c)) : 0;
+  return mul(add(add(a, b), add(c, bias)), key.batch);
 }
 
 double flops(const GemmShape& key) {

@@ -10,6 +10,7 @@
 
 #include "common/enum_names.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_shape.hpp"
 
 namespace kd::key_names {
 
@@ -28,6 +29,9 @@ inline constexpr std::array<Named<Epilogue>, 2> kEpilogue{{
     {Epilogue::none, "none"}, {Epilogue::bias, "bias"}}};
 inline constexpr std::array<Named<PrecisionClass>, 3> kPrecision{{
     {PrecisionClass::f32, "f32"}, {PrecisionClass::tf32, "tf32"}, {PrecisionClass::f16, "f16"}}};
+// A row operator's name is its line's op word.
+inline constexpr std::array<Named<RowOp>, 3> kRowOp{{
+    {RowOp::rmsnorm, "rmsnorm"}, {RowOp::layernorm, "layernorm"}, {RowOp::softmax, "softmax"}}};
 
 template <class E, std::size_t N>
 constexpr bool rows_in_declaration_order(const std::array<Named<E>, N>& table) {
@@ -41,6 +45,7 @@ static_assert(rows_in_declaration_order(kComputeType));
 static_assert(rows_in_declaration_order(kTranspose));
 static_assert(rows_in_declaration_order(kEpilogue));
 static_assert(rows_in_declaration_order(kPrecision));
+static_assert(rows_in_declaration_order(kRowOp));
 
 template <class E, std::size_t N>
 constexpr std::string_view name_of(const std::array<Named<E>, N>& table, E value) {

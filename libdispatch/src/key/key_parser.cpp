@@ -1,6 +1,6 @@
-// parse_key: the canonical gemm line and the `linear` shorthand. No regex, no streams, no copies of
-// the line: one pass over string_views. A failure unwinds with ParseFailure, caught once in
-// parse_key and returned as a value.
+// parse_key and parse_op_key: the canonical gemm line, the `linear` shorthand and the row-operator
+// lines. No regex, no streams, no copies of the line: one pass over string_views. A failure unwinds
+// with ParseFailure, caught once at the entry point and returned as a value.
 #include <array>
 #include <charconv>
 #include <cstdint>
@@ -8,12 +8,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "key/gemm_key.hpp"
 #include "key/gemm_rules.hpp"
 #include "key/key_names.hpp"
 #include "key/line_rules.hpp"
 #include "key/key_tokenizer.hpp"
+#include "key/row_key.hpp"
 
 namespace kd {
 namespace {
@@ -40,6 +42,14 @@ constexpr std::array<std::string_view, 22> kGemmOrder{
     "epilogue", "beta0", "precision", "arch", "gpu", "sms"};
 constexpr std::array<std::string_view, 6> kLinearOrder{"dtype", "tokens", "in",
                                                        "out",   "bias",   "batch"};
+// Each row op's tokens, holding only the inputs it carries: a `weight=` or `bias=` the op does not
+// carry, found elsewhere than where it is refused by name, reads as a token the op does not know,
+// never as one out of order.
+constexpr std::array<std::string_view, 7> kRmsnormOrder{"dtype", "rows", "cols", "weight",
+                                                        "arch",  "gpu",  "sms"};
+constexpr std::array<std::string_view, 8> kLayernormOrder{"dtype", "rows", "cols", "weight",
+                                                          "bias",  "arch", "gpu",  "sms"};
+constexpr std::array<std::string_view, 6> kSoftmaxOrder{"dtype", "rows", "cols", "arch", "gpu", "sms"};
 constexpr std::size_t kNotInOrder = std::numeric_limits<std::size_t>::max();
 
 // Takes the tokens of one op in its canonical order.
@@ -263,9 +273,10 @@ void parse_precision(OrderedTokens& p, GemmKey& k) {
   k.precision = precision;
 }
 
-void parse_device(OrderedTokens& p, GemmKey& k) {
+// The device part every op's full key ends with; nullopt when the line ends before it.
+std::optional<DevicePart> parse_device(OrderedTokens& p) {
   const std::optional<Token> arch = p.take_optional("arch");
-  if (!arch) return;
+  if (!arch) return std::nullopt;
   DevicePart d;
   if (const auto why = line_rules::arch_problem(arch->value)) fail(*arch, *why);
   d.arch = std::string(arch->value);
@@ -278,7 +289,7 @@ void parse_device(OrderedTokens& p, GemmKey& k) {
   if (const auto why = line_rules::gpu_name_problem(name)) fail(gpu, *why);
   d.gpu = std::string(name);
   d.sms = static_cast<int>(integer_value(p.take("sms"), 1, std::numeric_limits<int>::max()));
-  k.device = std::move(d);
+  return d;
 }
 
 GemmKey parse_gemm(Tokenizer& tokens) {
@@ -287,7 +298,7 @@ GemmKey parse_gemm(Tokenizer& tokens) {
   parse_types(p, k);
   parse_shape(p, k);
   parse_precision(p, k);
-  parse_device(p, k);
+  k.device = parse_device(p);
   p.expect_end();
   return k;
 }
@@ -326,41 +337,143 @@ GemmKey parse_linear(Tokenizer& tokens) {
   return k;
 }
 
-struct Op {
+// Indexed by RowOp (op words come from key_names::kRowOp, so always in range).
+constexpr std::array<std::span<const std::string_view>, 3> kRowOrders{kRmsnormOrder, kLayernormOrder,
+                                                                     kSoftmaxOrder};
+static_assert(kRowOrders.size() == key_names::kRowOp.size());
+
+// rows * cols * dtype_bytes within kMaxRowTensorBytes, checked at the token that completes it.
+void check_tensor_size(const Token& cols, const RowKey& k) {
+  std::int64_t elements = 0;
+  if (!__builtin_mul_overflow(k.rows, k.cols, &elements) &&
+      elements <= kMaxRowTensorBytes / static_cast<std::int64_t>(dtype_bytes(k.dtype))) {
+    return;
+  }
+  fail(cols, "rows*cols of " + std::string(to_string(k.dtype)) +
+                 " is more than 2^40 bytes (one tensor is at most 1 TiB)");
+}
+
+// `weight=` and `bias=` as the op carries them; one it does not carry is refused by name where it
+// would stand, before or after the other.
+void parse_row_inputs(OrderedTokens& p, RowKey& k) {
+  static constexpr std::array<std::string_view, 2> kWeightAndBias{"weight", "bias"};
+  static constexpr std::array<std::string_view, 1> kBias{"bias"};
+  const std::string op(to_string(k.op));
+  if (!takes_weight(k.op)) {
+    p.reject_next(kWeightAndBias, op + " takes no weight or bias");
+    return;
+  }
+  const std::string no_bias = op + " takes no bias (only weight=)";
+  if (!takes_bias(k.op)) p.reject_next(kBias, no_bias);
+  k.weight = flag_value(p.take("weight"));
+  if (!takes_bias(k.op)) {
+    p.reject_next(kBias, no_bias);
+    return;
+  }
+  k.bias = flag_value(p.take("bias"));
+}
+
+RowKey parse_row(Tokenizer& tokens, RowOp op) {
+  OrderedTokens p(tokens, kRowOrders[static_cast<std::size_t>(op)]);
+  RowKey k;
+  k.op = op;
+  k.dtype = enum_value(p.take("dtype"), key_names::kDType);
+  k.rows = integer_value(p.take("rows"), 1);
+  const Token cols = p.take("cols");
+  k.cols = integer_value(cols, 1);
+  check_tensor_size(cols, k);
+  parse_row_inputs(p, k);
+  k.device = parse_device(p);
+  p.expect_end();
+  return k;
+}
+
+// The ops whose lines are GEMM keys; the row ops are key_names::kRowOp.
+struct GemmOp {
   std::string_view word;
   GemmKey (*parse)(Tokenizer&);
 };
-constexpr std::array<Op, 2> kOps{{{"gemm", &parse_gemm}, {"linear", &parse_linear}}};
+constexpr std::array<GemmOp, 2> kGemmOps{{{"gemm", &parse_gemm}, {"linear", &parse_linear}}};
 
-GemmKey parse_line(std::string_view line) {
-  Tokenizer tokens(line);
+const GemmOp* gemm_op(std::string_view word) {
+  for (const GemmOp& op : kGemmOps) {
+    if (op.word == word) return &op;
+  }
+  return nullptr;
+}
+
+// Which op words a parser accepts: parse_key only the GEMM ones.
+enum class Ops { gemm, all };
+
+// "unknown op (expected gemm or linear)", or with the row ops too.
+std::string unknown_op(Ops accepted) {
+  std::vector<std::string_view> words;
+  for (const GemmOp& op : kGemmOps) words.push_back(op.word);
+  if (accepted == Ops::all) {
+    for (const auto& row : key_names::kRowOp) words.push_back(row.name);
+  }
+  std::string out = "unknown op (expected ";
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    if (i > 0) out += (i + 1 == words.size()) ? " or " : ", ";
+    out += words[i];
+  }
+  out += ')';
+  return out;
+}
+
+// The op word, consumed.
+Token take_op(Tokenizer& tokens) {
   const Tokenizer::Next& first = tokens.peek();
   if (const auto* e = std::get_if<KeyError>(&first)) throw ParseFailure{*e};
   const Token* op = std::get_if<Token>(&first);
   if (op == nullptr) fail_at(1, "empty line");
   if (op->text.front() == '#') fail_at(op->column, "comment line");
-  for (const Op& candidate : kOps) {
-    if (op->text == candidate.word) {
-      tokens.advance();
-      return candidate.parse(tokens);
-    }
-  }
-  fail(*op, "unknown op (expected gemm or linear)");
+  const Token taken = *op;
+  tokens.advance();
+  return taken;
 }
 
-}  // namespace
+GemmKey parse_gemm_line(std::string_view line) {
+  Tokenizer tokens(line);
+  const Token op = take_op(tokens);
+  if (const GemmOp* g = gemm_op(op.text)) return g->parse(tokens);
+  if (key_names::value_of(key_names::kRowOp, op.text)) {
+    fail(op, "a row-operator key where a GEMM key is expected");
+  }
+  fail(op, unknown_op(Ops::gemm));
+}
 
-std::variant<GemmKey, KeyError> parse_key(std::string_view line) {
+OpKey parse_op_line(std::string_view line) {
+  Tokenizer tokens(line);
+  const Token op = take_op(tokens);
+  if (const GemmOp* g = gemm_op(op.text)) return g->parse(tokens);
+  if (const auto row = key_names::value_of(key_names::kRowOp, op.text)) return parse_row(tokens, *row);
+  fail(op, unknown_op(Ops::all));
+}
+
+// The length limit first, then `parse`; a failure returned as a value.
+template <class Key>
+std::variant<Key, KeyError> parse_guarded(std::string_view line, Key (*parse)(std::string_view)) {
   if (line.size() > kMaxKeyLineBytes) {
     return key_tokens::error_at(kMaxKeyLineBytes + 1,
                                 "the line is " + std::to_string(line.size()) + " bytes, longer than the " +
                                     std::to_string(kMaxKeyLineBytes) + "-byte limit of a key line");
   }
   try {
-    return parse_line(line);
+    return parse(line);
   } catch (ParseFailure& f) {
     return std::move(f.error);
   }
+}
+
+}  // namespace
+
+std::variant<GemmKey, KeyError> parse_key(std::string_view line) {
+  return parse_guarded(line, &parse_gemm_line);
+}
+
+std::variant<OpKey, KeyError> parse_op_key(std::string_view line) {
+  return parse_guarded(line, &parse_op_line);
 }
 
 }  // namespace kd
