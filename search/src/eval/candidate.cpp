@@ -43,11 +43,11 @@ std::variant<std::unique_ptr<KernelCandidate>, CandidateError> KernelCandidate::
   return c;
 }
 
-std::optional<std::string> KernelCandidate::launch(const kd_gemm_args& args, CUstream stream) const {
+std::optional<std::string> KernelCandidate::launch(const KernelArgs& args, CUstream stream) const {
   for (std::size_t i = 0; i < functions_.size(); ++i) {
     const LaunchSpec& l = plan_.launches[i];
-    kd_gemm_args a = args;
-    void* params[] = {&a};
+    KernelArgs a = args;
+    void* params[] = {a.bytes.data()};
     const CUresult rc = launch_kernel(cu(), functions_[i], l.grid, l.block, l.smem_bytes, stream, params, l.pdl);
     if (rc != CUDA_SUCCESS) return cuda_error_name(rc);
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "eval/eval_kernels.hpp"
+#include "eval/kernel_args.hpp"
 #include "kdispatch/gemm.cuh"
 #include "plan/launch_plan.hpp"
 
@@ -31,9 +32,9 @@ public:
   // The workspace the candidate needs; the gate hands it a guarded one of this size in
   // args.workspace.
   virtual std::uint64_t workspace_bytes() const = 0;
-  // Enqueues one call with `args` on `stream`. Never synchronizes. nullopt when it was queued;
-  // otherwise why it was refused (the text of a launch_failed verdict).
-  virtual std::optional<std::string> launch(const kd_gemm_args& args, CUstream stream) const = 0;
+  // Enqueues one call with `args` (the operator's contract struct) on `stream`. Never synchronizes.
+  // nullopt when it was queued; otherwise why it was refused (the text of a launch_failed verdict).
+  virtual std::optional<std::string> launch(const KernelArgs& args, CUstream stream) const = 0;
   // The same candidate made afresh (module reloaded, descriptors rebuilt); nullptr when that
   // fails.
   virtual std::unique_ptr<GateCandidate> fresh() const = 0;
@@ -54,7 +55,7 @@ public:
 
   std::uint64_t workspace_bytes() const override { return plan_.workspace_bytes; }
   // Enqueues every launch of the plan; refused: the first launch's error.
-  std::optional<std::string> launch(const kd_gemm_args& args, CUstream stream) const override;
+  std::optional<std::string> launch(const KernelArgs& args, CUstream stream) const override;
   std::unique_ptr<GateCandidate> fresh() const override;
   bool depends_on_previous_kernel() const override { return plan_.launches.front().pdl; }
 

@@ -40,7 +40,9 @@ std::variant<std::unique_ptr<CublasLtCandidate>, CandidateError> CublasLtCandida
   return c;
 }
 
-std::optional<std::string> CublasLtCandidate::launch(const kd_gemm_args& args, CUstream stream) const {
+std::optional<std::string> CublasLtCandidate::launch(const KernelArgs& call, CUstream stream) const {
+  if (!call.holds<kd_gemm_args>()) return std::string("a cuBLASLt algorithm computes GEMMs only");
+  const kd_gemm_args args = call.as<kd_gemm_args>();
   try {
     if (key_.epilogue == Epilogue::bias) matmul_->set_bias(args.bias);
   } catch (const Error& e) {

@@ -24,7 +24,7 @@ public:
 
   std::uint64_t workspace_bytes() const override { return workspace_bytes_; }
   // Sets the bias pointer (epilogue=bias) and enqueues cublasLtMatmul; refused: its status.
-  std::optional<std::string> launch(const kd_gemm_args& args, CUstream stream) const override;
+  std::optional<std::string> launch(const KernelArgs& args, CUstream stream) const override;
   std::unique_ptr<GateCandidate> fresh() const override;
 
 private:

@@ -58,6 +58,8 @@ EvalKernels::EvalKernels(const std::string& arch) {
   clock_probe_ = get_function(m, "kd_clock_probe");
   late_copy_ = get_function(m, "kd_late_copy");
   stream_read_ = get_function(m, "kd_stream_read");
+  row_reference_ = get_function(m, "kd_row_reference");
+  row_baseline_ = get_function(m, "kd_row_baseline");
   CUcontext ctx = nullptr;
   CUdevice dev = 0;
   KD_CU_CHECK(cu().cuCtxGetCurrent(&ctx), "current context");
@@ -81,6 +83,21 @@ void EvalKernels::poison(CUstream s, const DeviceMatrix& x) const {
   DeviceMatrix mx = x;
   void* params[] = {&mx};
   launch(poison_, "kd_poison", s, grid_, 1, 1, kThreads, 1, params);
+}
+
+// A block per row up to a few waves; blocks stride over the rest.
+void EvalKernels::row_reference(CUstream s, const RowRefArgs& args) const {
+  RowRefArgs a = args;
+  void* params[] = {&a};
+  launch(row_reference_, "kd_row_reference", s, static_cast<unsigned>(std::min<long long>(args.rows, grid_)), 1, 1,
+         kThreads, 1, params);
+}
+
+void EvalKernels::row_baseline(CUstream s, const RowRefArgs& args) const {
+  RowRefArgs a = args;
+  void* params[] = {&a};
+  launch(row_baseline_, "kd_row_baseline", s, static_cast<unsigned>(std::min<long long>(args.rows, grid_)), 1, 1,
+         kThreads, 1, params);
 }
 
 void EvalKernels::reference(CUstream s, const RefArgs& args, long long batch) const {

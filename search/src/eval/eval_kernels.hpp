@@ -58,7 +58,15 @@ struct GuardStats {
   unsigned long long total() const { return before + after + padding; }
 };
 
-enum class Distribution : int { normal = 0, uniform = 1, scaled = 2, offset_mean = 3 };
+enum class Distribution : int { normal = 0, uniform = 1, scaled = 2, offset_mean = 3, large_mean = 4 };
+
+struct RowRefArgs {
+  CUdeviceptr x = 0, w = 0, b = 0, y = 0, ref = 0;
+  long long rows = 0, cols = 0;
+  int op = 0, dtype = 2, has_w = 0, has_b = 0;
+  double eps = 1e-5;
+};
+static_assert(sizeof(RowRefArgs) == 80);
 
 class EvalKernels {
 public:
@@ -69,6 +77,9 @@ public:
                 double scale) const;
   void poison(CUstream s, const DeviceMatrix& x) const;
   void reference(CUstream s, const RefArgs& args, long long batch) const;
+  // Row operators: the fp64 reference into args.ref, and the f32 baseline into args.y.
+  void row_reference(CUstream s, const RowRefArgs& args) const;
+  void row_baseline(CUstream s, const RowRefArgs& args) const;
   void ref_stats(CUstream s, CUdeviceptr ref, long long count, CUdeviceptr out) const;
   // `other` == 0: compare with the fp64 reference; else with a second output of the same layout.
   void compare(CUstream s, const DeviceMatrix& out, CUdeviceptr ref, CUdeviceptr other,
@@ -97,7 +108,7 @@ private:
   Module module_;
   CUfunction generate_ = nullptr, poison_ = nullptr, reference_ = nullptr, ref_stats_ = nullptr,
              compare_ = nullptr, check_guards_ = nullptr, checksum_ = nullptr, clock_probe_ = nullptr,
-             late_copy_ = nullptr, stream_read_ = nullptr;
+             late_copy_ = nullptr, stream_read_ = nullptr, row_reference_ = nullptr, row_baseline_ = nullptr;
   int grid_ = 1;  // blocks of grid-stride kernels: a few per SM
   int sms_ = 1;
 };

@@ -52,7 +52,8 @@ struct KdMatrix {
   int dtype;
 };
 
-// dist: 0 normal, 1 uniform(-1,1), 2 normal (scaled by `scale`), 3 offset mean (1 + 0.5 normal).
+// dist: 0 normal, 1 uniform(-1,1), 2 normal (scaled by `scale`), 3 offset mean (1 + 0.5 normal),
+// 4 large mean (1000 + 0.1 normal: where E[x^2] - E[x]^2 loses every significant bit in f32).
 extern "C" __global__ void kd_generate(KdMatrix x, unsigned long long seed, int dist, double scale) {
   const long long per = x.rows * x.cols;
   const long long total = per * x.batch;
@@ -68,6 +69,7 @@ extern "C" __global__ void kd_generate(KdMatrix x, unsigned long long seed, int 
     switch (dist) {
       case 1: v = 2.0 * u1 - 1.0; break;
       case 3: v = 1.0 + 0.5 * normal; break;
+      case 4: v = 1000.0 + 0.1 * normal; break;
       default: v = normal; break;
     }
     kd_store(x.p, off, x.dtype, v * scale);
@@ -350,6 +352,141 @@ extern "C" __global__ void __launch_bounds__(256) kd_stream_read(const uint4* p0
   const long long step = (long long)gridDim.x * blockDim.x;
   const unsigned x = kd_stream_range(p0, vecs0, tid, step) ^ kd_stream_range(p1, vecs1, tid, step);
   if (x == 0x9E3779B9u && tid == 0x7fffffff) *sink = x;
+}
+
+// Row operators (libdispatch/include/kdispatch/rowop.cuh): `rows` contiguous rows of `cols`.
+// op: 0 rmsnorm, 1 layernorm, 2 softmax.
+struct KdRowArgs {
+  const void* x; const void* w; const void* b; void* y; double* ref;
+  long long rows, cols;
+  int op, dtype, has_w, has_b;
+  double eps;
+};
+
+// Block-wide (blockDim.x == 256) sum and max, every thread gets the result.
+template <class T>
+__device__ __forceinline__ T kd_block_sum(T v, T* sh) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  T t = 0;
+  for (int i = 0; i < 8; ++i) t += sh[i];
+  return t;
+}
+template <class T>
+__device__ __forceinline__ T kd_block_max(T v, T* sh) {
+  for (int o = 16; o > 0; o >>= 1) v = max(v, __shfl_xor_sync(0xFFFFFFFFu, v, o));
+  __syncthreads();
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  T t = sh[0];
+  for (int i = 1; i < 8; ++i) t = max(t, sh[i]);
+  return t;
+}
+
+// The fp64 reference: a block per row (grid-stride), two passes for the mean and the variance.
+extern "C" __global__ void __launch_bounds__(256) kd_row_reference(KdRowArgs p) {
+  __shared__ double sh[8];
+  for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const long long base = r * p.cols;
+    double a = 0.0;
+    if (p.op == 2) {
+      a = -1e308;
+      for (long long c = threadIdx.x; c < p.cols; c += 256) a = fmax(a, kd_load(p.x, base + c, p.dtype));
+      a = kd_block_max(a, sh);
+    } else {
+      for (long long c = threadIdx.x; c < p.cols; c += 256) {
+        const double v = kd_load(p.x, base + c, p.dtype);
+        a += p.op == 0 ? v * v : v;
+      }
+      a = kd_block_sum(a, sh) / (double)p.cols;
+    }
+    double second = 0.0;
+    for (long long c = threadIdx.x; c < p.cols; c += 256) {
+      const double v = kd_load(p.x, base + c, p.dtype);
+      if (p.op == 1) second += (v - a) * (v - a);
+      if (p.op == 2) second += exp(v - a);
+    }
+    if (p.op != 0) second = kd_block_sum(second, sh);
+    const double scale = p.op == 0 ? 1.0 / sqrt(a + p.eps)
+                       : p.op == 1 ? 1.0 / sqrt(second / (double)p.cols + p.eps) : 1.0 / second;
+    for (long long c = threadIdx.x; c < p.cols; c += 256) {
+      const double v = kd_load(p.x, base + c, p.dtype);
+      double y;
+      if (p.op == 0) y = v * scale;
+      else if (p.op == 1) y = (v - a) * scale;
+      else y = exp(v - a) * scale;
+      if (p.op != 2 && p.has_w) y *= kd_load(p.w, c, p.dtype);
+      if (p.op == 1 && p.has_b) y += kd_load(p.b, c, p.dtype);
+      p.ref[base + c] = y;
+    }
+  }
+}
+
+// The baseline until the framework's own kernel can be timed beside a candidate (issue 33): what a
+// framework's row kernel computes, in f32 as they do (a block per row, Welford for the layernorm
+// statistics merged with Chan's formula, the max before the exponentials), written to y in the
+// key's dtype. Its error sets the gate's allowance; its time is the baseline's.
+__device__ __forceinline__ void kd_welford_merge(float& n, float& mean, float& m2, float n2, float mean2, float m22) {
+  if (n2 == 0.f) return;
+  const float nn = n + n2, d = mean2 - mean;
+  mean += d * (n2 / nn);
+  m2 += m22 + d * d * (n * n2 / nn);
+  n = nn;
+}
+extern "C" __global__ void __launch_bounds__(256) kd_row_baseline(KdRowArgs p) {
+  __shared__ float sh[8];
+  __shared__ float wn[8], wmean[8], wm2[8];
+  for (long long r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    const long long base = r * p.cols;
+    float a = 0.f, scale = 1.f;
+    if (p.op == 1) {
+      float n = 0.f, mean = 0.f, m2 = 0.f;
+      for (long long c = threadIdx.x; c < p.cols; c += 256) {
+        const float v = (float)kd_load(p.x, base + c, p.dtype);
+        n += 1.f;
+        const float d = v - mean;
+        mean += d / n;
+        m2 += d * (v - mean);
+      }
+      for (int o = 16; o > 0; o >>= 1)
+        kd_welford_merge(n, mean, m2, __shfl_xor_sync(0xFFFFFFFFu, n, o), __shfl_xor_sync(0xFFFFFFFFu, mean, o),
+                         __shfl_xor_sync(0xFFFFFFFFu, m2, o));
+      __syncthreads();
+      if ((threadIdx.x & 31) == 0) { wn[threadIdx.x >> 5] = n; wmean[threadIdx.x >> 5] = mean; wm2[threadIdx.x >> 5] = m2; }
+      __syncthreads();
+      n = wn[0]; mean = wmean[0]; m2 = wm2[0];
+      for (int i = 1; i < 8; ++i) kd_welford_merge(n, mean, m2, wn[i], wmean[i], wm2[i]);
+      a = mean;
+      scale = rsqrtf(m2 / (float)p.cols + (float)p.eps);
+    } else if (p.op == 0) {
+      float s = 0.f;
+      for (long long c = threadIdx.x; c < p.cols; c += 256) {
+        const float v = (float)kd_load(p.x, base + c, p.dtype);
+        s += v * v;
+      }
+      scale = rsqrtf(kd_block_sum(s, sh) / (float)p.cols + (float)p.eps);
+    } else {
+      float m = -__int_as_float(0x7f800000);
+      for (long long c = threadIdx.x; c < p.cols; c += 256) m = fmaxf(m, (float)kd_load(p.x, base + c, p.dtype));
+      a = kd_block_max(m, sh);
+      float s = 0.f;
+      for (long long c = threadIdx.x; c < p.cols; c += 256) s += expf((float)kd_load(p.x, base + c, p.dtype) - a);
+      scale = 1.f / kd_block_sum(s, sh);
+    }
+    for (long long c = threadIdx.x; c < p.cols; c += 256) {
+      const float v = (float)kd_load(p.x, base + c, p.dtype);
+      float y;
+      if (p.op == 0) y = v * scale;
+      else if (p.op == 1) y = (v - a) * scale;
+      else y = expf(v - a) * scale;
+      if (p.op != 2 && p.has_w) y *= (float)kd_load(p.w, c, p.dtype);
+      if (p.op == 1 && p.has_b) y += (float)kd_load(p.b, c, p.dtype);
+      kd_store(p.y, base + c, p.dtype, (double)y);
+    }
+    __syncthreads();
+  }
 }
 
 // The SM clock as observed: clock64 ticks over a globaltimer interval of about 200 us.

@@ -15,6 +15,9 @@
 #include "eval/cublaslt_candidate.hpp"
 #include "eval/error_criterion.hpp"
 #include "eval/gate.hpp"
+#include "eval/gemm_problem.hpp"
+#include "eval/row_problem.hpp"
+#include "key/row_key.hpp"
 #include "eval/roofline_measure.hpp"
 
 namespace kd::eval {
@@ -65,6 +68,23 @@ struct Evaluator::Impl {
       return fmt::format("key is for {}, this device is {}", key.device->arch, info.arch);
     if (key.batch > 1 && key.stride_c < key.ldc * key.n) return std::string("output batches overlap (stride_c < ldc * n)");
     return key;
+  }
+
+  // Any operator's key (key/row_key.hpp, OpKey): a GEMM as usable_key says, a row operator when it
+  // is for this device's arch.
+  std::variant<OpKey, std::string> usable_op_key(const std::string& line) const {
+    const auto parsed = parse_op_key(line);
+    if (const KeyError* e = std::get_if<KeyError>(&parsed)) return e->message;
+    const OpKey& op = std::get<OpKey>(parsed);
+    if (std::holds_alternative<GemmKey>(op)) {
+      auto gemm = usable_key(line);
+      if (auto* why = std::get_if<std::string>(&gemm)) return std::move(*why);
+      return OpKey(std::move(std::get<GemmKey>(gemm)));
+    }
+    const RowKey& row = std::get<RowKey>(op);
+    if (row.device && row.device->arch != info.arch)
+      return fmt::format("key is for {}, this device is {}", row.device->arch, info.arch);
+    return op;
   }
 
   // After a CUDA error: is the context still usable? A trap or an illegal address leaves a
@@ -125,15 +145,21 @@ Verdict Evaluator::evaluate(const EvalRequest& request) {
     return finish(std::move(v));
   }
   try {
-    const auto usable = im.usable_key(request.key_line);
+    const auto usable = im.usable_op_key(request.key_line);
     if (const std::string* why = std::get_if<std::string>(&usable)) {
       v.rule = Rule::key_invalid;
       v.detail = *why;
       return finish(std::move(v));
     }
-    const GemmKey& key = std::get<GemmKey>(usable);
+    const OpKey& op = std::get<OpKey>(usable);
+    const GemmKey* gemm = std::get_if<GemmKey>(&op);
+    if (request.cublaslt && gemm == nullptr) {
+      v.rule = Rule::key_invalid;
+      v.detail = "a cuBLASLt algorithm computes GEMMs only; this key is " + op_shape_line(op);
+      return finish(std::move(v));
+    }
     auto loaded = request.cublaslt
-                      ? as_gate_candidate(CublasLtCandidate::make(key, *request.cublaslt))
+                      ? as_gate_candidate(CublasLtCandidate::make(*gemm, *request.cublaslt))
                       : as_gate_candidate(KernelCandidate::load(request.cubin, request.plan,
                                                                 im.info.max_smem_per_block_optin_bytes));
     if (const CandidateError* e = std::get_if<CandidateError>(&loaded)) {
@@ -141,10 +167,18 @@ Verdict Evaluator::evaluate(const EvalRequest& request) {
       v.detail = e->message;
       return finish(std::move(v));
     }
-    if (request.options.timing == Timing::measure) im.ensure_peak(key);
-    GateContext ctx{key, request.options, *im.kernels, im.stream, im.roofline,
-                    static_cast<std::uint64_t>(im.info.l2_bytes)};
-    v = run_gate_and_timing(ctx, *std::get<std::unique_ptr<GateCandidate>>(loaded));
+    if (gemm != nullptr && request.options.timing == Timing::measure) im.ensure_peak(*gemm);
+    const GateCandidate& candidate = *std::get<std::unique_ptr<GateCandidate>>(loaded);
+    const auto l2 = static_cast<std::uint64_t>(im.info.l2_bytes);
+    GateContext ctx{request.options, *im.kernels, im.stream, im.roofline, l2};
+    // Each operator's problem (eval/gate_problem.hpp); the gate is the same for all.
+    std::unique_ptr<GateProblem> problem;
+    if (gemm != nullptr)
+      problem = std::make_unique<GemmProblem>(*gemm, candidate.workspace_bytes(), *im.kernels, im.stream, l2);
+    else
+      problem = std::make_unique<RowProblem>(std::get<RowKey>(op).shape(), candidate.workspace_bytes(), *im.kernels,
+                                             im.stream, l2);
+    v = run_gate_and_timing(ctx, *problem, candidate);
     if (v.rule == Rule::crashed) im.probe_context_lost();
   } catch (const Error& e) {
     const bool lost = im.probe_context_lost();

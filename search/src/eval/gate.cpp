@@ -3,6 +3,7 @@
 #include <array>
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string_view>
 #include <variant>
 
@@ -12,29 +13,11 @@
 #include "cuda/driver.hpp"
 #include "eval/cuda_event.hpp"
 #include "eval/error_criterion.hpp"
-#include "eval/gemm_problem.hpp"
 #include "eval/serving_timing.hpp"
 #include "eval/timing_stats.hpp"
-#include "eval/vendor_baseline.hpp"
 
 namespace kd::eval {
 namespace {
-
-// The trials cycle through these: value distributions (design.md) and scale factors.
-struct TrialShape {
-  Distribution dist;
-  double scale;
-  std::string_view name;
-  double alpha;
-  double beta;  // used when the key's beta is not zero
-};
-constexpr std::array<TrialShape, 5> kTrialShapes{{
-    {Distribution::normal, 1.0, "normal", 1.0, 1.0},
-    {Distribution::uniform, 1.0, "uniform", 0.75, 0.5},
-    {Distribution::scaled, 1e-2, "normal x 1e-2", 1.25, -1.0},
-    {Distribution::scaled, 1e2, "normal x 1e2", 1.0, 0.25},
-    {Distribution::offset_mean, 1.0, "offset mean", -0.5, 2.0},
-}};
 
 struct Failure {
   Rule rule;
@@ -88,11 +71,9 @@ std::optional<Failure> judge_run(const RunFindings& f, const ErrorFigures& cand,
 
 class GateRun {
 public:
-  GateRun(const GateContext& ctx, const GateCandidate& candidate)
-      : ctx_(ctx), candidate_(candidate),
-        problem_(ctx.key, candidate.workspace_bytes(), ctx.kernels, ctx.stream, ctx.l2_bytes),
-        vendor_(ctx.key, ctx.stream), tol_(tolerance_for(ctx.key, ctx.options.error_factor)),
-        outputs_(ctx.key.m * ctx.key.n * ctx.key.batch) {}
+  GateRun(const GateContext& ctx, GateProblem& problem, const GateCandidate& candidate)
+      : ctx_(ctx), candidate_(candidate), problem_(problem), tol_(problem.tolerance(ctx.options.error_factor)),
+        outputs_(problem.outputs()) {}
 
   Verdict run() {
     if (auto f = run_trials()) return fail(*f);
@@ -112,39 +93,15 @@ private:
     return verdict_;
   }
 
-  kd_gemm_args args_for(int s) {
-    const OperandSet& o = problem_.set(s);
-    const GemmKey& k = ctx_.key;
-    kd_gemm_args a{};
-    a.a = reinterpret_cast<const void*>(o.a.body());
-    a.b = reinterpret_cast<const void*>(o.b.body());
-    a.c = reinterpret_cast<void*>(o.c.body());
-    a.workspace = reinterpret_cast<void*>(problem_.workspace());
-    a.m = k.m;
-    a.n = k.n;
-    a.k = k.k;
-    a.lda = k.lda;
-    a.ldb = k.ldb;
-    a.ldc = k.ldc;
-    a.stride_a = k.batch > 1 ? k.stride_a : 0;
-    a.stride_b = k.batch > 1 ? k.stride_b : 0;
-    a.stride_c = k.batch > 1 ? k.stride_c : 0;
-    a.batch = static_cast<int>(k.batch);
-    a.alpha = static_cast<float>(o.alpha);
-    a.beta = static_cast<float>(o.beta);
-    a.bias = k.epilogue == Epilogue::bias ? reinterpret_cast<const void*>(o.bias.body()) : nullptr;
-    return a;
-  }
-
   // How a gate run gets its inputs. A candidate whose first launch is a programmatic dependent
-  // runs behind a producer that writes them late (GemmProblem::queue_late_inputs), unless told
+  // runs behind a producer that writes them late (GateProblem::queue_late_inputs), unless told
   // otherwise (to tell an early read from a wrong result).
   enum class Inputs { as_dependent, ready };
 
   // Enqueues the candidate on set s; a refused launch is launch_failed. wait() synchronizes: an
   // error there (trap, illegal address) is crashed.
   std::optional<Failure> launch(const GateCandidate& c, int s) {
-    if (const std::optional<std::string> refused = c.launch(args_for(s), ctx_.stream)) {
+    if (const std::optional<std::string> refused = c.launch(problem_.args(s), ctx_.stream)) {
       // A refused launch leaves the context usable; anything sticky surfaced from before is a crash.
       if (cu().cuCtxSynchronize() != CUDA_SUCCESS) return Failure{Rule::crashed, *refused};
       return Failure{Rule::launch_failed, *refused};
@@ -168,7 +125,7 @@ private:
   std::optional<Failure> early_read(int s, const Allowance& allowed, const Failure& seen) {
     if (!candidate_.depends_on_previous_kernel() || !is_output_rule(seen.rule)) return std::nullopt;
     if (run_once(candidate_, s, Inputs::ready)) return std::nullopt;
-    const RunFindings f = problem_.check_output(s, GemmProblem::CompareWith::reference);
+    const RunFindings f = problem_.check_output(s, GateProblem::CompareWith::reference);
     if (judge_run(f, problem_.figures(f.compare), allowed, outputs_)) return std::nullopt;
     return Failure{Rule::read_before_grid_wait,
                    fmt::format("behind a kernel that writes the inputs late it fails ({}: {}); with the inputs "
@@ -177,30 +134,23 @@ private:
                                to_string(seen.rule), seen.detail)};
   }
 
-  ErrorFigures vendor_figures(int s) {
-    const OperandSet& o = problem_.set(s);
-    problem_.restore_vendor_output(s);
-    vendor_.run({o.a.body(), o.b.body(), problem_.vendor_output(),
-                 ctx_.key.epilogue == Epilogue::bias ? o.bias.body() : 0},
-                o.alpha, o.beta);
-    return problem_.vendor_error(s);
-  }
+  ErrorFigures vendor_figures(int s) { return problem_.baseline_figures(s); }
 
   std::optional<Failure> run_trials() {
     const EvalOptions& opt = ctx_.options;
     for (int t = 0; t < std::max(opt.trials, 1); ++t) {
       // Trials 0,1 share set 0's buffers (new data at the same address), 2,3 use set 1, ...
-      const int s = (t / 2) % GemmProblem::kSets;
-      const TrialShape& shape = kTrialShapes[static_cast<std::size_t>(t) % kTrialShapes.size()];
-      const double beta = ctx_.key.beta_zero ? 0.0 : shape.beta;
-      problem_.fill(s, opt.seed + 7919ull * static_cast<std::uint64_t>(t), shape.dist, shape.scale,
-                    shape.alpha, beta);
+      const int s = (t / 2) % GateProblem::kSets;
+      const std::span<const TrialShape> shapes = problem_.trial_shapes();
+      const TrialShape& shape = shapes[static_cast<std::size_t>(t) % shapes.size()];
+      const double beta = problem_.trial_beta(shape);
+      problem_.fill(s, opt.seed + 7919ull * static_cast<std::uint64_t>(t), shape);
       problem_.compute_reference(s);
       const ErrorFigures vendor = vendor_figures(s);
       const Allowance allowed = allowed_error(vendor, tol_);
       verdict_.failed_trial = t;
       if (auto f = run_once(candidate_, s)) return f;
-      RunFindings found = problem_.check_output(s, GemmProblem::CompareWith::reference);
+      RunFindings found = problem_.check_output(s, GateProblem::CompareWith::reference);
       if (t == 0 && candidate_.depends_on_previous_kernel()) {
         // Named before the agreement check, which an early read also fails.
         if (auto f = judge_run(found, problem_.figures(found.compare), allowed, outputs_))
@@ -212,7 +162,7 @@ private:
         if (auto f = judge_memory(found)) return f;
         problem_.save_output(s);
         if (auto f = run_once(candidate_, s)) return f;
-        const RunFindings again = problem_.check_output(s, GemmProblem::CompareWith::saved_output);
+        const RunFindings again = problem_.check_output(s, GateProblem::CompareWith::saved_output);
         if (auto f = judge_memory(again)) return f;
         if (again.compare.nonfinite != 0 || again.compare.max_rel > allowed.max_rel) {
           return Failure{Rule::nondeterministic,
@@ -220,7 +170,7 @@ private:
                                      "{} elements finite in one run only",
                                      again.compare.max_rel, allowed.max_rel, again.compare.nonfinite)};
         }
-        found = problem_.check_output(s, GemmProblem::CompareWith::reference);
+        found = problem_.check_output(s, GateProblem::CompareWith::reference);
       }
       const ErrorFigures cand = problem_.figures(found.compare);
       verdict_.trials.push_back({t, std::string(shape.name), shape.alpha, beta, cand, vendor,
@@ -234,6 +184,8 @@ private:
                          fmt::format("call {} fails where a freshly loaded module passes the same inputs: {}: {}",
                                      t + 1, to_string(f->rule), f->detail)};
         }
+        // Named by its inputs: "mean 1000, std 0.1" tells a single-pass variance from a plain bug.
+        f->detail = fmt::format("trial {} ({}): {}", t + 1, shape.name, f->detail);
         return f;
       }
     }
@@ -247,7 +199,7 @@ private:
     const std::unique_ptr<GateCandidate> fresh = candidate_.fresh();
     if (!fresh) return false;
     if (run_once(*fresh, s)) return false;
-    const RunFindings f = problem_.check_output(s, GemmProblem::CompareWith::reference);
+    const RunFindings f = problem_.check_output(s, GateProblem::CompareWith::reference);
     return !judge_run(f, problem_.figures(f.compare), allowed, outputs_).has_value();
   }
 
@@ -262,7 +214,7 @@ private:
   std::optional<Failure> check_timed(int s) {
     if (auto f = wait()) return f;
     problem_.compute_reference(s);
-    const RunFindings found = problem_.check_output(s, GemmProblem::CompareWith::reference);
+    const RunFindings found = problem_.check_output(s, GateProblem::CompareWith::reference);
     const Allowance allowed = allowed_error(vendor_figures(s), tol_);
     if (auto f = judge_run(found, problem_.figures(found.compare), allowed, outputs_)) {
       return Failure{Rule::timed_output_mismatch,
@@ -273,8 +225,7 @@ private:
 
   // One interleaved iteration: each side starts with a flushed L2; order alternates.
   std::optional<Failure> timed_iteration(int i, std::vector<double>& cand_us, std::vector<double>& vend_us) {
-    const int s = i % GemmProblem::kSets;
-    const OperandSet& o = problem_.set(s);
+    const int s = i % GateProblem::kSets;
     const auto time_candidate = [&]() -> std::optional<Failure> {
       problem_.flush_l2();
       record(ev_[0], ctx_.stream);
@@ -285,9 +236,7 @@ private:
     const auto time_vendor = [&] {
       problem_.flush_l2();
       record(ev_[2], ctx_.stream);
-      vendor_.run({o.a.body(), o.b.body(), problem_.vendor_output(),
-                   ctx_.key.epilogue == Epilogue::bias ? o.bias.body() : 0},
-                  o.alpha, o.beta);
+      problem_.run_baseline(s);
       record(ev_[3], ctx_.stream);
     };
     if (i % 2 == 0) {
@@ -304,7 +253,7 @@ private:
   }
 
   std::optional<Failure> run_timing() {
-    verdict_.floor_us = roofline_floor_s(ctx_.key, ctx_.roofline, 1.0) * 1e6;
+    verdict_.floor_us = problem_.floor_us(ctx_.roofline);
     if (auto f = run_isolated_timing()) return f;
     if (auto f = run_serving_timing()) return f;
     verdict_.sm_clock_mhz = problem_.probe_sm_clock_mhz();
@@ -336,14 +285,14 @@ private:
     std::size_t free_bytes = 0, total_bytes = 0;
     KD_CU_CHECK(cu().cuMemGetInfo(&free_bytes, &total_bytes), "free memory for weight copies");
     const std::uint64_t budget = std::min<std::uint64_t>(free_bytes / 4, 8ull << 30);
-    const ServingShape shape = serving_shape(ctx_.key, ctx_.l2_bytes, verdict_.floor_us, budget);
-    ServingTimer timer(problem_, vendor_, ctx_.kernels, ctx_.stream, s, shape, args_for(s));
+    const ServingShape shape = problem_.serving_shape(ctx_.l2_bytes, verdict_.floor_us, budget);
+    ServingTimer timer(problem_, ctx_.stream, s, shape);
     if (auto refused = timer.capture(candidate_)) return Failure{Rule::launch_failed, *refused};
     const ServingTimes t = timer.measure(2, opt.serving_min_replays, opt.serving_max_replays, opt.serving_budget);
-    // The last call of the candidate's graph writes set s's C; with beta = 0 nothing earlier in the
-    // graph feeds it, so it must match the reference (beta != 0 accumulates over the calls: those
-    // keys rely on the isolated runs' checks).
-    if (ctx_.key.beta_zero) {
+    // The last call of the candidate's graph writes set s's output; when nothing earlier in the
+    // graph feeds it, it must match the reference (a GEMM with beta != 0 accumulates over the
+    // calls: those keys rely on the isolated runs' checks).
+    if (problem_.serving_output_checkable()) {
       problem_.restore_output(s);
       timer.replay_candidate();
       if (auto f = check_timed(s)) return f;
@@ -361,7 +310,7 @@ private:
   std::optional<Failure> run_isolated_timing() {
     const EvalOptions& opt = ctx_.options;
     for (Event& e : ev_) e = make_event();
-    for (int s = 0; s < GemmProblem::kSets; ++s) problem_.restore_output(s);
+    for (int s = 0; s < GateProblem::kSets; ++s) problem_.restore_output(s);
     std::vector<double> cand_us, vend_us, discard_c, discard_v;
     for (int i = 0; i < opt.warmup_runs; ++i)
       if (auto f = timed_iteration(i, discard_c, discard_v)) return f;
@@ -372,7 +321,7 @@ private:
       const bool enough = i >= opt.min_timed_runs &&
                           (i >= opt.max_timed_runs || std::chrono::steady_clock::now() - start >= opt.timing_budget);
       const bool checked = i == kFirstCheck || enough;
-      const int s = i % GemmProblem::kSets;
+      const int s = i % GateProblem::kSets;
       if (checked) problem_.restore_output(s);
       if (auto f = timed_iteration(i, cand_us, vend_us)) return f;
       if (checked)
@@ -386,8 +335,7 @@ private:
 
   const GateContext& ctx_;
   const GateCandidate& candidate_;
-  GemmProblem problem_;
-  VendorBaseline vendor_;
+  GateProblem& problem_;
   Tolerance tol_;
   long long outputs_;
   std::array<Event, 4> ev_;
@@ -396,8 +344,8 @@ private:
 
 }  // namespace
 
-Verdict run_gate_and_timing(const GateContext& ctx, const GateCandidate& candidate) {
-  GateRun run(ctx, candidate);
+Verdict run_gate_and_timing(const GateContext& ctx, GateProblem& problem, const GateCandidate& candidate) {
+  GateRun run(ctx, problem, candidate);
   return run.run();
 }
 

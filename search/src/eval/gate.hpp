@@ -10,14 +10,13 @@
 #include "eval/candidate.hpp"
 #include "eval/eval_kernels.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/gate_problem.hpp"
 #include "eval/roofline.hpp"
 #include "eval/verdict.hpp"
-#include "key/gemm_key.hpp"
 
 namespace kd::eval {
 
 struct GateContext {
-  const GemmKey& key;
   const EvalOptions& options;
   const EvalKernels& kernels;
   CUstream stream;
@@ -27,8 +26,9 @@ struct GateContext {
 
 // Trials on fresh inputs (several calls, nothing reset between them), each output checked; then,
 // when the options ask, interleaved timing with re-checked outputs and the roofline floor. The
-// candidate's workspace sits in guard bands like every output.
+// candidate's workspace sits in guard bands like every output. `problem` is the operator's
+// (GemmProblem, RowProblem), made for the candidate's workspace.
 // Throws kd::Error only for failures of the evaluator's own calls (the caller classifies them).
-Verdict run_gate_and_timing(const GateContext& ctx, const GateCandidate& candidate);
+Verdict run_gate_and_timing(const GateContext& ctx, GateProblem& problem, const GateCandidate& candidate);
 
 }  // namespace kd::eval

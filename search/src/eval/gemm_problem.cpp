@@ -9,6 +9,7 @@
 #include "common/error.hpp"
 #include "cuda/driver.hpp"
 #include "eval/error_criterion.hpp"
+#include "eval/roofline.hpp"
 
 namespace kd::eval {
 namespace {
@@ -39,6 +40,15 @@ DeviceMatrix bias_matrix(const GemmKey& key, CUdeviceptr p) {
   return {p, key.m, 1, key.m, 0, 1, dtype_code(key.c)};
 }
 
+// The trials cycle through these: value distributions (design.md) and scale factors.
+constexpr std::array<TrialShape, 5> kGemmTrials{{
+    {Distribution::normal, 1.0, "normal", 1.0, 1.0},
+    {Distribution::uniform, 1.0, "uniform", 0.75, 0.5},
+    {Distribution::scaled, 1e-2, "normal x 1e-2", 1.25, -1.0},
+    {Distribution::scaled, 1e2, "normal x 1e2", 1.0, 0.25},
+    {Distribution::offset_mean, 1.0, "offset mean", -0.5, 2.0},
+}};
+
 }  // namespace
 
 DeviceMatrix matrix_a(const GemmKey& key, CUdeviceptr p) {
@@ -62,7 +72,7 @@ std::uint64_t span_bytes(const DeviceMatrix& x) {
 
 GemmProblem::GemmProblem(const GemmKey& key, std::uint64_t workspace_bytes,
                          const EvalKernels& kernels, CUstream stream, std::uint64_t l2_bytes)
-    : key_(key), k_(kernels), stream_(stream), workspace_bytes_(workspace_bytes) {
+    : key_(key), k_(kernels), vendor_(key, stream), stream_(stream), workspace_bytes_(workspace_bytes) {
   const std::uint64_t c_bytes = span_bytes(matrix_c(key, 0));
   for (int s = 0; s < kSets; ++s) {
     OperandSet& o = set(s);
@@ -255,6 +265,7 @@ void GemmProblem::queue_late_inputs(int s) {
 void GemmProblem::make_weight_copies(int s, const ServingShape& shape) {
   const OperandSet& o = set(s);
   const GuardedBuffer& w = shape.weight == WeightOperand::a ? o.a : o.b;
+  serving_ = shape;
   weight_copy0_ = w.body();
   weight_copies_.clear();
   for (int i = 1; i < shape.copies; ++i) {
@@ -271,6 +282,81 @@ CUdeviceptr GemmProblem::weight_copy(int i) const {
 }
 
 CUdeviceptr GemmProblem::stream_sink() const { return scratch_.get() + kStreamSinkAt; }
+
+std::span<const TrialShape> GemmProblem::trial_shapes() const { return kGemmTrials; }
+
+void GemmProblem::fill(int s, std::uint64_t seed, const TrialShape& t) {
+  fill(s, seed, t.dist, t.scale, t.alpha, trial_beta(t));
+}
+
+kd_gemm_args GemmProblem::gemm_args(int s) const {
+  const OperandSet& o = set(s);
+  const GemmKey& k = key_;
+  kd_gemm_args a{};
+  a.a = reinterpret_cast<const void*>(o.a.body());
+  a.b = reinterpret_cast<const void*>(o.b.body());
+  a.c = reinterpret_cast<void*>(o.c.body());
+  a.workspace = reinterpret_cast<void*>(workspace());
+  a.m = k.m;
+  a.n = k.n;
+  a.k = k.k;
+  a.lda = k.lda;
+  a.ldb = k.ldb;
+  a.ldc = k.ldc;
+  a.stride_a = k.batch > 1 ? k.stride_a : 0;
+  a.stride_b = k.batch > 1 ? k.stride_b : 0;
+  a.stride_c = k.batch > 1 ? k.stride_c : 0;
+  a.batch = static_cast<int>(k.batch);
+  a.alpha = static_cast<float>(o.alpha);
+  a.beta = static_cast<float>(o.beta);
+  a.bias = k.epilogue == Epilogue::bias ? reinterpret_cast<const void*>(o.bias.body()) : nullptr;
+  return a;
+}
+
+KernelArgs GemmProblem::args(int s) const { return KernelArgs::of(gemm_args(s)); }
+
+ErrorFigures GemmProblem::baseline_figures(int s) {
+  restore_vendor_output(s);
+  run_baseline(s);
+  return vendor_error(s);
+}
+
+// The vendor's call on set s, or (call >= 0) on weight copy `call` of the serving regime.
+GemmOperands GemmProblem::vendor_operands(int s, int call) const {
+  const OperandSet& o = set(s);
+  GemmOperands ops{o.a.body(), o.b.body(), vendor_output(), key_.epilogue == Epilogue::bias ? o.bias.body() : 0};
+  if (call >= 0) (serving_.weight == WeightOperand::a ? ops.a : ops.b) = weight_copy(call % serving_.copies);
+  return ops;
+}
+
+void GemmProblem::run_baseline(int s) { vendor_.run(vendor_operands(s, -1), set(s).alpha, set(s).beta); }
+
+Tolerance GemmProblem::tolerance(double factor) const { return tolerance_for(key_, factor); }
+
+double GemmProblem::floor_us(const Roofline& r) const { return roofline_floor_s(key_, r, 1.0) * 1e6; }
+
+ServingShape GemmProblem::serving_shape(std::uint64_t l2_bytes, double floor_us, std::uint64_t budget_bytes) const {
+  return eval::serving_shape(key_, l2_bytes, floor_us, budget_bytes);
+}
+
+KernelArgs GemmProblem::serving_args(int s, int call) const {
+  kd_gemm_args a = gemm_args(s);
+  const auto w = reinterpret_cast<const void*>(weight_copy(call % serving_.copies));
+  (serving_.weight == WeightOperand::a ? a.a : a.b) = w;
+  return KernelArgs::of(a);
+}
+
+void GemmProblem::serving_baseline(int s, int call) { vendor_.run(vendor_operands(s, call), set(s).alpha, set(s).beta); }
+
+// The inputs a call reads: its weight copy and the other operand, each from its first element.
+void GemmProblem::serving_stream_read(int s, int call) {
+  const OperandSet& o = set(s);
+  const bool weight_a = serving_.weight == WeightOperand::a;
+  const std::uint64_t other = weight_a ? span_bytes(matrix_b(key_, 0)) : span_bytes(matrix_a(key_, 0));
+  const CUdeviceptr other_ptr = weight_a ? o.b.body() : o.a.body();
+  k_.stream_read(stream_, weight_copy(call % serving_.copies), round_up(serving_.weight_bytes, 16), other_ptr,
+                 round_up(other, 16), stream_sink());
+}
 
 int GemmProblem::probe_sm_clock_mhz() {
   k_.clock_probe(stream_, scratch_.get() + kClockAt);

@@ -8,10 +8,15 @@
 #include <cstdint>
 #include <vector>
 
+#include <memory>
+
 #include "eval/device_memory.hpp"
 #include "eval/eval_kernels.hpp"
+#include "eval/gate_problem.hpp"
 #include "eval/serving_regime.hpp"
+#include "eval/vendor_baseline.hpp"
 #include "eval/verdict.hpp"
+#include "kdispatch/gemm.cuh"
 #include "key/gemm_key.hpp"
 
 namespace kd::eval {
@@ -33,58 +38,64 @@ DeviceMatrix matrix_c(const GemmKey& key, CUdeviceptr p);
 // Bytes from an operand's first element to one past its last.
 std::uint64_t span_bytes(const DeviceMatrix& x);
 
-// Findings of one run's checks, before judging.
-struct RunFindings {
-  GuardStats c_guards, workspace_guards;
-  bool inputs_changed = false;
-  std::string changed_inputs;  // "A, bias"
-  CompareStats compare;
-};
-
-class GemmProblem {
+// The GEMM problem: the gate's operator interface (eval/gate_problem.hpp) for a GemmKey, with the
+// intercepted cuBLAS/cuBLASLt call (eval/vendor_baseline.hpp) as its baseline.
+class GemmProblem final : public GateProblem {
 public:
-  // Allocates everything for `key`; throws kd::Error (cuda) when memory runs out.
+  // Allocates everything for `key` and creates the vendor's handles; throws kd::Error (cuda) when
+  // memory runs out or cuBLAS fails.
   GemmProblem(const GemmKey& key, std::uint64_t workspace_bytes, const EvalKernels& kernels,
               CUstream stream, std::uint64_t l2_bytes);
 
-  static constexpr int kSets = 2;
   OperandSet& set(int s) { return sets_[static_cast<std::size_t>(s)]; }
+  const OperandSet& set(int s) const { return sets_[static_cast<std::size_t>(s)]; }
   const GemmKey& key() const { return key_; }
 
   // Fills set s with fresh inputs (and C when beta != 0; NaN poison in C when beta == 0) and
   // records their checksums. Synchronous.
   void fill(int s, std::uint64_t seed, Distribution dist, double scale, double alpha, double beta);
-  // Computes the fp64 reference of set s into the reference buffer; sets its floor. Synchronous.
-  void compute_reference(int s);
-  // c <- c_init for set s (a D2D copy of the whole guarded block). Asynchronous.
-  void restore_output(int s);
   // vendor_c <- c_init of set s.
   void restore_vendor_output(int s);
-  // Keeps a copy of set s's output for the agreement check.
-  void save_output(int s);
+  // The vendor output against the reference. Synchronous.
+  ErrorFigures vendor_error(int s);
 
   CUdeviceptr workspace() const;   // 0 when the plan asks for none
   CUdeviceptr vendor_output() const { return vendor_c_.body(); }
 
-  // Guards, input checksums and comparison with the reference (or, with `against_saved`, with the
-  // saved output). Synchronous.
-  enum class CompareWith { reference, saved_output };
-  RunFindings check_output(int s, CompareWith with);
-  // The vendor output against the reference. Synchronous.
-  ErrorFigures vendor_error(int s);
-  // Writes more than the L2 holds, so the next run starts cold. Asynchronous.
-  void flush_l2();
-  // Observed SM clock in MHz (runs a 200 us probe). Synchronous.
-  int probe_sm_clock_mhz();
-
+  // GateProblem.
+  std::string shape_line() const override { return key_.shape_line(); }
+  long long outputs() const override { return key_.m * key_.n * key_.batch; }
+  std::span<const TrialShape> trial_shapes() const override;
+  double trial_beta(const TrialShape& t) const override { return key_.beta_zero ? 0.0 : t.beta; }
+  void fill(int s, std::uint64_t seed, const TrialShape& t) override;
+  void compute_reference(int s) override;
+  // c <- c_init for set s (a D2D copy of the whole guarded block).
+  void restore_output(int s) override;
+  void save_output(int s) override;
+  RunFindings check_output(int s, CompareWith with) override;
   // Figures of a comparison: max_rel as measured, norm_rel = sqrt(sum_sq_err / ref sum_sq).
-  ErrorFigures figures(const CompareStats& c) const;
+  ErrorFigures figures(const CompareStats& c) const override;
+  ErrorFigures baseline_figures(int s) override;
+  void run_baseline(int s) override;
+  KernelArgs args(int s) const override;
+  Tolerance tolerance(double factor) const override;
+  double floor_us(const Roofline& r) const override;
+  // Writes more than the L2 holds, so the next run starts cold.
+  void flush_l2() override;
+  // Observed SM clock in MHz (runs a 200 us probe).
+  int probe_sm_clock_mhz() override;
+  bool serving_output_checkable() const override { return key_.beta_zero; }
+  ServingShape serving_shape(std::uint64_t l2_bytes, double floor_us, std::uint64_t budget_bytes) const override;
+  void make_serving_copies(int s, const ServingShape& shape) override { make_weight_copies(s, shape); }
+  KernelArgs serving_args(int s, int call) const override;
+  void serving_baseline(int s, int call) override;
+  void serving_stream_read(int s, int call) override;
 
   // For a candidate whose first launch is a programmatic dependent: saves set s's A, B and bias
   // (whole guarded blocks), poisons their bodies and C's (all bits set: NaN in every dtype), then
   // queues the producer that writes them back, and C from its initial image, kLateInputsDelay
   // later (EvalKernels::late_copy). The candidate's launch must follow at once. Asynchronous.
-  void queue_late_inputs(int s);
+  void queue_late_inputs(int s) override;
   static constexpr long long kLateInputsDelayNs = 50'000;
 
   // The serving regime (eval/serving_regime.hpp): `shape.copies` copies of set s's weight operand,
@@ -97,11 +108,15 @@ public:
   CUdeviceptr stream_sink() const;
 
 private:
+  kd_gemm_args gemm_args(int s) const;
+  GemmOperands vendor_operands(int s, int call) const;
   std::uint64_t checksum(const GuardedBuffer& b);
   CompareStats compare(const DeviceMatrix& out, CUdeviceptr other, double floor);
 
   GemmKey key_;
   const EvalKernels& k_;
+  VendorBaseline vendor_;
+  ServingShape serving_;  // of the last make_weight_copies
   CUstream stream_;
   std::array<OperandSet, kSets> sets_;
   GuardedBuffer vendor_c_, saved_c_, workspace_;

@@ -8,10 +8,15 @@
 namespace kd::eval {
 
 ServingShape serving_shape(const GemmKey& key, std::uint64_t l2_bytes, double floor_us, std::uint64_t budget_bytes) {
-  ServingShape s;
   const std::uint64_t a = span_bytes(matrix_a(key, 0)), b = span_bytes(matrix_b(key, 0));
-  s.weight = b > a ? WeightOperand::b : WeightOperand::a;
-  s.weight_bytes = std::max<std::uint64_t>(std::max(a, b), 1);
+  return size_serving(b > a ? WeightOperand::b : WeightOperand::a, std::max(a, b), l2_bytes, floor_us, budget_bytes);
+}
+
+ServingShape size_serving(WeightOperand weight, std::uint64_t weight_bytes, std::uint64_t l2_bytes, double floor_us,
+                          std::uint64_t budget_bytes) {
+  ServingShape s;
+  s.weight = weight;
+  s.weight_bytes = std::max<std::uint64_t>(weight_bytes, 1);
   const std::uint64_t want = kL2Multiple * l2_bytes;
   std::uint64_t copies = (want + s.weight_bytes - 1) / s.weight_bytes;
   copies = std::clamp<std::uint64_t>(copies, 1, kMaxCalls);

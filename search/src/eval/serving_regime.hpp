@@ -32,5 +32,8 @@ inline constexpr int kMinCalls = 2;
 // is the key's roofline floor; `budget_bytes` caps the extra copies (copies - 1 spans), and at
 // least one copy (the trial's) always exists.
 ServingShape serving_shape(const GemmKey& key, std::uint64_t l2_bytes, double floor_us, std::uint64_t budget_bytes);
+// The same sizing for any operator, given its rotated operand and that operand's span in bytes.
+ServingShape size_serving(WeightOperand weight, std::uint64_t weight_bytes, std::uint64_t l2_bytes, double floor_us,
+                          std::uint64_t budget_bytes);
 
 }  // namespace kd::eval

@@ -10,55 +10,31 @@
 
 namespace kd::eval {
 
-ServingTimer::ServingTimer(GemmProblem& problem, VendorBaseline& vendor, const EvalKernels& kernels,
-                           CUstream stream, int s, const ServingShape& shape, const kd_gemm_args& args)
-    : problem_(problem), vendor_(vendor), kernels_(kernels), stream_(stream), set_(s), shape_(shape), args_(args) {
-  problem_.make_weight_copies(s, shape);
+ServingTimer::ServingTimer(GateProblem& problem, CUstream stream, int s, const ServingShape& shape)
+    : problem_(problem), stream_(stream), set_(s), shape_(shape) {
+  problem_.make_serving_copies(s, shape);
   for (Event& e : ev_) e = make_event();
-}
-
-kd_gemm_args ServingTimer::call_args(int call) const {
-  kd_gemm_args a = args_;
-  const auto w = reinterpret_cast<const void*>(problem_.weight_copy(call % shape_.copies));
-  (shape_.weight == WeightOperand::a ? a.a : a.b) = w;
-  return a;
-}
-
-GemmOperands ServingTimer::vendor_operands(int call) const {
-  const OperandSet& o = problem_.set(set_);
-  GemmOperands ops{o.a.body(), o.b.body(), problem_.vendor_output(),
-                   problem_.key().epilogue == Epilogue::bias ? o.bias.body() : 0};
-  (shape_.weight == WeightOperand::a ? ops.a : ops.b) = problem_.weight_copy(call % shape_.copies);
-  return ops;
 }
 
 std::optional<std::string> ServingTimer::capture(const GateCandidate& candidate) {
   auto cand = capture_graph(stream_, [&]() -> std::optional<std::string> {
     for (int i = 0; i < shape_.calls; ++i)
-      if (auto refused = candidate.launch(call_args(i), stream_)) return refused;
+      if (auto refused = candidate.launch(problem_.serving_args(set_, i), stream_)) return refused;
     return std::nullopt;
   });
   if (auto* why = std::get_if<std::string>(&cand)) return "in a CUDA graph: " + *why;
   candidate_graph_ = std::move(std::get<GraphExec>(cand));
 
-  const OperandSet& o = problem_.set(set_);
-  auto vend = capture_graph(stream_, [&]() -> std::optional<std::string> {
-    for (int i = 0; i < shape_.calls; ++i) vendor_.run(vendor_operands(i), o.alpha, o.beta);
+  auto base = capture_graph(stream_, [&]() -> std::optional<std::string> {
+    for (int i = 0; i < shape_.calls; ++i) problem_.serving_baseline(set_, i);
     return std::nullopt;
   });
-  if (auto* why = std::get_if<std::string>(&vend))
-    throw Error(ErrorDomain::cuda, 0, "the vendor call cannot be captured in a CUDA graph: " + *why);
-  vendor_graph_ = std::move(std::get<GraphExec>(vend));
+  if (auto* why = std::get_if<std::string>(&base))
+    throw Error(ErrorDomain::cuda, 0, "the baseline call cannot be captured in a CUDA graph: " + *why);
+  vendor_graph_ = std::move(std::get<GraphExec>(base));
 
-  // The inputs a call reads: its weight copy and the other operand, each from its first element.
-  const GemmKey& k = problem_.key();
-  const std::uint64_t other = shape_.weight == WeightOperand::a ? span_bytes(matrix_b(k, 0)) : span_bytes(matrix_a(k, 0));
-  const CUdeviceptr other_ptr = shape_.weight == WeightOperand::a ? o.b.body() : o.a.body();
   auto reads = capture_graph(stream_, [&]() -> std::optional<std::string> {
-    for (int i = 0; i < shape_.calls; ++i) {
-      kernels_.stream_read(stream_, problem_.weight_copy(i % shape_.copies), round_up(shape_.weight_bytes, 16),
-                           other_ptr, round_up(other, 16), problem_.stream_sink());
-    }
+    for (int i = 0; i < shape_.calls; ++i) problem_.serving_stream_read(set_, i);
     return std::nullopt;
   });
   if (auto* why = std::get_if<std::string>(&reads))

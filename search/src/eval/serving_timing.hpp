@@ -1,7 +1,8 @@
-// Timing in the serving regime (eval/serving_regime.hpp): the candidate and the vendor call each
-// captured as R back-to-back calls in one CUDA graph over rotating copies of the weight operand,
-// replayed interleaved; and a streaming read of the same inputs timed the same way, the bandwidth
-// a kernel that only streams its inputs reaches there. Per-call time = replay time / R.
+// Timing in the serving regime (eval/serving_regime.hpp): the candidate and the baseline call each
+// captured as R back-to-back calls in one CUDA graph over rotating copies of the weight operand
+// (for a row operator, its input), replayed interleaved; and a streaming read of the same inputs
+// timed the same way, the bandwidth a kernel that only streams its inputs reaches there. Per-call
+// time = replay time / R. Operator-generic: the problem (eval/gate_problem.hpp) supplies the calls.
 #pragma once
 
 #include <cuda.h>
@@ -13,9 +14,8 @@
 #include "eval/cuda_event.hpp"
 #include "eval/cuda_graph.hpp"
 #include "eval/evaluator.hpp"
-#include "eval/gemm_problem.hpp"
+#include "eval/gate_problem.hpp"
 #include "eval/serving_regime.hpp"
-#include "eval/vendor_baseline.hpp"
 
 namespace kd::eval {
 
@@ -26,10 +26,9 @@ struct ServingTimes {
 
 class ServingTimer {
 public:
-  // `args` are the candidate's arguments on set `s` (workspace included); calls replace the weight
-  // operand with each copy in turn. Makes the weight copies (GemmProblem::make_weight_copies).
-  ServingTimer(GemmProblem& problem, VendorBaseline& vendor, const EvalKernels& kernels, CUstream stream,
-               int s, const ServingShape& shape, const kd_gemm_args& args);
+  // Calls run on set `s` with the rotated operand replaced by each copy in turn. Makes the copies
+  // (GateProblem::make_serving_copies).
+  ServingTimer(GateProblem& problem, CUstream stream, int s, const ServingShape& shape);
 
   // Captures the three graphs. nullopt, or why the candidate's calls could not be captured (its
   // launch refused, or the capture invalidated): the text of a launch_failed verdict.
@@ -42,16 +41,10 @@ public:
   const ServingShape& shape() const { return shape_; }
 
 private:
-  kd_gemm_args call_args(int call) const;
-  GemmOperands vendor_operands(int call) const;
-
-  GemmProblem& problem_;
-  VendorBaseline& vendor_;
-  const EvalKernels& kernels_;
+  GateProblem& problem_;
   CUstream stream_;
   int set_;
   ServingShape shape_;
-  kd_gemm_args args_;
   GraphExec candidate_graph_, vendor_graph_, stream_graph_;
   Event ev_[4];
 };

@@ -1,0 +1,205 @@
+#include "builtin/row_family.hpp"
+
+#include <algorithm>
+#include <array>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "builtin/embedded_kernels.hpp"
+#include "builtin/family_rules.hpp"
+
+namespace kd::builtin {
+namespace {
+
+using namespace row_param;
+
+// The kernel's KD_OP and KD_DT numbering is the enums' declaration order.
+static_assert(static_cast<int>(RowOp::rmsnorm) == 0 && static_cast<int>(RowOp::layernorm) == 1 &&
+              static_cast<int>(RowOp::softmax) == 2);
+static_assert(static_cast<int>(DType::f16) == 0 && static_cast<int>(DType::bf16) == 1 &&
+              static_cast<int>(DType::f32) == 2);
+constexpr std::array<std::string_view, 3> kOpNames = {"rmsnorm", "layernorm", "softmax"};
+constexpr std::array<std::string_view, 3> kDTypeNames = {"f16", "bf16", "f32"};
+
+constexpr long long kAccessBytes = 16;      // the widest access
+constexpr long long kWaves = 4;             // kd_row_main's grid cap, in waves of resident blocks
+constexpr long long kSplitWaves = 2;        // a split plan's blocks, in waves
+constexpr long long kSplitMinAccesses = 4;  // per thread and chunk: fewer make the partials dominate
+constexpr long long kSplitRowBytes = 128 * 1024;  // split rows from here, when rows are few
+constexpr long long kManyRowsPerSm = 8;           // rows enough for small groups to fill the GPU
+constexpr long long kMaxGridY = 65535;
+
+long long elem_bytes(const RowShape& s) { return static_cast<long long>(dtype_bytes(s.dtype)); }
+
+// The largest power of two dividing cols with at most 16-byte accesses.
+long long widest_vec(const RowShape& s) {
+  for (long long v = kAccessBytes / elem_bytes(s); v > 1; v /= 2)
+    if (s.cols % v == 0) return v;
+  return 1;
+}
+
+long long pow2_ceil(long long v) {
+  long long p = 1;
+  while (p < v) p *= 2;
+  return p;
+}
+
+// Resident blocks per SM as the threads allow (2048 threads and 32 blocks per SM, sm_80 to sm_90);
+// registers may allow fewer, which the grid-stride loop absorbs.
+long long blocks_per_sm(long long threads) { return std::clamp(2048 / threads, 1LL, 32LL); }
+
+// The most accesses of `vec` elements one thread may hold.
+long long most_accesses(long long vec) { return std::max(1LL, kRowCacheValues / vec); }
+
+// Blocks per row that give about kSplitWaves waves of `threads`-thread blocks, keeping at least
+// kSplitMinAccesses accesses per thread in each chunk.
+long long split_for(const RowShape& s, const Target& t, long long threads, long long vec) {
+  const long long target = kSplitWaves * t.sms * blocks_per_sm(threads);
+  const long long most = (s.cols / vec) / (threads * kSplitMinAccesses);
+  return std::min(ceil_div(target, s.rows), most);
+}
+
+}  // namespace
+
+std::optional<std::string> row_rejects(const RowShape& s) {
+  if (s.rows < 1 || s.cols < 1) return fmt::format("empty tensor ({} rows of {} columns)", s.rows, s.cols);
+  if (s.op == RowOp::softmax && (s.weight || s.bias)) return "softmax takes no weight or bias";
+  if (s.op == RowOp::rmsnorm && s.bias) return "rmsnorm takes no bias";
+  return std::nullopt;
+}
+
+std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
+  const long long vec = widest_vec(s), nvec = s.cols / vec, most = most_accesses(vec);
+  std::vector<Params> out;
+  auto add = [&](long long threads, long long row_threads, long long cache, long long split) {
+    Params p{{kThreads, threads}, {kRowThreads, row_threads}, {kVec, vec},
+             {kCache, cache},     {kSplit, split},            {kPdl, t.cc_major >= 9 ? 1 : 0}};
+    if (row_valid(s, t, p) && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));
+  };
+  // Groups of `row_threads` holding their rows in registers, `threads / row_threads` rows per block.
+  auto held = [&](long long threads, long long row_threads) {
+    add(threads, row_threads, ceil_div(nvec, row_threads), 1);
+  };
+  // The smallest row group that holds a row.
+  const long long group = std::max(32LL, pow2_ceil(ceil_div(nvec, most)));
+
+  if (s.rows < 2 * t.sms && s.cols * elem_bytes(s) >= kSplitRowBytes) {
+    // Too few rows to fill the GPU: blocks share rows, and x is read twice (once per launch). Small
+    // blocks first (H200, 16 x 4M f32 layernorm: 256 threads 259 us, 512 257 us, 1024 263 us, one
+    // block per row 841 us; 8 x 1M bf16: 24, 26, 28 and 140 us).
+    for (const long long threads : {256LL, 512LL, 1024LL}) {
+      const long long split = split_for(s, t, threads, vec);
+      if (split >= 2) add(threads, threads, std::min(4LL, most), split);
+    }
+    add(1024, 1024, std::min(4LL, most), 1);
+    return out;
+  }
+  if (group <= 128) {
+    // Short rows: several per block, in the smallest group that holds one, then in wider ones.
+    held(std::max(256LL, group), group);
+    held(std::max(128LL, group), group);
+    held(std::max(256LL, 2 * group), 2 * group);
+    held(std::max(512LL, 4 * group), 4 * group);
+    return out;
+  }
+  if (group <= 1024) {
+    // A block of `threads` holding its row with about four accesses per thread.
+    const long long threads = std::clamp(pow2_ceil(ceil_div(nvec, 4)), group, 1024LL);
+    if (s.rows >= kManyRowsPerSm * t.sms) {
+      // Many rows: small groups reading x twice (the second time from cache) keep more rows in
+      // flight and reduce faster than big blocks holding them (H200, 4096 x 8192 bf16 layernorm:
+      // 128 threads per row 54 us, a warp 60 us, a 512-thread block holding the row 93 us, 1024
+      // threads 180 us).
+      add(128, 128, most, 1);
+      add(256, 32, most, 1);
+      add(512, 128, most, 1);
+      held(std::min(512LL, threads), std::min(512LL, threads));
+      return out;
+    }
+    // Few rows: a block per row holding it, then one row per half of a larger block, then fewer
+    // accesses; the last reads x twice with a small block.
+    held(threads, threads);
+    held(std::min(1024LL, 2 * threads), threads);
+    held(std::min(1024LL, 2 * threads), std::min(1024LL, 2 * threads));
+    add(128, 128, most, 1);
+    return out;
+  }
+  // Long rows, read twice (H200, 4096 x 65536 f32 softmax: 1024 threads 764 us, 512 779 us, 256
+  // 812 us).
+  add(1024, 1024, std::min(4LL, most), 1);
+  add(512, 512, most, 1);
+  add(256, 256, most, 1);
+  return out;
+}
+
+Params row_complete(const RowShape& s, const Target& t, Params p) {
+  if (!p.contains(kVec)) p[kVec] = widest_vec(s);
+  if (!p.contains(kThreads)) p[kThreads] = 256;
+  if (!p.contains(kRowThreads)) p[kRowThreads] = p[kThreads];
+  if (!p.contains(kSplit)) p[kSplit] = 1;
+  if (!p.contains(kPdl)) p[kPdl] = t.cc_major >= 9 ? 1 : 0;
+  if (!p.contains(kCache)) {
+    const long long vec = std::max(1LL, p[kVec]);
+    const long long segment = ceil_div(s.cols / vec, std::max(1LL, p[kSplit]));
+    p[kCache] = std::min(most_accesses(vec), ceil_div(segment, std::max(1LL, p[kRowThreads])));
+  }
+  return p;
+}
+
+bool row_valid(const RowShape& s, const Target& t, const Params& p) {
+  if (row_rejects(s)) return false;
+  const long long threads = param(p, kThreads), row_threads = param(p, kRowThreads), vec = param(p, kVec);
+  const long long cache = param(p, kCache), split = param(p, kSplit), pdl = param(p, kPdl);
+  if (threads < 32 || threads > 1024 || threads % 32) return false;
+  if (row_threads < 32 || row_threads % 32 || threads % row_threads) return false;
+  if (vec < 1 || (vec & (vec - 1)) || vec * elem_bytes(s) > kAccessBytes || s.cols % vec) return false;
+  if (cache < 1 || vec * cache > kRowCacheValues) return false;
+  if (pdl != 0 && pdl != 1) return false;
+  if (pdl == 1 && t.cc_major < 9) return false;  // griddepcontrol is sm_90's
+  if (split < 1 || split > kMaxGridY) return false;
+  if (split > 1 && (row_threads != threads || s.rows > kMaxGridY || split > s.cols / vec)) return false;
+  return true;
+}
+
+LaunchPlan row_plan(const RowShape& s, const Target& t, const Params& p) {
+  const long long threads = param(p, kThreads), split = param(p, kSplit);
+  const bool pdl = param(p, kPdl) == 1;
+  LaunchPlan plan;
+  if (split <= 1) {
+    const long long rows_per_block = threads / param(p, kRowThreads);
+    LaunchSpec main;
+    main.entry = "kd_row_main";
+    main.grid = {u32(std::min(ceil_div(s.rows, rows_per_block), kWaves * t.sms * blocks_per_sm(threads))), 1, 1};
+    main.block = {u32(threads), 1, 1};
+    main.pdl = pdl;
+    plan.launches.push_back(main);
+    return plan;
+  }
+  LaunchSpec partial;
+  partial.entry = "kd_row_partial";
+  partial.grid = {u32(split), u32(s.rows), 1};
+  partial.block = {u32(threads), 1, 1};
+  partial.pdl = pdl;
+  LaunchSpec finish = partial;
+  finish.entry = "kd_row_finish";  // waits for the partials in every case; as a dependent it starts sooner
+  plan.launches = {partial, finish};
+  plan.workspace_bytes = static_cast<std::uint64_t>(s.rows * split * 16);  // one float4 per chunk
+  return plan;
+}
+
+std::string row_render(const RowShape& s, const Target& t, const Params& p) {
+  const auto op = static_cast<std::size_t>(s.op), dt = static_cast<std::size_t>(s.dtype);
+  std::ostringstream src;
+  src << "// kdispatch builtin family " << kRowFamilyName << ": " << describe(p) << "\n";
+  src << fmt::format("// shape: {} rows={} cols={} dtype={} weight={} bias={}\n", kOpNames.at(op), s.rows, s.cols,
+                     kDTypeNames.at(dt), s.weight ? 1 : 0, s.bias ? 1 : 0);
+  src << "// kdispatch:plan " << plan_to_json(row_plan(s, t, p)) << "\n";
+  src << fmt::format("#define KD_OP {}\n#define KD_DT {}\n#define KD_HAS_W {}\n#define KD_HAS_B {}\n", op, dt,
+                     s.weight ? 1 : 0, s.bias ? 1 : 0);
+  for (const auto& [name, value] : p) src << "#define " << name << " " << value << "\n";
+  src << embedded_kernel("row_reduce.cu");
+  return src.str();
+}
+
+}  // namespace kd::builtin

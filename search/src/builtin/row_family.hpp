@@ -1,0 +1,73 @@
+// The builtin family for row operators (issue 33): row_reduce, rmsnorm, layernorm and softmax over the
+// last dimension (kernels/row_reduce.cu, the contract in <kdispatch/rowop.cuh>). Its host rules are
+// the GEMM families' (family.hpp) for a RowShape instead of a GemmKey: what it rejects, round-0 seeds,
+// completion, validity, the launch plan and the rendered source.
+//
+// Required alignment: x, y, weight and bias start on 16-byte boundaries (kRowAlignmentBytes); every
+// row then starts on a KD_VEC-element boundary because KD_VEC divides cols.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "builtin/family.hpp"
+#include "key/row_shape.hpp"
+#include "plan/launch_plan.hpp"
+
+namespace kd::builtin {
+
+inline constexpr std::string_view kRowFamilyName = "row_reduce";
+inline constexpr std::size_t kRowAlignmentBytes = 16;
+
+// The most elements one thread holds in registers (KD_VEC * KD_CACHE): the kernel caps registers at
+// 64 per thread (at least 1024 resident threads per SM), and there ptxas holds 24 f32 values without
+// spilling in every op and dtype (32 spill for bf16 and for layernorm with weight and bias).
+inline constexpr long long kRowCacheValues = 24;
+
+// The family's named parameters (the kernel's KD_* macros besides KD_OP, KD_DT, KD_HAS_W and KD_HAS_B,
+// which come from the shape at render time).
+namespace row_param {
+inline constexpr char kThreads[] = "KD_THREADS";         // block size
+inline constexpr char kRowThreads[] = "KD_ROW_THREADS";  // threads per row: 32 .. KD_THREADS
+inline constexpr char kVec[] = "KD_VEC";                 // elements per access
+inline constexpr char kCache[] = "KD_CACHE";             // accesses per thread held in registers
+inline constexpr char kSplit[] = "KD_SPLIT";             // blocks per row (> 1: two launches)
+inline constexpr char kPdl[] = "KD_PDL";                 // 1: the first launch may overlap the previous kernel
+}  // namespace row_param
+
+// Why the family cannot compute `shape`, or nullopt. It serves every dtype, op and size of a valid
+// RowShape; it rejects only shapes the operator does not define (no rows or columns, softmax with a
+// weight or bias, rmsnorm with a bias).
+std::optional<std::string> row_rejects(const RowShape& shape);
+
+// Round-0 configurations for `shape` (not rejected), 3 to 6, best guess first, each complete and
+// valid on `target`, by the smallest power-of-two row group that holds a row in registers: up to 128
+// threads, several rows per block in such groups; up to 1024, small groups that read x twice when
+// rows are many (8 per SM), else a block per row holding it; beyond, a block per row reading x
+// twice. Rows of at least 128 KiB, fewer than two per SM, are split across blocks instead.
+std::vector<Params> row_seeds(const RowShape& shape, const Target& target);
+
+// `params` with the parameters it lacks filled in: KD_VEC the widest access cols allows, KD_THREADS
+// 256, KD_ROW_THREADS KD_THREADS, KD_SPLIT 1, KD_PDL 1 on sm_90+, KD_CACHE the fewest accesses that
+// hold a row (or chunk), at most kRowCacheValues / KD_VEC. Present ones are kept.
+Params row_complete(const RowShape& shape, const Target& target, Params params);
+
+// Whether `params` is legal for `shape` on `target`: block and row-group sizes, KD_VEC dividing cols
+// within 16 bytes, the register cache within kRowCacheValues, split rows in whole blocks with a grid
+// row per row and at least one access per chunk, KD_PDL only on sm_90+.
+bool row_valid(const RowShape& shape, const Target& target, const Params& params);
+
+// KD_SPLIT == 1: kd_row_main over at most four waves of blocks (grid-stride beyond). KD_SPLIT > 1:
+// kd_row_partial then kd_row_finish, each grid [KD_SPLIT, rows], workspace rows * KD_SPLIT * 16
+// bytes. With KD_PDL == 1 every launch is a programmatic dependent. Requires row_valid.
+LaunchPlan row_plan(const RowShape& shape, const Target& target, const Params& params);
+
+// The complete candidate source: a header naming the family, its parameters and the shape, the
+// `kdispatch:plan` comment, the #defines (KD_OP, KD_DT, KD_HAS_W, KD_HAS_B from the shape, then
+// `params`), then kernels/row_reduce.cu. Deterministic for equal inputs.
+std::string row_render(const RowShape& shape, const Target& target, const Params& params);
+
+}  // namespace kd::builtin

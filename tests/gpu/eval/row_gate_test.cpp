@@ -1,0 +1,154 @@
+// The validation gate for row operators (issue 33) on a GPU, through the same worker process and
+// the same gate as GEMMs: correct rmsnorm, layernorm and softmax kernels pass; kernels written to
+// skip a row, write past the last row, store into x or compute the variance in one pass are
+// rejected with the rule named (the single pass on the trial of mean 1000 and std 0.1); the builtin
+// row_reduce family's seeds pass at transformer shapes and the issue's KernelBench shape, with their
+// times against the baseline printed.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "builtin/row_family.hpp"
+#include "compile/nvrtc_compiler.hpp"
+#include "cuda/device.hpp"
+#include "eval/evaluator.hpp"
+#include "key/row_key.hpp"
+#include "support/gpu.hpp"
+#include "support/temp_dir.hpp"
+#include "test_kernels.hpp"
+#include "worker/worker_parent.hpp"
+
+namespace kd::eval {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr const char* kLayerNorm = "layernorm dtype=f32 rows=300 cols=1000 weight=1 bias=1";
+constexpr const char* kLayerNormPlain = "layernorm dtype=f32 rows=64 cols=777 weight=0 bias=0";
+constexpr const char* kRmsNorm = "rmsnorm dtype=f32 rows=257 cols=4096 weight=1";
+constexpr const char* kSoftmax = "softmax dtype=f32 rows=128 cols=3000";
+
+EvalOptions row_test_options() {
+  EvalOptions o;
+  o.timing_budget = 200ms;
+  o.min_timed_runs = 10;
+  o.max_timed_runs = 60;
+  o.serving_budget = 300ms;
+  return o;
+}
+
+worker::WorkerSpawn row_gate_worker(const test::TempDir& dir) {
+  worker::WorkerSpawn spawn;
+  spawn.argv = {std::filesystem::read_symlink("/proc/self/exe").string(), "--kd-worker", "--device", "0",
+                "--roofline-dir", (dir.path() / "roofline").string()};
+  return spawn;
+}
+
+Verdict evaluate_source(worker::WorkerParent& parent, const std::string& source, const std::string& name,
+                        const std::string& key, const std::string& arch) {
+  const search::CompileOutput out = search::compile_cuda({.source = source, .name = name + ".cu", .arch = arch});
+  EXPECT_EQ(out.status, search::CompileStatus::ok) << name << ": " << out.log;
+  auto plan = parse_plan_from_source(source);
+  EXPECT_TRUE(std::holds_alternative<LaunchPlan>(plan)) << name;
+  EvalRequest r;
+  r.key_line = key;
+  r.cubin = out.cubin;
+  if (auto* p = std::get_if<LaunchPlan>(&plan)) r.plan = *p;
+  r.options = row_test_options();
+  return parent.evaluate(r, 60s);
+}
+
+TEST(GpuEvalRowGate, RuleBreakersAreRejectedByNameAndCorrectKernelsPass) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  test::TempDir dir;
+  worker::WorkerParent parent(row_gate_worker(dir));
+  parent.ensure_started();
+  struct Case {
+    const char* kernel;
+    const char* key;
+    std::optional<Rule> expect;
+    const char* detail_has = "";
+  };
+  const std::vector<Case> cases = {
+      {"row_layernorm_f32", kLayerNorm, std::nullopt},
+      {"row_layernorm_f32", kLayerNormPlain, std::nullopt},
+      {"row_rmsnorm_f32", kRmsNorm, std::nullopt},
+      {"row_softmax_f32", kSoftmax, std::nullopt},
+      {"row_single_pass_layernorm", kLayerNorm, Rule::wrong_result, "mean 1000, std 0.1"},
+      {"row_skips_last_row", kLayerNorm, Rule::unwritten_output, "1000 of 300000"},
+      {"row_writes_past_rows", kLayerNorm, Rule::guard_band_overwritten, ""},
+      {"row_modifies_input", kLayerNorm, Rule::input_modified, "x"},
+  };
+  std::printf("\n%-28s %-56s %-24s %s\n", "kernel", "key", "verdict", "detail");
+  for (const Case& c : cases) {
+    const Verdict v = evaluate_source(parent, std::string(test::test_kernel(c.kernel)), c.kernel, c.key, dev.arch);
+    std::printf("%-28s %-56s %-24s %s\n", c.kernel, c.key, std::string(to_string(v.rule)).c_str(),
+                v.detail.substr(0, 140).c_str());
+    if (c.expect) {
+      EXPECT_EQ(v.rule, *c.expect) << c.kernel << " on " << c.key << ": " << v.detail;
+      EXPECT_NE(v.detail.find(c.detail_has), std::string::npos) << c.kernel << ": " << v.detail;
+    } else {
+      EXPECT_TRUE(v.correct()) << c.kernel << " on " << c.key << ": " << to_string(v.rule) << " " << v.detail;
+      std::printf("  worst error max_rel %.3g norm_rel %.3g (baseline %.3g %.3g)\n", v.candidate_error.max_rel,
+                  v.candidate_error.norm_rel, v.vendor_error.max_rel, v.vendor_error.norm_rel);
+    }
+  }
+  EXPECT_EQ(parent.restarts(), 0);
+}
+
+// The builtin row_reduce family: every seed through the whole gate at transformer shapes and the
+// issue's KernelBench LayerNorm (16 x 64*256*256 in f32), with its serving-regime time against the
+// baseline and the share of the measured copy bandwidth its minimum bytes reach.
+TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  const builtin::Target target = builtin::Target::from(dev);
+  test::TempDir dir;
+  worker::WorkerParent parent(row_gate_worker(dir));
+  parent.ensure_started();
+  const std::vector<std::string> lines = {
+      "rmsnorm dtype=bf16 rows=16 cols=4096 weight=1",
+      "rmsnorm dtype=bf16 rows=4096 cols=4096 weight=1",
+      "rmsnorm dtype=f32 rows=3 cols=1000 weight=0",
+      "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1",
+      "layernorm dtype=bf16 rows=16384 cols=8192 weight=1 bias=1",
+      "layernorm dtype=f32 rows=16 cols=4194304 weight=1 bias=1",
+      "softmax dtype=f16 rows=2048 cols=128",
+      "softmax dtype=bf16 rows=1024 cols=32768",
+      "softmax dtype=f32 rows=4096 cols=65536",
+  };
+  int evaluated = 0;
+  std::printf("\n%-58s %-70s %-12s %9s %9s %7s %6s\n", "key", "params", "verdict", "cand us", "base us", "ratio",
+              "%bw");
+  for (const std::string& line : lines) {
+    const auto parsed = parse_op_key(line);
+    ASSERT_TRUE(std::holds_alternative<OpKey>(parsed)) << line;
+    const RowShape shape = std::get<RowKey>(std::get<OpKey>(parsed)).shape();
+    ASSERT_FALSE(builtin::row_rejects(shape).has_value()) << line;
+    for (const builtin::Params& p : builtin::row_seeds(shape, target)) {
+      ASSERT_TRUE(builtin::row_valid(shape, target, p)) << builtin::describe(p);
+      const std::string source = builtin::row_render(shape, target, p);
+      const Verdict v = evaluate_source(parent, source, "row_reduce", line, dev.arch);
+      const double cand = v.candidate_time ? v.candidate_time->median_us : 0.0;
+      const double base = v.baseline_time ? v.baseline_time->median_us : 0.0;
+      const double bw = cand > 0.0 && v.floor_us > 0.0 ? 100.0 * v.floor_us / cand : 0.0;
+      std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%%\n", line.c_str(), builtin::describe(p).c_str(),
+                  std::string(to_string(v.rule)).c_str(), cand, base, cand > 0.0 ? base / cand : 0.0, bw);
+      EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
+                               << v.detail;
+      ++evaluated;
+    }
+  }
+  EXPECT_GE(evaluated, 18);
+  EXPECT_EQ(parent.restarts(), 0);
+}
+
+}  // namespace
+}  // namespace kd::eval

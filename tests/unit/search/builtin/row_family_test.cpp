@@ -1,0 +1,221 @@
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "builtin/embedded_kernels.hpp"
+#include "builtin/family_rules.hpp"
+#include "builtin/row_family.hpp"
+#include "family_checks.hpp"
+#include "plan/launch_plan.hpp"
+
+namespace kd::builtin {
+namespace {
+
+using namespace row_param;
+
+RowShape shape(RowOp op, DType dtype, long long rows, long long cols, bool weight = false, bool bias = false) {
+  RowShape s;
+  s.op = op;
+  s.dtype = dtype;
+  s.rows = rows;
+  s.cols = cols;
+  s.weight = weight;
+  s.bias = bias;
+  return s;
+}
+
+// The shapes: small and large rows, few and many, every op and dtype.
+const RowShape kRmsBf16 = shape(RowOp::rmsnorm, DType::bf16, 16, 4096, true);
+const RowShape kKernelBench = shape(RowOp::layernorm, DType::f32, 16, 4194304, true, true);
+const RowShape kLnBf16 = shape(RowOp::layernorm, DType::bf16, 4096, 8192, true, true);
+const RowShape kSoftmaxF32 = shape(RowOp::softmax, DType::f32, 4096, 65536);
+const RowShape kSoftmaxF16 = shape(RowOp::softmax, DType::f16, 1, 128);
+const RowShape kRmsF32 = shape(RowOp::rmsnorm, DType::f32, 3, 1000);
+const RowShape kOddF16 = shape(RowOp::layernorm, DType::f16, 5, 1001, true);  // only 2-byte accesses
+const RowShape kShapes[] = {kRmsBf16, kKernelBench, kLnBf16, kSoftmaxF32, kSoftmaxF16, kRmsF32, kOddF16};
+
+std::vector<Params> completed_seeds(const RowShape& s, const Target& t) {
+  std::vector<Params> out;
+  for (const Params& p : row_seeds(s, t)) out.push_back(row_complete(s, t, p));
+  return out;
+}
+
+std::string name_of(const RowShape& s) {
+  return std::to_string(static_cast<int>(s.op)) + "/" + std::to_string(static_cast<int>(s.dtype)) + " " +
+         std::to_string(s.rows) + "x" + std::to_string(s.cols);
+}
+
+TEST(RowReduce, KernelSourceIsEmbeddedWithItsEntries) {
+  const std::string_view src = embedded_kernel("row_reduce.cu");
+  for (const char* entry : {"kd_row_main(", "kd_row_partial(", "kd_row_finish(", "<kdispatch/rowop.cuh>"})
+    EXPECT_NE(src.find(entry), std::string_view::npos) << entry;
+}
+
+TEST(RowReduce, RejectsOnlyWhatTheOperatorDoesNotDefine) {
+  for (const RowShape& s : kShapes) EXPECT_FALSE(row_rejects(s).has_value()) << name_of(s);
+  EXPECT_TRUE(row_rejects(shape(RowOp::softmax, DType::f32, 4, 64, true)).has_value());
+  EXPECT_TRUE(row_rejects(shape(RowOp::rmsnorm, DType::f32, 4, 64, true, true)).has_value());
+  EXPECT_TRUE(row_rejects(shape(RowOp::layernorm, DType::f32, 0, 64)).has_value());
+}
+
+// Every seed is complete and valid, and its plan, parsed back from the rendered source, covers the
+// rows: one launch without workspace, or a split's two launches over [split, rows] with one float4 of
+// workspace per chunk; all of them programmatic dependents on sm_90.
+TEST(RowReduce, SeedsAreValidAndTheirPlansCoverTheRows) {
+  const Target t;
+  for (const RowShape& s : kShapes) {
+    const auto seeds = completed_seeds(s, t);
+    EXPECT_GE(seeds.size(), 3u) << name_of(s);
+    EXPECT_LE(seeds.size(), 6u) << name_of(s);
+    for (const Params& p : seeds) {
+      const std::string what = name_of(s) + " " + describe(p);
+      ASSERT_TRUE(row_valid(s, t, p)) << what;
+      EXPECT_EQ(row_complete(s, t, p), p) << what;
+      EXPECT_EQ(p.at(kPdl), 1) << what;
+      EXPECT_EQ(s.cols % p.at(kVec), 0) << what;
+      const std::string src = row_render(s, t, p);
+      EXPECT_EQ(src, row_render(s, t, p));
+      const auto parsed = parse_plan_from_source(src);
+      ASSERT_TRUE(std::holds_alternative<LaunchPlan>(parsed)) << what;
+      const LaunchPlan& plan = std::get<LaunchPlan>(parsed);
+      EXPECT_EQ(plan, row_plan(s, t, p)) << what;
+      const long long split = p.at(kSplit);
+      EXPECT_EQ(plan.workspace_bytes > 0, split > 1) << what;
+      for (const LaunchSpec& l : plan.launches) {
+        EXPECT_EQ(l.block[0], p.at(kThreads)) << what;
+        EXPECT_TRUE(l.pdl) << what;
+      }
+      if (split > 1) {
+        ASSERT_EQ(plan.launches.size(), 2u) << what;
+        EXPECT_EQ(plan.launches[0].entry, "kd_row_partial");
+        EXPECT_EQ(plan.launches[1].entry, "kd_row_finish");
+        for (const LaunchSpec& l : plan.launches) {
+          EXPECT_EQ(l.grid[0], split) << what;
+          EXPECT_EQ(l.grid[1], s.rows) << what;
+        }
+        EXPECT_EQ(plan.workspace_bytes, static_cast<std::uint64_t>(s.rows * split * 16)) << what;
+        EXPECT_GE(s.cols / p.at(kVec) / split, p.at(kThreads)) << what << ": a chunk gives every thread an access";
+      } else {
+        ASSERT_EQ(plan.launches.size(), 1u) << what;
+        EXPECT_EQ(plan.launches[0].entry, "kd_row_main");
+        const long long rows_per_block = p.at(kThreads) / p.at(kRowThreads);
+        const long long blocks = plan.launches[0].grid[0];
+        EXPECT_GE(blocks, 1) << what;
+        EXPECT_LE(blocks, ceil_div(s.rows, rows_per_block)) << what << ": no block without a row";
+        EXPECT_LE(blocks, 4 * t.sms * 32) << what;
+      }
+    }
+  }
+}
+
+bool holds_row(const RowShape& s, const Params& p) {
+  return s.cols <= p.at(kRowThreads) * p.at(kVec) * p.at(kCache);
+}
+
+TEST(RowReduce, SeedsFollowTheRowLength) {
+  const Target t;
+  // The KernelBench shape: 16 rows of 16 MiB leave a block per row on 16 SMs; every seed but the
+  // last splits rows into a few waves of blocks.
+  const auto kb = completed_seeds(kKernelBench, t);
+  ASSERT_GE(kb.size(), 3u);
+  for (std::size_t i = 0; i + 1 < kb.size(); ++i) {
+    EXPECT_GT(kb[i].at(kSplit), 1) << describe(kb[i]);
+    const long long blocks = kKernelBench.rows * kb[i].at(kSplit);
+    const long long resident = t.sms * (2048 / kb[i].at(kThreads));
+    EXPECT_GE(blocks, resident) << describe(kb[i]);
+    EXPECT_LE(blocks, 4 * resident) << describe(kb[i]);
+  }
+  EXPECT_EQ(kb.back().at(kSplit), 1);
+  // Short rows: several rows per block first, each held by the smallest group that can (a warp for
+  // 128 columns; 1000 f32 columns take 6 accesses of 4 in 42 threads, so 64).
+  for (const auto& [s, group] : {std::pair{kSoftmaxF16, 32}, std::pair{kRmsF32, 64}}) {
+    const Params first = completed_seeds(s, t).front();
+    EXPECT_EQ(first.at(kRowThreads), group) << name_of(s);
+    EXPECT_GT(first.at(kThreads), first.at(kRowThreads)) << name_of(s);
+    EXPECT_TRUE(holds_row(s, first)) << name_of(s);
+  }
+  // Rows of 16 KiB, 16-byte accesses: 4096 of them go to small groups reading x twice first, with a
+  // block holding its row among the seeds; 64 of them to a block per row holding it.
+  const auto ln = completed_seeds(kLnBf16, t);
+  EXPECT_EQ(ln.front().at(kRowThreads), 128);
+  EXPECT_EQ(ln.front().at(kVec), 8);
+  EXPECT_FALSE(holds_row(kLnBf16, ln.front()));
+  EXPECT_TRUE(std::any_of(ln.begin(), ln.end(), [](const Params& p) { return holds_row(kLnBf16, p); }));
+  RowShape few = kLnBf16;
+  few.rows = 64;
+  const Params held = completed_seeds(few, t).front();
+  EXPECT_EQ(held.at(kRowThreads), held.at(kThreads));
+  EXPECT_TRUE(holds_row(few, held));
+  // Rows of 256 KiB fit no register cache: read twice, no split with 4096 rows.
+  for (const Params& p : completed_seeds(kSoftmaxF32, t)) {
+    EXPECT_FALSE(holds_row(kSoftmaxF32, p)) << describe(p);
+    EXPECT_EQ(p.at(kSplit), 1) << describe(p);
+  }
+  // 1001 columns of f16: one element per access.
+  EXPECT_EQ(completed_seeds(kOddF16, t).front().at(kVec), 1);
+}
+
+TEST(RowReduce, ValidRejectsIllegalParameters) {
+  const Target t;
+  const Params good = completed_seeds(kLnBf16, t).front();
+  ASSERT_TRUE(row_valid(kLnBf16, t, good));
+  auto with = [&](const char* name, long long value) {
+    Params p = good;
+    p[name] = value;
+    return p;
+  };
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kThreads, 2048)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kRowThreads, 48)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kVec, 16))) << "32-byte accesses";
+  EXPECT_FALSE(row_valid(kOddF16, t, row_complete(kOddF16, t, {{kVec, 2}}))) << "2 does not divide 1001";
+  Params split = with(kSplit, 4);
+  split[kRowThreads] = 32;
+  EXPECT_FALSE(row_valid(kLnBf16, t, split)) << "a split row takes whole blocks";
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kSplit, 100000)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kPdl, 2)));
+  // The register cache: 24 elements per thread (3 accesses of 8 bf16).
+  EXPECT_TRUE(row_valid(kLnBf16, t, with(kCache, 3)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCache, 4)));
+
+  Target ampere;
+  ampere.arch = "sm_80";
+  ampere.cc_major = 8;
+  ampere.sms = 108;
+  EXPECT_FALSE(row_valid(kLnBf16, ampere, good)) << "griddepcontrol needs sm_90";
+  for (const Params& p : completed_seeds(kKernelBench, ampere)) {
+    EXPECT_EQ(p.at(kPdl), 0);
+    EXPECT_TRUE(row_valid(kKernelBench, ampere, p)) << describe(p);
+    for (const LaunchSpec& l : row_plan(kKernelBench, ampere, p).launches) EXPECT_FALSE(l.pdl);
+  }
+}
+
+TEST(RowReduce, RenderDefinesTheShapeAndParameters) {
+  const Target t;
+  const Params p = completed_seeds(kKernelBench, t).front();
+  const std::string src = row_render(kKernelBench, t, p);
+  EXPECT_EQ(src.rfind("// kdispatch builtin family row_reduce: ", 0), 0u);
+  for (const char* line : {"#define KD_OP 1\n", "#define KD_DT 2\n", "#define KD_HAS_W 1\n", "#define KD_HAS_B 1\n"})
+    EXPECT_NE(src.find(line), std::string::npos) << line;
+  EXPECT_NE(src.find("#define KD_SPLIT " + std::to_string(p.at(kSplit)) + "\n"), std::string::npos);
+  EXPECT_NE(src.find(std::string(embedded_kernel("row_reduce.cu"))), std::string::npos);
+}
+
+// Every seed of two shapes (the KernelBench split layernorm in f32, the warp-per-row softmax in f16)
+// and the first of the bf16 rmsnorm: every op, dtype and entry point, under 10 NVRTC programs.
+TEST(RowReduce, SeedsCompileWithNvrtcWithoutSpills) {
+  const Target t;
+  std::vector<std::string> sources;
+  for (const RowShape& s : {kKernelBench, kSoftmaxF16})
+    for (const Params& p : completed_seeds(s, t)) sources.push_back(row_render(s, t, p));
+  sources.push_back(row_render(kRmsBf16, t, completed_seeds(kRmsBf16, t).front()));
+  EXPECT_LE(sources.size(), 10u);
+  test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/false);
+}
+
+}  // namespace
+}  // namespace kd::builtin
