@@ -177,7 +177,7 @@ Verdict Evaluator::evaluate(const EvalRequest& request) {
       problem = std::make_unique<GemmProblem>(*gemm, candidate.workspace_bytes(), *im.kernels, im.stream, l2);
     else
       problem = std::make_unique<RowProblem>(std::get<RowKey>(op).shape(), candidate.workspace_bytes(), *im.kernels,
-                                             im.stream, l2);
+                                             im.stream, l2, im.config.device_ordinal);
     v = run_gate_and_timing(ctx, *problem, candidate);
     if (v.rule == Rule::crashed) im.probe_context_lost();
   } catch (const Error& e) {

@@ -256,6 +256,7 @@ private:
     verdict_.floor_us = problem_.floor_us(ctx_.roofline);
     if (auto f = run_isolated_timing()) return f;
     if (auto f = run_serving_timing()) return f;
+    use_external_baseline();
     verdict_.sm_clock_mhz = problem_.probe_sm_clock_mhz();
     const bool faster = compare_with_baseline(*verdict_.candidate_time, *verdict_.baseline_time,
                                               ctx_.options.win_margin) == BaselineComparison::faster;
@@ -263,10 +264,23 @@ private:
     const TimeStats& ic = *verdict_.isolated_candidate_time;
     const TimeStats& ib = *verdict_.isolated_baseline_time;
     verdict_.detail = fmt::format(
-        "serving: median {:.2f} us (IQR {:.2f}) vs vendor {:.2f} us (IQR {:.2f}); isolated: {:.2f} vs {:.2f} us",
-        verdict_.candidate_time->median_us, verdict_.candidate_time->spread_us(), verdict_.baseline_time->median_us,
+        "serving: median {:.2f} us (IQR {:.2f}) vs {} {:.2f} us (IQR {:.2f}); isolated: {:.2f} vs {:.2f} us",
+        verdict_.candidate_time->median_us, verdict_.candidate_time->spread_us(),
+        verdict_.baseline_name.empty() ? "vendor" : verdict_.baseline_name, verdict_.baseline_time->median_us,
         verdict_.baseline_time->spread_us(), ic.median_us, ib.median_us);
     return std::nullopt;
+  }
+
+  // A baseline timed outside the evaluator replaces the baseline call's times (eval/gate_problem.hpp).
+  void use_external_baseline() {
+    auto external = problem_.external_baseline();
+    if (auto* e = std::get_if<ExternalBaseline>(&external)) {
+      verdict_.baseline_time = e->serving;
+      verdict_.isolated_baseline_time = e->isolated;
+      verdict_.baseline_name = e->name;
+    } else if (auto* why = std::get_if<std::string>(&external)) {
+      verdict_.baseline_name = "the evaluator's f32 stand-in (" + *why + ")";
+    }
   }
 
   // A time under kRooflineSlack of the floor is impossible (measured ceilings are not exact; the

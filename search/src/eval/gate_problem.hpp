@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <span>
+#include <variant>
 #include <string>
 #include <string_view>
 
@@ -37,6 +38,12 @@ struct RunFindings {
   bool inputs_changed = false;
   std::string changed_inputs;  // "A, bias"
   CompareStats compare;
+};
+
+// Baseline times measured outside the evaluator (a row operator's framework kernel).
+struct ExternalBaseline {
+  std::string name;
+  TimeStats serving, isolated;
 };
 
 class GateProblem {
@@ -93,6 +100,12 @@ public:
   // Enqueues the baseline's call `call` on its copy, and a streaming read of what that call reads.
   virtual void serving_baseline(int s, int call) = 0;
   virtual void serving_stream_read(int s, int call) = 0;
+
+  // The baseline's times when they come from outside the evaluator: they replace the baseline
+  // call's times in the ranking and the second figure. monostate: the baseline call is the
+  // baseline (GEMM: the intercepted cuBLAS call); a string: there should be an external baseline
+  // but there is none, and why (the baseline call's times stand in).
+  virtual std::variant<std::monostate, ExternalBaseline, std::string> external_baseline() { return std::monostate{}; }
 };
 
 }  // namespace kd::eval

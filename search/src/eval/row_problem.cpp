@@ -7,6 +7,8 @@
 
 #include "common/error.hpp"
 #include "cuda/driver.hpp"
+#include "eval/framework_baseline.hpp"
+#include "eval/timing_stats.hpp"
 #include "key/row_key.hpp"
 
 namespace kd::eval {
@@ -58,8 +60,8 @@ Tolerance row_tolerance(const RowShape& shape, double factor) {
 }
 
 RowProblem::RowProblem(const RowShape& shape, std::uint64_t workspace_bytes, const EvalKernels& kernels,
-                       CUstream stream, std::uint64_t l2_bytes)
-    : shape_(shape), k_(kernels), stream_(stream), workspace_bytes_(workspace_bytes) {
+                       CUstream stream, std::uint64_t l2_bytes, int device_ordinal)
+    : shape_(shape), k_(kernels), stream_(stream), workspace_bytes_(workspace_bytes), device_ordinal_(device_ordinal) {
   const std::uint64_t elem = dtype_bytes(shape.dtype);
   const std::uint64_t tensor_bytes = static_cast<std::uint64_t>(shape.rows * shape.cols) * elem;
   const std::uint64_t vector_bytes = static_cast<std::uint64_t>(shape.cols) * elem;
@@ -299,6 +301,17 @@ void RowProblem::serving_stream_read(int s, int call) {
   const std::uint64_t w_bytes = shape_.weight ? round_up(static_cast<std::uint64_t>(shape_.cols) * dtype_bytes(shape_.dtype), 16) : 0;
   k_.stream_read(stream_, x_copy(s, call), x_bytes, shape_.weight ? o.w.body() : o.x.body(), w_bytes,
                  scratch_.get() + kStreamSinkAt);
+}
+
+}  // namespace kd::eval
+
+namespace kd::eval {
+
+std::variant<std::monostate, ExternalBaseline, std::string> RowProblem::external_baseline() {
+  auto times = framework_times(shape_, device_ordinal_);
+  if (auto* why = std::get_if<std::string>(&times)) return std::move(*why);
+  FrameworkTimes& t = std::get<FrameworkTimes>(times);
+  return ExternalBaseline{t.name, summarize(t.serving_us), summarize(t.isolated_us)};
 }
 
 }  // namespace kd::eval

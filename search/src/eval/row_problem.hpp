@@ -37,7 +37,7 @@ class RowProblem final : public GateProblem {
 public:
   // Allocates everything for `shape`; throws kd::Error (cuda) when memory runs out.
   RowProblem(const RowShape& shape, std::uint64_t workspace_bytes, const EvalKernels& kernels, CUstream stream,
-             std::uint64_t l2_bytes);
+             std::uint64_t l2_bytes, int device_ordinal);
 
   std::string shape_line() const override;
   long long outputs() const override { return shape_.rows * shape_.cols; }
@@ -63,6 +63,8 @@ public:
   KernelArgs serving_args(int s, int call) const override;
   void serving_baseline(int s, int call) override;
   void serving_stream_read(int s, int call) override;
+  // PyTorch's kernel for the key (eval/framework_baseline.hpp), timed beside the evaluator.
+  std::variant<std::monostate, ExternalBaseline, std::string> external_baseline() override;
 
 private:
   struct Set {
@@ -90,6 +92,7 @@ private:
   ServingShape serving_;
   std::uint64_t workspace_bytes_ = 0;
   double ref_sum_sq_ = 0.0;
+  int device_ordinal_ = 0;
 };
 
 }  // namespace kd::eval

@@ -97,6 +97,7 @@ nlohmann::json to_json(const Verdict& v) {
   j["regime"] = std::string(to_string(v.regime));
   if (v.isolated_candidate_time) j["isolated_candidate_time"] = time_json(*v.isolated_candidate_time);
   if (v.isolated_baseline_time) j["isolated_baseline_time"] = time_json(*v.isolated_baseline_time);
+  if (!v.baseline_name.empty()) j["baseline_name"] = v.baseline_name;
   if (v.stream_us > 0) j["stream_us"] = v.stream_us;
   if (v.serving_calls > 0) {
     j["serving_calls"] = v.serving_calls;
@@ -132,6 +133,7 @@ Verdict verdict_from_json(const nlohmann::json& j) {
     v.regime = j.value("regime", std::string("isolated")) == "serving" ? TimingRegime::serving : TimingRegime::isolated;
     if (j.contains("isolated_candidate_time")) v.isolated_candidate_time = time_from(j.at("isolated_candidate_time"));
     if (j.contains("isolated_baseline_time")) v.isolated_baseline_time = time_from(j.at("isolated_baseline_time"));
+    if (j.contains("baseline_name")) v.baseline_name = j.at("baseline_name").get<std::string>();
     v.stream_us = j.value("stream_us", 0.0);
     v.serving_calls = j.value("serving_calls", 0);
     v.serving_copies = j.value("serving_copies", 0);

@@ -89,6 +89,9 @@ struct Verdict {
   TimingRegime regime = TimingRegime::isolated;
   // The isolated regime's times, kept as a second figure when the ranking regime is serving.
   std::optional<TimeStats> isolated_candidate_time, isolated_baseline_time;
+  // What the baseline times are of, when not the intercepted vendor call: a row operator's
+  // framework kernel ("torch 2.11.0 F.layer_norm"), or the evaluator's stand-in and why.
+  std::string baseline_name;
   // Serving regime: per-call time of a streaming read of the call's inputs (0: not measured), and
   // the graph's calls and weight copies.
   double stream_us = 0.0;

@@ -105,7 +105,8 @@ TEST(GpuEvalRowGate, RuleBreakersAreRejectedByNameAndCorrectKernelsPass) {
 
 // The builtin row_reduce family: every seed through the whole gate at transformer shapes and the
 // issue's KernelBench LayerNorm (16 x 64*256*256 in f32), with its serving-regime time against the
-// baseline and the share of the measured copy bandwidth its minimum bytes reach.
+// baseline (PyTorch's kernel where the machine has torch, else the evaluator's stand-in: the last
+// column names it) and the share of the measured copy bandwidth its minimum bytes reach.
 TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
   KD_REQUIRE_GPU();
   const DeviceInfo dev = query_device(0);
@@ -139,8 +140,9 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
       const double cand = v.candidate_time ? v.candidate_time->median_us : 0.0;
       const double base = v.baseline_time ? v.baseline_time->median_us : 0.0;
       const double bw = cand > 0.0 && v.floor_us > 0.0 ? 100.0 * v.floor_us / cand : 0.0;
-      std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%%\n", line.c_str(), builtin::describe(p).c_str(),
-                  std::string(to_string(v.rule)).c_str(), cand, base, cand > 0.0 ? base / cand : 0.0, bw);
+      std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%%  %s\n", line.c_str(), builtin::describe(p).c_str(),
+                  std::string(to_string(v.rule)).c_str(), cand, base, cand > 0.0 ? base / cand : 0.0, bw,
+                  v.baseline_name.c_str());
       EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
                                << v.detail;
       ++evaluated;
