@@ -18,6 +18,7 @@
 #include "cuda/driver.hpp"
 #include "key/gemm_desc.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "launch/cublas_fallback.hpp"
 #include "launch/cuda_entry_loader.hpp"
 #include "launch/launcher.hpp"
@@ -104,8 +105,59 @@ struct Found {
   CUcontext ctx = nullptr;
 };
 
-// The hit path shared by kd_gemm_lookup and kd_gemm. No lock, allocation or system call.
-Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reason) noexcept {
+// How a description reads as a call key.
+enum class KeyRead : std::uint8_t { keyed, invalid, unsupported };
+
+KeyRead read_gemm_key(const kd_gemm_desc& desc, CallKey& key) noexcept {
+  switch (read_gemm_desc(desc, key)) {
+    case KD_DESC_KEYABLE: return KeyRead::keyed;
+    case KD_DESC_INVALID:
+    case KD_DESC_SHAPE: return KeyRead::invalid;
+    case KD_DESC_DATA_TYPE:
+    case KD_DESC_COMPUTE_TYPE:
+    case KD_DESC_BATCH_LAYOUT: return KeyRead::unsupported;
+  }
+  return KeyRead::invalid;
+}
+
+// A row call's description read as its RowShape (key/row_shape.hpp), by the rules parse_op_key
+// applies to a row line (key/row_key.hpp). No allocation: it runs on every call.
+kd_row_desc_problem read_row_desc(const kd_row_desc& d, RowShape& shape) noexcept {
+  if (d.op < KD_ROW_RMSNORM || d.op > KD_ROW_SOFTMAX || d.dtype < KD_DTYPE_F16 || d.dtype > KD_DTYPE_F32 ||
+      (d.has_weight != 0 && d.has_weight != 1) || (d.has_bias != 0 && d.has_bias != 1))
+    return KD_ROW_DESC_INVALID;
+  static_assert(KD_ROW_RMSNORM == static_cast<int>(RowOp::rmsnorm) &&
+                KD_ROW_LAYERNORM == static_cast<int>(RowOp::layernorm) &&
+                KD_ROW_SOFTMAX == static_cast<int>(RowOp::softmax));
+  static_assert(KD_DTYPE_F16 == static_cast<int>(DType::f16) && KD_DTYPE_BF16 == static_cast<int>(DType::bf16) &&
+                KD_DTYPE_F32 == static_cast<int>(DType::f32));
+  shape = RowShape{};
+  shape.op = static_cast<RowOp>(d.op);
+  shape.dtype = static_cast<DType>(d.dtype);
+  if ((d.has_weight != 0 && !takes_weight(shape.op)) || (d.has_bias != 0 && !takes_bias(shape.op)))
+    return KD_ROW_DESC_OPERAND;
+  shape.weight = d.has_weight != 0;
+  shape.bias = d.has_bias != 0;
+  shape.rows = d.rows;
+  shape.cols = d.cols;
+  if (d.rows < 1 || d.cols < 1) return KD_ROW_DESC_SHAPE;
+  const auto elements_max = kMaxRowTensorBytes / static_cast<std::int64_t>(dtype_bytes(shape.dtype));
+  if (d.rows > elements_max / d.cols) return KD_ROW_DESC_SHAPE;
+  return KD_ROW_DESC_KEYABLE;
+}
+
+KeyRead read_row_key(const kd_row_desc& desc, CallKey& key) noexcept {
+  RowShape shape;
+  if (read_row_desc(desc, shape) != KD_ROW_DESC_KEYABLE) return KeyRead::invalid;
+  key = row_call_key(shape, key.context);
+  return KeyRead::keyed;
+}
+
+// The hit path shared by kd_gemm_lookup, kd_gemm, kd_row_lookup and kd_row: `read_key(key)` fills
+// the key's shape (its context set) and says whether the call is keyed. No lock, allocation or
+// system call.
+template <class ReadKey>
+Found lookup(CUstream stream, kd_fallback_reason* reason, ReadKey read_key) noexcept {
   Found f;
   Dispatcher* disp = g_dispatcher.load(std::memory_order_acquire);
   if (disp == nullptr) {
@@ -128,13 +180,10 @@ Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reas
   }
   CallKey key;
   key.context = reinterpret_cast<std::uintptr_t>(f.ctx);
-  switch (read_gemm_desc(desc, key)) {
-    case KD_DESC_KEYABLE: break;
-    case KD_DESC_INVALID:
-    case KD_DESC_SHAPE: f.rc = KD_EINVAL; return f;
-    case KD_DESC_DATA_TYPE:
-    case KD_DESC_COMPUTE_TYPE:
-    case KD_DESC_BATCH_LAYOUT: f.rc = fall_back(slot, FallbackReason::unsupported, reason); return f;
+  switch (read_key(key)) {
+    case KeyRead::keyed: break;
+    case KeyRead::invalid: f.rc = KD_EINVAL; return f;
+    case KeyRead::unsupported: f.rc = fall_back(slot, FallbackReason::unsupported, reason); return f;
   }
   ReadGuard::enter(*slot);
   const Dispatcher::Lookup l = disp->lookup(key);
@@ -155,11 +204,16 @@ Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reas
   return f;
 }
 
-// Launches a pinned entry and unpins it.
-int launch(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent, CUstream stream,
-           kd_fallback_reason* reason) noexcept {
-  ThreadSlot* slot = EpochDomain::instance().this_thread();
-  const LaunchResult r = launch_entry(entry, args, lent, stream);
+Found lookup(const kd_gemm_desc& desc, CUstream stream, kd_fallback_reason* reason) noexcept {
+  return lookup(stream, reason, [&desc](CallKey& key) { return read_gemm_key(desc, key); });
+}
+
+Found lookup(const kd_row_desc& desc, CUstream stream, kd_fallback_reason* reason) noexcept {
+  return lookup(stream, reason, [&desc](CallKey& key) { return read_row_key(desc, key); });
+}
+
+// The outcome of launch_entry or launch_row_entry, counted; the entry is unpinned.
+int settle(const LaunchResult& r, ThreadSlot* slot, kd_fallback_reason* reason) noexcept {
   if (slot != nullptr) ReadGuard::exit(*slot);
   switch (r.status) {
     case LaunchResult::Status::launched:
@@ -174,6 +228,19 @@ int launch(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent, CUs
       return KD_ECUDA;
   }
   return KD_ECUDA;
+}
+
+// Launches a pinned row entry and unpins it.
+int launch_row(const Entry& entry, const kd_row_args& args, CUstream stream, kd_fallback_reason* reason) noexcept {
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  return settle(launch_row_entry(entry, args, stream), slot, reason);
+}
+
+// Launches a pinned entry and unpins it.
+int launch(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent, CUstream stream,
+           kd_fallback_reason* reason) noexcept {
+  ThreadSlot* slot = EpochDomain::instance().this_thread();
+  return settle(launch_entry(entry, args, lent, stream), slot, reason);
 }
 
 std::unique_ptr<Dispatcher> start_dispatcher(const kd_options* o) {
@@ -394,6 +461,64 @@ extern "C" KD_API int kd_gemm(kd_op ta, kd_op tb, int64_t m, int64_t n, int64_t 
     case CublasStatus::failed: return KD_ECUBLAS;
   }
   return KD_ECUBLAS;
+}
+
+extern "C" KD_API kd_row_desc_problem kd_row_desc_check(const kd_row_desc* desc) {
+  if (desc == nullptr) return KD_ROW_DESC_INVALID;
+  RowShape shape;
+  return read_row_desc(*desc, shape);
+}
+
+extern "C" KD_API int kd_row_desc_key_line(const kd_row_desc* desc, char* line, size_t line_bytes) {
+  if (desc == nullptr || line == nullptr) return KD_EINVAL;
+  RowShape shape;
+  if (read_row_desc(*desc, shape) != KD_ROW_DESC_KEYABLE) return KD_EINVAL;
+  try {
+    const std::string text = RowKey{shape, std::nullopt}.shape_line();
+    if (text.size() >= line_bytes) return KD_EINVAL;
+    std::memcpy(line, text.c_str(), text.size() + 1);
+    return KD_SUCCESS;
+  } catch (...) {
+    return KD_EINTERNAL;
+  }
+}
+
+extern "C" KD_API int kd_row_lookup(const kd_row_desc* desc, CUstream stream, const kd_entry** entry,
+                                    kd_fallback_reason* reason) {
+  if (desc == nullptr || entry == nullptr) return KD_EINVAL;
+  *entry = nullptr;
+  const Found f = lookup(*desc, stream, reason);
+  if (f.rc == KD_SUCCESS) *entry = reinterpret_cast<const kd_entry*>(f.entry);
+  return f.rc;
+}
+
+extern "C" KD_API int kd_row_launch(const kd_entry* entry, const kd_row_args* args, CUstream stream,
+                                    kd_fallback_reason* reason) {
+  if (entry == nullptr) return KD_EINVAL;
+  const Entry& e = *reinterpret_cast<const Entry*>(entry);
+  if (args == nullptr || args->reserved != 0 || !is_row_call(e.key)) {
+    kd_gemm_release(entry);
+    return KD_EINVAL;
+  }
+  return launch_row(e, *args, stream, reason);
+}
+
+extern "C" KD_API int kd_row(const kd_row_desc* desc, const void* x, const void* weight, const void* bias,
+                             void* y, float eps, CUstream stream, kd_fallback_reason* reason) {
+  if (desc == nullptr || x == nullptr || y == nullptr || (weight != nullptr) != (desc->has_weight != 0) ||
+      (bias != nullptr) != (desc->has_bias != 0))
+    return KD_EINVAL;
+  const Found f = lookup(*desc, stream, reason);
+  if (f.rc != KD_SUCCESS) return f.rc;
+  kd_row_args args{};
+  args.x = x;
+  args.weight = weight;
+  args.bias = bias;
+  args.y = y;
+  args.rows = desc->rows;
+  args.cols = desc->cols;
+  args.eps = eps;
+  return launch_row(*f.entry, args, stream, reason);
 }
 
 extern "C" KD_API int kd_stats(kd_stats_t* out) {

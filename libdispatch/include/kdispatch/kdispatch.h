@@ -15,7 +15,8 @@
  * - Threads: every function is thread-safe except kd_init and kd_shutdown, which must not run
  *   concurrently with any other kd_* call on the same process. The functions that read no process
  *   state are excepted: kd_version, kd_strerror, kd_fallback_reason_name,
- *   kd_fallback_reason_is_miss, kd_gemm_desc_check and kd_gemm_desc_key_line.
+ *   kd_fallback_reason_is_miss, kd_gemm_desc_check, kd_gemm_desc_key_line, kd_row_desc_check and
+ *   kd_row_desc_key_line.
  * - The hit path (kd_gemm_lookup + kd_gemm_launch, and kd_gemm on a hit) takes no lock, allocates
  *   nothing and makes no system call besides the CUDA driver calls cuStreamGetCtx and
  *   cuLaunchKernel or cuLaunchKernelEx (and cuStreamIsCapturing for a record with a workspace). A thread's first call
@@ -62,7 +63,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "kdispatch/gemm.cuh" /* struct kd_gemm_args: the kernel argument struct */
+#include "kdispatch/gemm.cuh"  /* struct kd_gemm_args: the kernel argument struct */
+#include "kdispatch/rowop.cuh" /* struct kd_row_args: a row operator's kernel argument struct */
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KD_API __attribute__((visibility("default")))
@@ -297,6 +299,85 @@ KD_API int kd_gemm_launch_with_workspace(const kd_entry* entry, const struct kd_
 
 /* Unpins an entry from kd_gemm_lookup without launching it. NULL is ignored. */
 KD_API void kd_gemm_release(const kd_entry* entry);
+
+/** @defgroup rows Row operators
+ * rmsnorm, layernorm and softmax over the last dimension of a contiguous tensor (issue 33), viewed
+ * as `rows` rows of `cols` contiguous elements (rows = the product of the leading dimensions). The
+ * computation is <kdispatch/rowop.cuh>'s; x, y, weight and bias share one dtype, the arithmetic is
+ * f32. Unlike kd_gemm, kdispatch has no fallback of its own for these: every function returns
+ * KD_FALLBACK where the caller must run its own kernel (the framework's). The general rules hold as
+ * for GEMM: the same registry, background loading and hot-swap, the same fallback reasons and
+ * counters (kd_stats counts row calls with GEMM calls), a miss reported to the daemon under the
+ * row key's line; the hit path takes no lock, allocates nothing and makes no system call besides
+ * cuStreamGetCtx (once per stream change) and cuLaunchKernel(Ex); under stream capture a loaded
+ * entry launches (a record with a workspace only with KD_GRAPH_WORKSPACE), an unloaded one falls
+ * back (KD_FALLBACK_CAPTURING). */
+
+typedef enum kd_row_op { KD_ROW_RMSNORM = 0, KD_ROW_LAYERNORM = 1, KD_ROW_SOFTMAX = 2 } kd_row_op;
+
+/* A row operator's call. has_weight (rmsnorm, layernorm) and has_bias (layernorm) are 0 or 1:
+ * whether the call passes weight (y scaled by weight[col]) and bias (bias[col] added), each `cols`
+ * elements of `dtype`. softmax takes neither. */
+typedef struct kd_row_desc {
+  kd_row_op op;
+  kd_dtype dtype;
+  int64_t rows; /* >= 1 */
+  int64_t cols; /* >= 1: the elements each row is normalized over */
+  int has_weight;
+  int has_bias;
+} kd_row_desc;
+
+/* Whether kdispatch keys the row call `desc` describes, and if not, why. Numbers are never reused.
+ * Every problem is KD_EINVAL for kd_row_lookup and kd_row. */
+typedef enum kd_row_desc_problem {
+  KD_ROW_DESC_KEYABLE = 0, /* a call kdispatch keys */
+  KD_ROW_DESC_INVALID = 1, /* not a description: op or dtype out of range, has_weight or has_bias
+                              neither 0 nor 1 */
+  KD_ROW_DESC_OPERAND = 2, /* a weight or bias the op does not take (softmax: neither; rmsnorm: no
+                              bias) */
+  KD_ROW_DESC_SHAPE = 3    /* rows or cols < 1, or rows * cols elements above 2^40 bytes */
+} kd_row_desc_problem;
+
+/* Checks `desc` by the rules kd_row_lookup applies, without looking anything up or counting.
+ * Returns KD_ROW_DESC_KEYABLE or the first problem in the order of kd_row_desc_problem; NULL is
+ * KD_ROW_DESC_INVALID. Thread-safe; no lock, allocation or system call; usable without kd_init. */
+KD_API kd_row_desc_problem kd_row_desc_check(const kd_row_desc* desc);
+
+/* Writes the shape line of the row call `desc` describes ("rmsnorm dtype=bf16 rows=16 cols=4096
+ * weight=1", the format kdctl prewarm reads) into `line`, NUL-terminated. Returns as
+ * kd_gemm_desc_key_line (KD_EINVAL when kd_row_desc_check does not find the call keyable).
+ * Allocates: not for the hit path. Thread-safe; usable without kd_init. */
+KD_API int kd_row_desc_key_line(const kd_row_desc* desc, char* line, size_t line_bytes);
+
+/* kd_gemm_lookup for a row call: the same pinning rules (pass a KD_SUCCESS entry to exactly one
+ * kd_row_launch or kd_gemm_release on the same thread), counting and miss reports.
+ * Returns KD_SUCCESS, KD_FALLBACK (*reason set when not NULL), KD_EINVAL (NULL desc or entry, a
+ * desc kd_row_desc_check refuses, a stream whose context cannot be read) or KD_ENOTINIT. */
+KD_API int kd_row_lookup(const kd_row_desc* desc, struct CUstream_st* stream, const kd_entry** entry,
+                         kd_fallback_reason* reason);
+
+/* Launches `entry` (from kd_row_lookup, on the same stream's context) with `args` on `stream`,
+ * then unpins it. args->x, args->y and the non-NULL weight and bias must be 16-byte aligned (and
+ * as aligned as the record asks); args->workspace is ignored (the record's own is used) and
+ * args->reserved must be 0. The caller keeps args->rows and args->cols equal to the desc's.
+ * Returns KD_SUCCESS (counted as a hit); KD_FALLBACK with *reason (misaligned, workspace_busy,
+ * capturing, launch_failed: nothing ran, run the fallback); KD_ECUDA when a later launch of a
+ * multi-launch plan failed (y may be partially written); KD_EINVAL for NULL arguments or an entry
+ * that kd_row_lookup did not return (the entry is released). */
+KD_API int kd_row_launch(const kd_entry* entry, const struct kd_row_args* args,
+                         struct CUstream_st* stream, kd_fallback_reason* reason);
+
+/* The one-call form: looks `desc` up for `stream`'s context and, on a hit, launches the tuned
+ * kernel on x, weight, bias and y with `eps` (ignored by softmax). weight must be non-NULL exactly
+ * when desc->has_weight, bias exactly when desc->has_bias. Asynchronous: returns once queued.
+ * Returns KD_SUCCESS when a tuned kernel was launched; KD_FALLBACK when the caller must run its own
+ * kernel (*reason, when not NULL, says why: no_entry, not_loaded, capturing, misaligned, no_gpu,
+ * ...; counted in kd_stats); KD_EINVAL for bad arguments (NULL desc, x or y, a weight or bias
+ * pointer that disagrees with desc, a desc kd_row_desc_check refuses); KD_ENOTINIT without kd_init;
+ * KD_ECUDA when a multi-launch plan failed midway (y may be partially written: run the fallback,
+ * which overwrites all of y). Nothing but KD_SUCCESS launched a tuned kernel that completed. */
+KD_API int kd_row(const kd_row_desc* desc, const void* x, const void* weight, const void* bias,
+                  void* y, float eps, struct CUstream_st* stream, kd_fallback_reason* reason);
 
 /** @defgroup stats Statistics */
 

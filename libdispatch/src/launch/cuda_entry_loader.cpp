@@ -9,6 +9,7 @@
 #include "cublaslt/matmul.hpp"
 #include "cuda/device.hpp"
 #include "cuda/driver.hpp"
+#include "key/row_key.hpp"
 #include "launch/cublaslt_entry.hpp"
 
 namespace kd {
@@ -143,6 +144,7 @@ const CudaEntryLoader::ContextInfo& CudaEntryLoader::context_info(CUcontext ctx)
 std::variant<std::string, FallbackReason> CudaEntryLoader::key_line(const CallKey& key) {
   const ContextInfo& info = context_info(reinterpret_cast<CUcontext>(key.context));
   if (!info.device) return info.reason;
+  if (is_row_call(key)) return RowKey{row_shape_of(key), info.device}.full_line();
   return full_line(key, *info.device);
 }
 
@@ -191,9 +193,13 @@ std::shared_ptr<LoadedModule> CudaEntryLoader::module_for(CUcontext ctx, const R
 
 std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& key,
                                                                 const Record& record) {
+  // A row operator's record is a compiled kernel with an exact plan (its kernels take kd_row_args).
+  if (is_row_call(key) && (record.kind != RecordKind::nvrtc_kernel || record.plan.has_rules()))
+    return FallbackReason::unsupported;
   if (record.kind == RecordKind::cublaslt_algo) return load_cublaslt(key, record);
   if (record.kind != RecordKind::nvrtc_kernel) return FallbackReason::unsupported;
   // A range record's grid for this call's n (issue 29); the cache checked the rules at lookup.
+  // A plan without rules is its own grid whatever n is.
   auto at_n = plan_at_n(record.plan, key.n);
   if (const auto* bad = std::get_if<PlanError>(&at_n)) {
     spdlog::warn("kdispatch: the record {} cannot serve n={}: {}", record.key_line, key.n, bad->message);

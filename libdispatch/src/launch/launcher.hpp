@@ -1,4 +1,5 @@
-// Launches a loaded entry on the caller's stream with the kd_gemm_args struct, after the checks the
+// Launches a loaded entry on the caller's stream with the kd_gemm_args struct (or a row operator's
+// kd_row_args), after the checks the
 // record asks for: its plan's kernels, or (EntryKind::cublaslt) one cublasLtMatmul with the stored
 // algorithm. Runs on calling threads: no lock, allocation or synchronization.
 #pragma once
@@ -8,6 +9,7 @@
 #include <cstdint>
 
 #include "kdispatch/gemm.cuh"
+#include "kdispatch/rowop.cuh"
 #include "registry/entry.hpp"
 #include "registry/fallback_reason.hpp"
 
@@ -39,5 +41,15 @@ inline constexpr std::uint64_t kLentWorkspaceAlignment = 256;
 // entry.state == loaded and a stream in the entry's context.
 LaunchResult launch_entry(const Entry& entry, const kd_gemm_args& args, LentWorkspace lent,
                           CUstream stream) noexcept;
+
+// The alignment a row operator's x, y, weight and bias need at least (the C API's contract; a
+// record may ask for more): what a 16-byte vector load needs.
+inline constexpr std::uint32_t kRowAlignmentBytes = 16;
+
+// launch_entry for a row operator's entry (a kernels entry whose plan takes kd_row_args): x, y and
+// the non-null weight and bias aligned to max(kRowAlignmentBytes, the record's), then the same
+// workspace rules with nothing lent (the entry's own workspace outside a capture, a graph's own
+// under KD_GRAPH_WORKSPACE). `args.workspace` is replaced as there. Same requirements.
+LaunchResult launch_row_entry(const Entry& entry, const kd_row_args& args, CUstream stream) noexcept;
 
 }  // namespace kd

@@ -1,0 +1,1 @@
+"""The directory kdispatch-run prepends to PYTHONPATH (its sitecustomize.py)."""
