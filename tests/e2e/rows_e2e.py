@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Row operators end to end (issue 33; GPU machine): PyTorch programs with their normalization and
+softmax routed through kdispatch by the Python package, on top of the cuBLAS shim, against the shim
+alone (GEMM-only) and against plain PyTorch, in one run.
+
+    python3 tests/e2e/rows_e2e.py --shim bundle/lib/libkdispatch_cublas.so --lib bundle/lib/libkdispatch.so \
+        --prewarm-cmd "kdctl prewarm {shapes} --socket S --cache-dir C" --env KD_CACHE_DIR=C --env KD_SOCKET=S
+
+Workloads:
+  bert    a BERT-large-style fp32 encoder (Hugging Face BertModel, eager attention so softmax is its
+          own operator; --bert-layers layers, batch 32 x 128 tokens), inference, eager and captured in
+          a CUDA graph: LayerNorm rows=4096 cols=1024 and softmax rows=65536 cols=128 go through kdispatch.
+  decode  a bf16 decode loop (batch 16, hidden 4096, --decode-layers layers of RMSNorm + two
+          Linear layers each), captured in a CUDA graph: RMSNorm rows=16 cols=4096.
+Steps: one run with the shim recording its GEMM calls (KD_RECORD); the prewarm command on those lines
+and the workloads' row lines; then plain, gemm (the shim) and gemm+rows (the shim and
+kdispatch.torch.enable()), each in its own process. Prints ms per forward, speedups, the routing
+counts and the outputs' error against plain. Exit 0 when every routed run's output is within its
+precision class of plain's and every row call in the measured runs was a hit.
+"""
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def row_lines(workload, args):
+    if workload == "bert":
+        return ["layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1", "softmax dtype=f32 rows=65536 cols=128"]
+    return ["rmsnorm dtype=bf16 rows=16 cols=4096 weight=1"]
+
+
+def worker(args):
+    import torch
+    torch.manual_seed(0)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    routed = []
+    if args.mode == "gemm+rows":
+        import kdispatch.torch as kt
+        routed = kt.enable()
+    dev = torch.device("cuda")
+    with torch.no_grad():
+        if args.workload == "bert":
+            from transformers import BertConfig, BertModel
+            cfg = BertConfig(hidden_size=1024, num_hidden_layers=args.bert_layers, num_attention_heads=16,
+                             intermediate_size=4096, attn_implementation="eager")
+            model = BertModel(cfg).to(dev).eval()
+            ids = torch.randint(0, cfg.vocab_size, (32, 128), device=dev)
+            run = lambda: model(input_ids=ids).last_hidden_state  # noqa: E731
+        else:
+            h = 4096
+            layers = [(torch.nn.RMSNorm(h, eps=1e-5), torch.nn.Linear(h, h, bias=False), torch.nn.Linear(h, h, bias=False))
+                      for _ in range(args.decode_layers)]
+            mods = torch.nn.ModuleList([torch.nn.ModuleList(l) for l in layers]).to(dev, torch.bfloat16)
+            for l in mods:
+                torch.nn.init.normal_(l[0].weight, 1.0, 0.1)
+            x0 = torch.randn(16, h, device=dev, dtype=torch.bfloat16)
+
+            def run():
+                x = x0
+                for norm, a, b in mods:
+                    x = x + b(torch.nn.functional.silu(a(norm(x)))) * 0.1
+                return x
+        for _ in range(3):
+            out = run()
+        torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        result = {"mode": args.mode, "workload": args.workload, "routed": routed}
+        if args.workload == "bert":
+            e0.record()
+            for _ in range(args.iters):
+                out = run()
+            e1.record()
+            e1.synchronize()
+            result["eager_ms"] = e0.elapsed_time(e1) / args.iters
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            for _ in range(2):
+                run()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            gout = run()
+        for _ in range(3):
+            g.replay()
+        torch.cuda.synchronize()
+        if args.mode == "gemm+rows":
+            import kdispatch.torch as kt
+            before = dict(kt.stats())
+        e0.record()
+        for _ in range(args.iters):
+            g.replay()
+        e1.record()
+        e1.synchronize()
+        result["graph_ms"] = e0.elapsed_time(e1) / args.iters
+        out = run()
+        torch.cuda.synchronize()
+        if args.mode == "gemm+rows":
+            after = kt.stats()
+            result["row_calls_outside_graph"] = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+            result["row_calls_total"] = after
+        torch.save({"eager": out.float().cpu(), "graph": gout.float().cpu()}, args.out)
+    print("RESULT " + json.dumps(result), flush=True)
+
+
+def spawn(args, mode, workload, out, env_extra):
+    env = dict(os.environ)
+    env.update(env_extra)
+    if mode != "plain":
+        env["LD_PRELOAD"] = args.shim
+    env["PYTHONPATH"] = str(ROOT / "python") + os.pathsep + env.get("PYTHONPATH", "")
+    env["KDISPATCH_LIB"] = args.lib
+    cmd = [sys.executable, __file__, "--worker", "--mode", mode, "--workload", workload, "--out", str(out),
+           "--iters", str(args.iters), "--bert-layers", str(args.bert_layers), "--decode-layers", str(args.decode_layers)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    for line in p.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[7:])
+    raise SystemExit(f"{mode} {workload} failed (rc {p.returncode}):\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--shim")
+    ap.add_argument("--lib")
+    ap.add_argument("--prewarm-cmd")
+    ap.add_argument("--env", action="append", default=[])
+    ap.add_argument("--workloads", default="bert,decode")
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--bert-layers", type=int, default=4)
+    ap.add_argument("--decode-layers", type=int, default=8)
+    ap.add_argument("--worker", action="store_true")
+    ap.add_argument("--mode")
+    ap.add_argument("--workload")
+    ap.add_argument("--out")
+    args = ap.parse_args()
+    if args.worker:
+        worker(args)
+        return 0
+    env_extra = dict(e.split("=", 1) for e in args.env)
+    work = Path(tempfile.mkdtemp(prefix="kd-rows-e2e-"))
+    workloads = args.workloads.split(",")
+    recorded = work / "recorded.txt"
+    lines = []
+    for w in workloads:
+        spawn(args, "gemm", w, work / f"record-{w}.pt", {**env_extra, "KD_RECORD": str(recorded)})
+        lines += row_lines(w, args)
+    shapes = work / "shapes.txt"
+    rec = recorded.read_text().splitlines() if recorded.exists() else []
+    shapes.write_text("\n".join(sorted(set(l for l in rec if l.strip() and not l.startswith("#"))) + lines) + "\n")
+    print(f"prewarming {len(rec)} recorded GEMM lines and {len(lines)} row lines", flush=True)
+    p = subprocess.run(args.prewarm_cmd.replace("{shapes}", str(shapes)), shell=True, capture_output=True, text=True)
+    print(p.stdout[-4000:], p.stderr[-2000:], f"prewarm rc={p.returncode}", flush=True)
+    import torch
+    ok = True
+    print(f"\n{'workload':<8} {'mode':<10} {'eager ms':>9} {'graph ms':>9} {'vs plain':>9} {'vs gemm':>9} {'max err vs plain':>17}  row calls")
+    for w in workloads:
+        res = {m: spawn(args, m, w, work / f"{m}-{w}.pt", env_extra) for m in ("plain", "gemm", "gemm+rows")}
+        ref = torch.load(work / f"plain-{w}.pt")
+        for m, r in res.items():
+            out = torch.load(work / f"{m}-{w}.pt")
+            err = max(float(((out[k] - ref[k]).norm() / ref[k].norm()).item()) for k in ("eager", "graph"))
+            limit = 1e-5 if w == "bert" else 2e-2
+            good = err <= limit
+            calls = r.get("row_calls_total", {})
+            if m == "gemm+rows":
+                good = good and calls.get("hit", 0) > 0 and not any(k.startswith("fallback") for k in r.get("row_calls_outside_graph", {}) if r["row_calls_outside_graph"][k])
+            ok = ok and good
+            eager = r.get("eager_ms")
+            sp = res["plain"]["graph_ms"] / r["graph_ms"]
+            sg = res["gemm"]["graph_ms"] / r["graph_ms"]
+            print(f"{w:<8} {m:<10} {eager if eager else float('nan'):9.3f} {r['graph_ms']:9.3f} {sp:8.2f}x {sg:8.2f}x {err:17.2e}  "
+                  f"{json.dumps(calls)}{'' if good else '  FAIL'}", flush=True)
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
