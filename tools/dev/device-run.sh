@@ -16,6 +16,9 @@
 # e2e-train: issue 30's workload (tests/e2e/shim_fp32_training_e2e.py): forward and backward of a small fp32
 # transformer (TF32 off) plain and preloaded, after a real kdispatchd prewarmed what the empty-cache run recorded;
 # ms per step both ways, loss and gradients compared; KD_E2E_* budgets, KD_E2E_TRAIN_ARGS (extra script options).
+# e2e-rows: issue 33's workloads (tests/e2e/rows_e2e.py): BERT and a bf16 decode loop with layer norm, softmax and
+# RMSNorm routed through python/'s kdispatch.torch on top of the shim, against the shim alone and plain torch;
+# KD_E2E_* budgets.
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
@@ -153,6 +156,18 @@ for stage in "$@"; do
         >"$logs/e2e-decode-bench.log" 2>&1
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
+    e2e-rows)
+      # Issue 33: BERT (fp32) and a bf16 decode loop with their row operators routed through the
+      # Python package on top of the shim, against the shim alone and plain torch; a real kdispatchd
+      # prewarms the recorded GEMM lines and the row lines (KD_E2E_* budgets).
+      e2e_daemon e2e-rows --search-duty-cycle 1
+      pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
+      t0=$(date +%s)
+      python3 tests/e2e/rows_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --lib "$bundle/lib/libkdispatch.so" \
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-rows.log" 2>&1
+      summary+=("e2e-rows rc=$? in $(( $(date +%s) - t0 )) s")
+      kill "$dpid"; wait "$dpid" 2>/dev/null
+      ;;
     e2e-train)
       e2e_daemon e2e-train --search-duty-cycle 1
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
@@ -223,7 +238,7 @@ for f in "$logs"/full*-prewarm.log; do [[ -f $f ]] && tail -50 "$f" | cut -c1-16
 for f in "$logs"/full*-bench.log; do [[ -f $f ]] && cut -c1-160 "$f"; done
 for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]+) .* m=([0-9]+) n=([0-9]+) k=([0-9]+).*kdispatch builtin family/\1 \2x\3x\4/' "$f" | cut -c1-200; done
 [[ -f $logs/verify.log ]] && cat "$logs/verify.log"
-for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log "$logs"/e2e-var-bert.log "$logs"/e2e-var-decode.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
+for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log "$logs"/e2e-var-bert.log "$logs"/e2e-var-decode.log "$logs"/e2e-rows.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
 [[ -f $logs/e2e-decode-bench.log ]] && cut -c1-170 "$logs/e2e-decode-bench.log"
 [[ -f $logs/e2e-train.log ]] && grep -E "PASS|FAIL|SKIP|ms per step|f32 ta=|reasons|Error|error" "$logs/e2e-train.log" | tail -60
 [[ -f $logs/e2e-train-bench.log ]] && cut -c1-170 "$logs/e2e-train-bench.log"
