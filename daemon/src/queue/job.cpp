@@ -97,13 +97,28 @@ std::optional<Job> parse_job(std::string_view key, std::string_view text) {
   }
 }
 
+const std::optional<DevicePart>* ParsedKey::device() const noexcept {
+  if (key) return &key->device;
+  if (row) return &row->device;
+  return nullptr;
+}
+
+std::string ParsedKey::full_line_on(const DevicePart& d) const {
+  if (key) return key->with_device(d).full_line();
+  if (row) return row->with_device(d).full_line();
+  return {};
+}
+
 ParsedKey parse_job_key(std::string_view line) {
-  auto parsed = parse_key(line);
-  auto* key = std::get_if<GemmKey>(&parsed);
-  return key != nullptr ? ParsedKey{std::make_shared<const GemmKey>(std::move(*key))} : ParsedKey{};
+  auto parsed = parse_op_key(line);
+  auto* op = std::get_if<OpKey>(&parsed);
+  if (op == nullptr) return {};
+  if (auto* row = std::get_if<RowKey>(op)) return ParsedKey{nullptr, std::make_shared<const RowKey>(std::move(*row))};
+  return ParsedKey{std::make_shared<const GemmKey>(std::move(std::get<GemmKey>(*op))), nullptr};
 }
 
 double estimate_call_us(const ParsedKey& parsed) {
+  if (parsed.row) return static_cast<double>(min_bytes(parsed.row->shape())) / (kNominalTBps * 1e6);
   if (!parsed.key) return 0;
   // A range's calls (issue 29) are estimated at its geometric middle.
   const GemmKey key = parsed.key->at_n(static_cast<std::int64_t>(
@@ -116,7 +131,7 @@ double estimate_call_us(const ParsedKey& parsed) {
 const ParsedKey& ParsedKeys::of(const std::string& line, const ParsedKey& known) {
   if (const auto it = parses_.find(line); it != parses_.end()) return it->second;
   if (parses_.size() >= capacity_) parses_.clear();
-  return parses_.emplace(line, known.key ? known : parse_job_key(line)).first->second;
+  return parses_.emplace(line, known.parsed() ? known : parse_job_key(line)).first->second;
 }
 
 std::int64_t unix_ms_now() {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 
 namespace kd::daemon {
 
@@ -40,13 +41,24 @@ struct JobBudgets {
 
 // A job's key line parsed: made once, when a miss or prewarm brings the line (the server's
 // canonical form), and shared by every copy of the job, so that neither claims nor the search
-// parse the line again. In memory only: the stored job keeps its line. Null where the line does not
-// parse (a record edited by hand); equal when the keys are.
+// parse the line again. In memory only: the stored job keeps its line. A job's key is a GEMM's
+// (`key`) or, since issue 33, a row operator's (`row`): at most one is set, neither where the line
+// does not parse (a record edited by hand); equal when the keys are. GEMM-only steps (buckets,
+// ranges, cuBLASLt, the fleet's tier) read `key` and leave row jobs exact and local.
 struct ParsedKey {
   std::shared_ptr<const GemmKey> key;
-  bool operator==(const ParsedKey& o) const noexcept { return key == o.key || (key && o.key && *key == *o.key); }
+  std::shared_ptr<const RowKey> row;
+  bool parsed() const noexcept { return key || row; }
+  // The key's device part (null when the line has none, or did not parse).
+  const std::optional<DevicePart>* device() const noexcept;
+  // The full key line on `device` (the key's own device part replaced); empty when not parsed.
+  // Throws as GemmKey::full_line / RowKey::full_line do.
+  std::string full_line_on(const DevicePart& device) const;
+  bool operator==(const ParsedKey& o) const noexcept {
+    return (key == o.key || (key && o.key && *key == *o.key)) && (row == o.row || (row && o.row && *row == *o.row));
+  }
 };
-// Parses `line` (the queue's fallback for lines that did not come through the server).
+// Parses `line`, any operator's (the queue's fallback for lines that did not come through the server).
 ParsedKey parse_job_key(std::string_view line);
 
 struct Job {
@@ -78,8 +90,9 @@ std::string serialize_job(const Job& job);
 // nullopt when the text is not a job record (damaged or from a future schema).
 std::optional<Job> parse_job(std::string_view key, std::string_view text);
 
-// Nominal time of one call of the GEMM a key names, from its roofline at nominal peak rates
-// (kNominalTflops, kNominalTBps); 0 for a key that did not parse. Only for ordering jobs: the
+// Nominal time of one call of the GEMM or row operator a key names, from its roofline at nominal
+// peak rates (kNominalTflops, kNominalTBps; a row operator's bytes alone); 0 for a key that did not
+// parse. Only for ordering jobs: the
 // search measures real times.
 inline constexpr double kNominalTflops = 400.0;
 inline constexpr double kNominalTBps = 2.0;

@@ -214,7 +214,8 @@ const std::string& JobQueue::job_key_of_miss(const std::string& line) {
 }
 
 bool JobQueue::record_gone(JobTxn& jt, const Job& job, const ParsedKey& parsed) {
-  return job.state == JobState::done && parsed.key && parsed.key->device &&
+  const std::optional<DevicePart>* device = parsed.device();
+  return job.state == JobState::done && device != nullptr && device->has_value() &&
          !lmdb::get(jt.txn(), jt.dbs().records, job.key);
 }
 
@@ -278,7 +279,7 @@ void JobQueue::prewarm(std::vector<PrewarmRequest> requests, PrewarmDone done) {
         refused->push_back({r.key, fmt::format("key of {} bytes: at most {}", r.key.size(), kMaxJobKeyBytes)});
         continue;
       }
-      if (r.parsed.key) parses_.of(r.key, r.parsed);
+      if (r.parsed.parsed()) parses_.of(r.key, r.parsed);
       const auto before = jt.get(r.key);
       Job job;
       if (!before) {

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/error.hpp"
+#include "key/row_key.hpp"
 #include "store/lmdb.hpp"
 
 namespace kd::daemon {
@@ -288,11 +289,15 @@ void RemoteTier::renew_leases() {
 }
 
 std::string RemoteTier::full_line(const std::string& job_key) const {
-  const auto parsed = parse_key(job_key);
-  const auto* key = std::get_if<GemmKey>(&parsed);
+  const auto parsed = parse_op_key(job_key);  // any operator's (issue 33)
+  const auto* key = std::get_if<OpKey>(&parsed);
   if (key == nullptr) return {};
-  if (key->device) return key->full_line();
-  return home_ ? key->with_device(*home_).full_line() : std::string();
+  return std::visit(
+      [&](const auto& k) {
+        if (k.device) return k.full_line();
+        return home_ ? k.with_device(*home_).full_line() : std::string();
+      },
+      *key);
 }
 
 void RemoteTier::lookup_queued() {

@@ -6,6 +6,7 @@
 
 #include "cublaslt/library.hpp"
 #include "cuda/driver.hpp"
+#include "key/row_key.hpp"
 
 namespace kd::daemon {
 namespace {
@@ -113,10 +114,13 @@ RemoteDecode decode_remote_value(std::string_view value, std::string_view line, 
     return *e == RecordError::schema_mismatch ? RemoteDecode(RemoteMismatch::schema) : RemoteDecode(RemoteRejection::bad_record);
   Record& r = std::get<Record>(decoded);
   if (r.key_line != line) return RemoteRejection::wrong_key;
-  const auto parsed = parse_key(r.key_line);
-  const auto* k = std::get_if<GemmKey>(&parsed);
-  if (k == nullptr || !k->device || k->full_line() != r.key_line) return RemoteRejection::bad_key_line;
-  if (local.device && !(*k->device == *local.device)) return RemoteMismatch::foreign_device;
+  // Any operator's full key (issue 33: row operators' records travel as GEMMs' do).
+  const auto parsed = parse_op_key(r.key_line);
+  const auto* k = std::get_if<OpKey>(&parsed);
+  const std::optional<DevicePart>* device =
+      k == nullptr ? nullptr : std::visit([](const auto& op) { return &op.device; }, *k);
+  if (k == nullptr || !device->has_value() || op_full_line(*k) != r.key_line) return RemoteRejection::bad_key_line;
+  if (local.device && !(**device == *local.device)) return RemoteMismatch::foreign_device;
   if (!same_major(local.driver_version, r.driver_version, kDriverVersionsPerMajor) ||
       !same_major(static_cast<int>(local.cublaslt_version), r.cublas_version, kCublasVersionsPerMajor))
     return RemoteMismatch::foreign_versions;

@@ -17,9 +17,9 @@ constexpr std::chrono::milliseconds kIdlePoll{500};
 
 // The job's key was parsed once, when it was queued (Job::parsed): a claim parses nothing.
 bool device_allows(const Job& job, const DevicePart& device) {
-  const GemmKey* key = job.parsed.key.get();
-  if (key == nullptr) return false;
-  return !key->device || *key->device == device;
+  const std::optional<DevicePart>* keyed = job.parsed.device();
+  if (keyed == nullptr) return false;
+  return !keyed->has_value() || **keyed == device;
 }
 
 double duty_cycle_of(const Job& job, const SearchPolicy& policy) {
@@ -260,7 +260,7 @@ std::optional<Scheduler::RunEnd> Scheduler::run_job(
   // Issue 31: the full key the fleet's lease and the tier's records go by.
   // A stored key that no longer parses (a cache salvaged by hand) goes by its line as stored.
   std::string full_key = job.key;
-  if (const GemmKey* key = job.parsed.key.get()) full_key = key->with_device(device).full_line();
+  if (job.parsed.parsed()) full_key = job.parsed.full_line_on(device);
   if (!fleet_allows(job, full_key)) {
     release();
     return std::nullopt;
@@ -313,7 +313,7 @@ bool Scheduler::fleet_allows(const Job& job, const std::string& full_key) {
   const FleetDecision d = fleet_.before_search(full_key);
   if (d.kind == FleetDecision::Kind::search) return true;
   const bool finished = d.kind == FleetDecision::Kind::finished;
-  if (finished && job.parsed.key) {
+  if (finished && job.parsed.parsed()) {
     // Another daemon searched it without a winner (a winner would be in the tier, to import):
     // this cache gets the vendor verdict that daemon's got, so this daemon's clients stop
     // reporting the key, and a bucket's n are not searched one at a time here.
@@ -359,7 +359,7 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
     case Kind::winner: {
       if (!outcome.winner) throw std::logic_error("runner returned a winner without a record");
       Record& r = *outcome.winner;
-      if (r.key_line.empty()) r.key_line = job.parsed.key->with_device(device).full_line();
+      if (r.key_line.empty()) r.key_line = job.parsed.full_line_on(device);
       const auto generation = queue_.commit_winner(job.key, r);
       metrics_.add(Counter::winners_published);
       spdlog::info("published {} (generation {})", r.key_line, generation);
@@ -370,8 +370,8 @@ void Scheduler::record_outcome(const Job& job, const DevicePart& device, JobOutc
       std::string reason = outcome.reason.empty() ? "no candidate beat the baseline" : outcome.reason;
       // The vendor verdict: applications stop reporting the key (or every n of its bucket) as a
       // miss, so nothing searches it again. A job whose line does not parse has no full key.
-      if (const GemmKey* key = job.parsed.key.get()) {
-        commit_verdict(job, key->with_device(device).full_line(), std::move(reason), outcome.best_us,
+      if (job.parsed.parsed()) {
+        commit_verdict(job, job.parsed.full_line_on(device), std::move(reason), outcome.best_us,
                        outcome.baseline_us, outcome.search_id);
         return;
       }

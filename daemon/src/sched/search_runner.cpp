@@ -61,9 +61,13 @@ void SearchJobRunner::start_worker() {
 JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress& progress,
                                 std::stop_token stop) {
   // Parsed when the job was queued (Job::parsed); the scheduler claims only jobs whose key parsed.
-  if (!job.parsed.key) return {JobOutcome::Kind::failed, std::nullopt, "the job's key line does not parse"};
-  GemmKey key = *job.parsed.key;
-  if (!key.device) key = key.with_device(device());
+  if (!job.parsed.parsed()) return {JobOutcome::Kind::failed, std::nullopt, "the job's key line does not parse"};
+  // Issue 33: a row operator's job searches with the proposers that serve row operators (builtin's
+  // row_reduce; the driver leaves out the others), exact only, against the gate's row baseline.
+  const OpKey queued = job.parsed.row ? OpKey(*job.parsed.row) : OpKey(*job.parsed.key);
+  const OpKey op = std::visit([&](const auto& k) { return OpKey(k.device ? k : k.with_device(device())); }, queued);
+  const GemmKey* gemm = std::get_if<GemmKey>(&op);
+  const std::string_view baseline_name = gemm ? "cuBLAS" : "the baseline";
   const std::string selection = job.proposer.empty() ? default_proposer_ : job.proposer;
   auto names = search::parse_proposer_list(selection.empty() ? "builtin" : selection);
   if (auto* err = std::get_if<std::string>(&names))
@@ -99,8 +103,9 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
     if (e.kind == search::SearchEvent::Kind::round_started) {
       progress.searching(fmt::format("round {} of {}: {} candidates so far, best {}", e.round,
                                      opts.budget.rounds, candidates,
-                                     best_us > 0 ? fmt::format("{:.1f} us vs cuBLAS {:.1f} us", best_us, baseline_us)
-                                                 : std::string("none yet")));
+                                     best_us > 0
+                                         ? fmt::format("{:.1f} us vs {} {:.1f} us", best_us, baseline_name, baseline_us)
+                                         : std::string("none yet")));
       return;
     }
     if (e.kind != search::SearchEvent::Kind::candidate_done || e.node == nullptr) return;
@@ -123,10 +128,10 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   // them to the range gate (search/src/range/range_search.hpp).
   std::optional<search::range::RangeOutcome> ranged;
   search::SearchOutcome plain;
-  if (key.is_range())
-    ranged = search::range::run_range_search(key, target, proposers, compiler_, &paced, opts, observer);
+  if (gemm && gemm->is_range())
+    ranged = search::range::run_range_search(*gemm, target, proposers, compiler_, &paced, opts, observer);
   else
-    plain = search::run_search(key, target, proposers, compiler_, &paced, opts, observer);
+    plain = search::run_search(op, target, proposers, compiler_, &paced, opts, observer);
   const search::SearchOutcome& out = ranged ? ranged->search : plain;
   for (; restarts_seen < backend_->restarts(); ++restarts_seen) progress.worker_restarted();
   worker_pid_.store(backend_->worker_pid(), std::memory_order_relaxed);
@@ -154,21 +159,21 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
       return result;
     }
     result.kind = JobOutcome::Kind::winner;
-    result.winner = search::range::make_range_record(*ranged, key.full_line(), versions);
+    result.winner = search::range::make_range_record(*ranged, gemm->full_line(), versions);
     return result;
   }
   if (!out.winner) {
     const auto best = out.tree.best();
-    std::string why = best ? "best correct candidate " + std::to_string(out.tree.node(*best).candidate_us) +
-                                 " us did not beat cuBLAS " + std::to_string(out.tree.node(*best).baseline_us) +
-                                 " us by the margin"
+    std::string why = best ? fmt::format("best correct candidate {} us did not beat {} {} us by the margin",
+                                         std::to_string(out.tree.node(*best).candidate_us), baseline_name,
+                                         std::to_string(out.tree.node(*best).baseline_us))
                            : "no correct candidate (" + out.stop_reason + ")";
     result.kind = JobOutcome::Kind::no_improvement;
     result.reason = why;
     return result;
   }
   result.kind = JobOutcome::Kind::winner;
-  result.winner = search::make_record(out, *out.winner, key.full_line(), versions);
+  result.winner = search::make_record(out, *out.winner, op_full_line(op), versions);
   return result;
 }
 

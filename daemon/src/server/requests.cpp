@@ -10,6 +10,7 @@
 #include "driver/proposer_table.hpp"
 #include "kdispatch/kdispatch.h"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "protocol/requests.hpp"
 #include "server/server.hpp"
 #include "server/session.hpp"
@@ -38,27 +39,41 @@ struct CanonicalKey {
 // line's first miss: a repeated miss costs the copy of its line and nothing else.
 constexpr std::size_t kCanonicalCacheEntries = 1 << 16;
 
+// Keyed for the home GPU only where the keyed line still fits a job key: a shape line near the
+// limit stays a shape line rather than becoming a key the job store cannot hold. `K` is GemmKey or
+// RowKey (issue 33: a row-operator line is a job as a GEMM line is, always exact).
+template <class K>
+std::string home_keyed(K& key, const std::optional<DevicePart>& home) {
+  if (key.device || !home) return key.device ? key.full_line() : key.shape_line();
+  K keyed = key.with_device(*home);
+  if (std::string keyed_line = keyed.full_line(); keyed_line.size() <= kMaxKeyLineBytes) {
+    key = std::move(keyed);
+    return keyed_line;
+  }
+  return key.shape_line();
+}
+
 std::variant<CanonicalKey, std::string> canonical_key(const std::string& line, const std::optional<DevicePart>& home) {
   using Result = std::variant<CanonicalKey, std::string>;
   thread_local std::unordered_map<std::string, std::string> memo;
   if (const auto it = memo.find(line); it != memo.end())
     return Result(std::in_place_index<0>, CanonicalKey{it->second, {}});
-  auto parsed = parse_key(line);
+  auto parsed = parse_op_key(line);
   if (auto* err = std::get_if<KeyError>(&parsed)) return Result(std::in_place_index<1>, err->message);
-  auto key = std::make_shared<GemmKey>(std::move(std::get<GemmKey>(parsed)));
-  std::string canonical = key->device ? key->full_line() : key->shape_line();
-  // Keyed for the home GPU only where the keyed line still fits a job key: a shape line near the
-  // limit stays a shape line rather than becoming a key the job store cannot hold.
-  if (!key->device && home) {
-    GemmKey keyed = key->with_device(*home);
-    if (std::string keyed_line = keyed.full_line(); keyed_line.size() <= kMaxKeyLineBytes) {
-      canonical = std::move(keyed_line);
-      *key = std::move(keyed);
-    }
+  OpKey& op = std::get<OpKey>(parsed);
+  std::string canonical;
+  ParsedKey keyed;
+  if (auto* row = std::get_if<RowKey>(&op)) {
+    canonical = home_keyed(*row, home);
+    keyed.row = std::make_shared<const RowKey>(std::move(*row));
+  } else {
+    auto& gemm = std::get<GemmKey>(op);
+    canonical = home_keyed(gemm, home);
+    keyed.key = std::make_shared<const GemmKey>(std::move(gemm));
   }
   if (memo.size() >= kCanonicalCacheEntries) memo.clear();
   memo.emplace(line, canonical);
-  return Result(std::in_place_index<0>, CanonicalKey{std::move(canonical), {std::move(key)}});
+  return Result(std::in_place_index<0>, CanonicalKey{std::move(canonical), std::move(keyed)});
 }
 
 // What a reply echoes of a key a client sent and of the parser's message about it: a rejected key

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "builtin/ideas.hpp"
+#include "builtin/row_family.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -34,6 +35,91 @@ void add_seeds(const Family& f, const search::ProposalContext& ctx, std::vector<
   }
 }
 
+search::Proposal make_row(const RowKey& key, const Target& t, const Params& p, std::string idea, int parent) {
+  return {"builtin", std::string(kRowFamilyName), std::move(idea), describe(p), row_render(key, t, p), parent};
+}
+
+// Measured context steers the order of moves: a grid that leaves SMs idle tries moves that add
+// blocks first; a grid that fills them tries the others first.
+int score_move(long long blocks, long long moved_blocks, const Target& t) {
+  int score = 0;
+  if (blocks < t.sms && moved_blocks > blocks) score += 2;
+  if (blocks >= 2LL * t.sms && moved_blocks < blocks) score += 1;
+  return score;
+}
+
+struct Scored {
+  int score;
+  search::Idea idea;
+};
+
+std::vector<search::Idea> best_ideas(std::vector<Scored> scored, int n) {
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+  std::vector<search::Idea> out;
+  for (auto& s : scored) {
+    if (static_cast<int>(out.size()) >= n) break;
+    out.push_back(std::move(s.idea));
+  }
+  return out;
+}
+
+std::string row_move_text(const RowMove& move, const Params& moved) {
+  return fmt::format("{} ({})", move.words, describe(moved));
+}
+
+std::vector<search::Proposal> row_seed_proposals(const search::ProposalContext& ctx) {
+  std::vector<search::Proposal> out;
+  const RowKey& key = *ctx.row;
+  if (row_rejects(key)) return out;
+  for (const Params& raw : row_seeds(key, ctx.target)) {
+    const Params p = row_complete(key, ctx.target, raw);
+    if (row_valid(key, ctx.target, p))
+      out.push_back(make_row(key, ctx.target, p, fmt::format("seed: {} defaults for this shape", kRowFamilyName), -1));
+  }
+  return out;
+}
+
+std::vector<search::Idea> row_ideas(const search::ProposalContext& ctx, const search::Node& seed, int n) {
+  const std::optional<Params> params = parse_params(seed.params);
+  if (seed.proposer != "builtin" || seed.family != kRowFamilyName || !params) return {};
+  const RowKey& key = *ctx.row;
+  if (!row_valid(key, ctx.target, *params)) return {};
+  const long long blocks = blocks_of(row_plan(key, ctx.target, *params));
+  std::vector<Scored> scored;
+  for (const RowMove& move : row_moves()) {
+    const std::optional<Params> moved = apply_row_move(move, key, ctx.target, *params);
+    if (!moved) continue;
+    std::string text = row_move_text(move, *moved);
+    if (ctx.tree.tried(seed.id, text)) continue;
+    if (ctx.tree.has_source(search::source_hash(row_render(key, ctx.target, *moved)))) continue;
+    const long long moved_blocks = blocks_of(row_plan(key, ctx.target, *moved));
+    scored.push_back({score_move(blocks, moved_blocks, ctx.target), {std::move(text), std::string(move.id)}});
+  }
+  return best_ideas(std::move(scored), n);
+}
+
+std::vector<search::Proposal> row_implement(const search::ProposalContext& ctx, const search::Node& seed,
+                                            const search::Idea& idea, int b) {
+  const std::optional<Params> params = parse_params(seed.params);
+  if (seed.family != kRowFamilyName || !params) return {};
+  const RowKey& key = *ctx.row;
+  const auto& moves = row_moves();
+  const auto primary = std::find_if(moves.begin(), moves.end(), [&](const RowMove& m) { return m.id == idea.handle; });
+  if (primary == moves.end()) return {};
+  const std::optional<Params> first = apply_row_move(*primary, key, ctx.target, *params);
+  if (!first) return {};
+  std::vector<search::Proposal> out{make_row(key, ctx.target, *first, idea.text, seed.id)};
+  // Further implementations of the same idea: the move combined with one other.
+  for (const RowMove& other : moves) {
+    if (static_cast<int>(out.size()) >= b) break;
+    if (&other == &*primary) continue;
+    const std::optional<Params> combo = apply_row_move(other, key, ctx.target, *first);
+    if (!combo) continue;
+    out.push_back(make_row(key, ctx.target, *combo, idea.text + "; with " + row_move_text(other, *combo), seed.id));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<Params> parse_params(const std::string& text) {
@@ -54,6 +140,7 @@ std::optional<Params> parse_params(const std::string& text) {
 }
 
 std::vector<search::Proposal> BuiltinProposer::seeds(const search::ProposalContext& ctx) {
+  if (ctx.row != nullptr) return row_seed_proposals(ctx);
   std::vector<search::Proposal> out;
   for (const Family& f : families())
     if (family_enabled(f) && !not_searched_for(f, ctx.key)) add_seeds(f, ctx, out);
@@ -69,14 +156,11 @@ std::vector<search::Proposal> BuiltinProposer::range_seeds(const search::Proposa
 
 std::vector<search::Idea> BuiltinProposer::ideas(const search::ProposalContext& ctx,
                                                  const search::Node& seed, int n) {
+  if (ctx.row != nullptr) return row_ideas(ctx, seed, n);
   const Family* f = find_family(seed.family);
   const std::optional<Params> params = parse_params(seed.params);
   if (seed.proposer != "builtin" || f == nullptr || !params) return {};
   const long long blocks = blocks_of(f->plan(ctx.key, ctx.target, *params));
-  struct Scored {
-    int score;
-    search::Idea idea;
-  };
   std::vector<Scored> scored;
   for (const IdeaMove& move : idea_catalogue()) {
     const std::optional<Params> moved = apply_idea(move, *f, ctx.key, ctx.target, *params);
@@ -84,26 +168,16 @@ std::vector<search::Idea> BuiltinProposer::ideas(const search::ProposalContext& 
     std::string text = move.text(ctx.key, ctx.target, *params);
     if (ctx.tree.tried(seed.id, text)) continue;
     if (ctx.tree.has_source(search::source_hash(render(*f, ctx.key, ctx.target, *moved)))) continue;
-    // Measured context steers the order: a grid that leaves SMs idle tries moves that add blocks
-    // first; a grid that fills them tries the others first.
     const long long moved_blocks = blocks_of(f->plan(ctx.key, ctx.target, *moved));
-    int score = 0;
-    if (blocks < ctx.target.sms && moved_blocks > blocks) score += 2;
-    if (blocks >= 2LL * ctx.target.sms && moved_blocks < blocks) score += 1;
-    scored.push_back({score, {std::move(text), std::string(move.id)}});
+    scored.push_back({score_move(blocks, moved_blocks, ctx.target), {std::move(text), std::string(move.id)}});
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
-  std::vector<search::Idea> out;
-  for (auto& s : scored) {
-    if (static_cast<int>(out.size()) >= n) break;
-    out.push_back(std::move(s.idea));
-  }
-  return out;
+  return best_ideas(std::move(scored), n);
 }
 
 std::vector<search::Proposal> BuiltinProposer::implement(const search::ProposalContext& ctx,
                                                          const search::Node& seed,
                                                          const search::Idea& idea, int b) {
+  if (ctx.row != nullptr) return row_implement(ctx, seed, idea, b);
   const Family* f = find_family(seed.family);
   const std::optional<Params> params = parse_params(seed.params);
   if (f == nullptr || !params) return {};

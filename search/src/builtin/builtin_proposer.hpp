@@ -12,6 +12,8 @@ namespace kd::builtin {
 class BuiltinProposer final : public search::Proposer {
 public:
   std::string_view name() const override { return "builtin"; }
+  // Row-operator keys (issue 33) get the row_reduce family (row_family.hpp) and its moves.
+  bool serves_row_operators() const override { return true; }
   std::vector<search::Proposal> seeds(const search::ProposalContext& ctx) override;
   std::vector<search::Idea> ideas(const search::ProposalContext& ctx, const search::Node& seed,
                                   int n) override;

@@ -202,4 +202,75 @@ std::string row_render(const RowShape& s, const Target& t, const Params& p) {
   return src.str();
 }
 
+namespace {
+
+std::optional<Params> scale(const Params& p, const char* name, long long num, long long den, bool refit_cache) {
+  Params out = p;
+  const long long v = param(p, name) * num / den;
+  if (v < 1 || v * den != param(p, name) * num) return std::nullopt;
+  out[name] = v;
+  if (refit_cache) out.erase(kCache);
+  return out;
+}
+
+// A split row's block is its row group (row_valid): moves of one keep the other in step.
+std::optional<Params> block_x2(const Params& p) {
+  auto out = scale(p, kThreads, 2, 1, false);
+  if (out && param(p, kSplit) > 1) {
+    (*out)[kRowThreads] = (*out)[kThreads];
+    out->erase(kCache);
+  }
+  return out;
+}
+std::optional<Params> block_half(const Params& p) {
+  auto out = scale(p, kThreads, 1, 2, false);
+  if (out && param(*out, kRowThreads) > param(*out, kThreads)) {
+    (*out)[kRowThreads] = (*out)[kThreads];
+    out->erase(kCache);
+  }
+  return out;
+}
+std::optional<Params> row_threads_x2(const Params& p) {
+  auto out = scale(p, kRowThreads, 2, 1, true);
+  if (out) (*out)[kThreads] = std::max(param(*out, kThreads), param(*out, kRowThreads));
+  return out;
+}
+std::optional<Params> row_threads_half(const Params& p) {
+  if (param(p, kSplit) > 1) return std::nullopt;  // a split row keeps the whole block
+  return scale(p, kRowThreads, 1, 2, true);
+}
+std::optional<Params> cache_x2(const Params& p) { return scale(p, kCache, 2, 1, false); }
+std::optional<Params> cache_half(const Params& p) { return scale(p, kCache, 1, 2, false); }
+std::optional<Params> split_x2(const Params& p) {
+  auto out = scale(p, kSplit, 2, 1, true);
+  if (out) (*out)[kRowThreads] = (*out)[kThreads];
+  return out;
+}
+std::optional<Params> split_half(const Params& p) { return scale(p, kSplit, 1, 2, true); }
+
+}  // namespace
+
+const std::vector<RowMove>& row_moves() {
+  static const std::vector<RowMove> moves{
+      {"row_block_x2", "twice the block size", block_x2},
+      {"row_block_half", "half the block size", block_half},
+      {"row_threads_x2", "twice the threads per row", row_threads_x2},
+      {"row_threads_half", "half the threads per row", row_threads_half},
+      {"row_cache_x2", "twice the register cache depth", cache_x2},
+      {"row_cache_half", "half the register cache depth", cache_half},
+      {"row_split_x2", "twice the blocks per row", split_x2},
+      {"row_split_half", "half the blocks per row", split_half},
+  };
+  return moves;
+}
+
+std::optional<Params> apply_row_move(const RowMove& move, const RowShape& shape, const Target& target,
+                                     const Params& params) {
+  std::optional<Params> moved = move.move(params);
+  if (!moved) return std::nullopt;
+  Params done = row_complete(shape, target, std::move(*moved));
+  if (done == params || !row_valid(shape, target, done)) return std::nullopt;
+  return done;
+}
+
 }  // namespace kd::builtin

@@ -70,4 +70,20 @@ LaunchPlan row_plan(const RowShape& shape, const Target& target, const Params& p
 // `params`), then kernels/row_reduce.cu. Deterministic for equal inputs.
 std::string row_render(const RowShape& shape, const Target& target, const Params& params);
 
+// The family's idea moves (the builtin proposer's ideas for a row_reduce seed): block size x2 and /2,
+// threads per row x2 and /2 (fewer or more rows per block), register cache depth x2 and /2, blocks
+// per row x2 and /2 (split rows). Each names the parameters it changes; a move that changes the
+// threads a row's chunk spreads over drops KD_CACHE, which row_complete then fits to the new chunk.
+struct RowMove {
+  std::string_view id;     // the idea's handle, stable
+  std::string_view words;  // what it does, as the tree records it (with the parameters after)
+  std::optional<Params> (*move)(const Params& params);  // nullopt: does not apply to `params`
+};
+const std::vector<RowMove>& row_moves();
+
+// `params` (complete) moved by `move`, completed and valid for `shape` on `target`; nullopt when the
+// move does not apply, leaves the parameters as they were or makes them invalid.
+std::optional<Params> apply_row_move(const RowMove& move, const RowShape& shape, const Target& target,
+                                     const Params& params);
+
 }  // namespace kd::builtin

@@ -105,7 +105,7 @@ CandidateBuild CompileService::compile(const CompileRequest& request) {
     build.message = first_error_line(out.log);
     return build;
   }
-  if (std::optional<Rejection> rejection = check_compiled(*build.plan, out.ptx, out.cubin, request.arch)) {
+  if (std::optional<Rejection> rejection = check_compiled(*build.plan, out.ptx, out.cubin, request.arch, request.args_bytes)) {
     build.status = rejection->status;
     build.message = std::move(rejection->message);
     return build;

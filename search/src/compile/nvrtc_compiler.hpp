@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,11 @@ struct CompileRequest {
   std::string name = "candidate.cu";  // shown in diagnostics
   std::string arch = "sm_90";         // exact target: machine code for this GPU only
   std::vector<std::string> extra_options;
+  // The contract's argument struct every plan entry must take by value (contract/candidate_checks.hpp):
+  // kd_gemm_args (128 bytes) for a GEMM key, kd_row_args (64) for a row operator's. Checked after
+  // compiling; not part of the compile cache's key (it does not change the output).
+  std::uint64_t args_bytes = kGemmArgsBytes;
+  static constexpr std::uint64_t kGemmArgsBytes = 128, kRowArgsBytes = 64;
 };
 
 enum class CompileStatus { ok, compile_error };

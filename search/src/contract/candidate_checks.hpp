@@ -34,7 +34,8 @@ std::variant<LaunchPlan, Rejection> check_source(std::string_view source,
 // Checks on NVRTC's output for `arch`, stopping at the first failure:
 //   missing_entry              a plan entry with no `.entry NAME(` in the PTX
 //   bad_entry_signature        an entry compiled with a mangled (non extern "C") name, or whose
-//                              parameters are not exactly one 128-byte struct (kd_gemm_args)
+//                              parameters are not exactly one struct of the operator's argument
+//                              size (128 bytes: kd_gemm_args; 64: kd_row_args)
 //   plan_exceeds_launch_bounds a plan block with more threads than the entry's .maxntid
 //   shared_memory_over_limit   static shared memory (from the cubin) + the launch's smem over the
 //                              arch's per-block limit (skipped for an arch arch_limits() lacks)
@@ -45,7 +46,9 @@ std::variant<LaunchPlan, Rejection> check_source(std::string_view source,
 //                              application's kernel, which may still be writing the inputs)
 // Entries the plan does not name are not checked: helpers may be kernels too.
 // Returns nullopt when every check passes.
+// `args_bytes`: the size of the operator's argument struct (CompileRequest::args_bytes).
 std::optional<Rejection> check_compiled(const LaunchPlan& plan, std::string_view ptx,
-                                        std::string_view cubin, std::string_view arch);
+                                        std::string_view cubin, std::string_view arch,
+                                        std::uint64_t args_bytes = 128);
 
 }  // namespace kd::search

@@ -18,7 +18,6 @@ namespace kd::search {
 namespace {
 
 // kd_gemm_args passed by value: the contract's only parameter.
-constexpr std::uint64_t kArgsBytes = 128;
 
 struct PtxEntry {
   std::vector<std::string> params;  // each `.param ...` declaration, trimmed
@@ -148,10 +147,10 @@ std::map<std::string, PtxEntry> parse_entries(std::string_view ptx) {
   return entries;
 }
 
-bool is_args_param(const std::string& param) {
+bool is_args_param(const std::string& param, std::uint64_t args_bytes) {
   static const std::regex kArgs(R"(\.param\s+\.align\s+\d+\s+\.b8\s+\w+\[(\d+)\])");
   std::smatch match;
-  return std::regex_match(param, match, kArgs) && std::stoull(match[1].str()) == kArgsBytes;
+  return std::regex_match(param, match, kArgs) && std::stoull(match[1].str()) == args_bytes;
 }
 
 std::uint64_t product(const std::vector<std::uint32_t>& dims) {
@@ -161,7 +160,7 @@ std::uint64_t product(const std::vector<std::uint32_t>& dims) {
 }
 
 std::optional<Rejection> check_entry(const LaunchSpec& launch, bool first,
-                                     const std::map<std::string, PtxEntry>& entries) {
+                                     const std::map<std::string, PtxEntry>& entries, std::uint64_t args_bytes) {
   const auto found = entries.find(launch.entry);
   if (found == entries.end()) {
     // A C++ mangled name: _Z <length> <name> ...
@@ -176,10 +175,11 @@ std::optional<Rejection> check_entry(const LaunchSpec& launch, bool first,
                      fmt::format("plan entry '{}' is not a kernel in the PTX", launch.entry)};
   }
   const PtxEntry& entry = found->second;
-  if (entry.params.size() != 1 || !is_args_param(entry.params.front())) {
+  if (entry.params.size() != 1 || !is_args_param(entry.params.front(), args_bytes)) {
     return Rejection{CandidateStatus::bad_entry_signature,
-                     fmt::format("entry '{}' must take exactly one kd_gemm_args by value; PTX has ({})",
-                                 launch.entry, fmt::join(entry.params, ", "))};
+                     fmt::format("entry '{}' must take exactly one {} by value ({} bytes); PTX has ({})", launch.entry,
+                                 args_bytes == 64 ? "kd_row_args" : "kd_gemm_args", args_bytes,
+                                 fmt::join(entry.params, ", "))};
   }
   const std::vector<std::uint32_t> block(launch.block.begin(), launch.block.end());
   if (!entry.maxntid.empty() && product(block) > product(entry.maxntid)) {
@@ -240,10 +240,10 @@ std::optional<Rejection> check_shared_memory(const LaunchPlan& plan, std::string
 }  // namespace
 
 std::optional<Rejection> check_compiled(const LaunchPlan& plan, std::string_view ptx,
-                                        std::string_view cubin, std::string_view arch) {
+                                        std::string_view cubin, std::string_view arch, std::uint64_t args_bytes) {
   const std::map<std::string, PtxEntry> entries = parse_entries(ptx);
   for (std::size_t i = 0; i < plan.launches.size(); ++i) {
-    if (auto rejection = check_entry(plan.launches[i], i == 0, entries)) return rejection;
+    if (auto rejection = check_entry(plan.launches[i], i == 0, entries, args_bytes)) return rejection;
   }
   return check_shared_memory(plan, cubin, arch);
 }

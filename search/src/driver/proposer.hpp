@@ -21,6 +21,7 @@
 #include "driver/gpu_target.hpp"
 #include "eval/cublaslt_enumeration.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "tree/search_tree.hpp"
 
 namespace kd::search {
@@ -34,6 +35,9 @@ public:
       const GemmKey& key, const cublaslt::EnumerationOptions& options) = 0;
 };
 
+// What a proposer knows of the search. In a row-operator search (issue 33) `row` is the key and
+// `key` an empty GemmKey that names nothing: only proposers that serve row operators
+// (Proposer::serves_row_operators) are asked, and they read `row`.
 struct ProposalContext {
   const GemmKey& key;
   const GpuTarget& target;
@@ -43,6 +47,7 @@ struct ProposalContext {
   double bandwidth_gb_per_s = 0;  // measured on this GPU (0: unknown)
   double peak_tflop_per_s = 0;    // for the key's arithmetic (0: unknown)
   AlgoSource* algos = nullptr;    // null: nothing can run on a GPU (a dry run)
+  const RowKey* row = nullptr;    // set: a row-operator search, and `key` is meaningless
 };
 
 struct Idea {
@@ -69,6 +74,10 @@ class Proposer {
 public:
   virtual ~Proposer() = default;
   virtual std::string_view name() const = 0;
+  // Whether this proposer has candidates for row-operator keys (rmsnorm, layernorm, softmax). The
+  // driver asks one that does not only in GEMM searches, so GEMM-only proposers never see a row
+  // context.
+  virtual bool serves_row_operators() const { return false; }
   virtual std::vector<Proposal> seeds(const ProposalContext& ctx) = 0;
   // Up to `n` distinct ideas for improving `seed`, none already tried on it. Empty when this
   // proposer has nothing for this seed (e.g. the builtin proposer on an LLM-written kernel).

@@ -1,6 +1,7 @@
 #include "driver/search_driver.hpp"
 
 #include <algorithm>
+#include <variant>
 
 #include <fmt/format.h>
 
@@ -9,23 +10,49 @@ namespace {
 
 constexpr std::size_t kLogKeepBytes = 4096;
 
+// The GemmKey a row-operator search lends ProposalContext::key: it names nothing.
+const GemmKey& no_gemm_key() {
+  static const GemmKey none{};
+  return none;
+}
+
+// Proposers asked for `key`: all of them for a GEMM, those serving row operators for a row key.
+std::vector<Proposer*> proposers_for(const OpKey& key, const std::vector<Proposer*>& all) {
+  if (std::holds_alternative<GemmKey>(key)) return all;
+  std::vector<Proposer*> out;
+  for (Proposer* p : all)
+    if (p->serves_row_operators()) out.push_back(p);
+  return out;
+}
+
 class Run {
 public:
-  Run(const GemmKey& key, const GpuTarget& target, const std::vector<Proposer*>& proposers,
+  Run(const OpKey& key, const GpuTarget& target, const std::vector<Proposer*>& proposers,
       CompileService& compiler, EvalBackend* backend, const SearchOptions& options,
       const SearchObserver& observer)
-      : key_(key), target_(target), proposers_(proposers), compiler_(compiler), backend_(backend),
-        options_(options), observer_(observer), start_(std::chrono::steady_clock::now()) {
+      : op_(key), key_(std::holds_alternative<GemmKey>(op_) ? std::get<GemmKey>(op_) : no_gemm_key()),
+        row_(std::get_if<RowKey>(&op_)), target_(target), proposers_(proposers_for(op_, proposers)),
+        compiler_(compiler), backend_(backend), options_(options), observer_(observer),
+        start_(std::chrono::steady_clock::now()) {
+    const bool keyed = row_ ? row_->device.has_value() : key_.device.has_value();
     const std::string id = options.search_id.empty()
-        ? fmt::format("{:016x}-{}", key.hash(), std::chrono::duration_cast<std::chrono::seconds>(
+        ? fmt::format("{:016x}-{}", op_hash(op_), std::chrono::duration_cast<std::chrono::seconds>(
               std::chrono::system_clock::now().time_since_epoch()).count())
         : options.search_id;
-    out_.tree = SearchTree(id, key.device ? key.full_line() : key.shape_line());
+    out_.tree = SearchTree(id, keyed ? op_full_line(op_) : op_shape_line(op_));
     if (backend_ && options.mode == SearchMode::evaluate) {
-      floor_us_ = backend_->floor_us(key);
+      if (row_ != nullptr) {
+        // Row operators are memory bound: their floor is their bytes at the measured bandwidth.
+        if (const auto r = backend_->roofline(); r && r->bandwidth_bytes_per_s > 0) {
+          bandwidth_gb_per_s_ = r->bandwidth_bytes_per_s / 1e9;
+          floor_us_ = static_cast<double>(min_bytes(row_->shape())) / r->bandwidth_bytes_per_s * 1e6;
+        }
+        return;
+      }
+      floor_us_ = backend_->floor_us(key_);
       if (const auto r = backend_->roofline()) {
         bandwidth_gb_per_s_ = r->bandwidth_bytes_per_s / 1e9;
-        if (const auto p = r->peak_flops_per_s.find(eval::peak_class(key)); p != r->peak_flops_per_s.end())
+        if (const auto p = r->peak_flops_per_s.find(eval::peak_class(key_)); p != r->peak_flops_per_s.end())
           peak_tflop_per_s_ = p->second / 1e12;
       }
     }
@@ -118,8 +145,9 @@ private:
   }
 
   ProposalContext context() const {
-    AlgoSource* algos = backend_ != nullptr && options_.mode == SearchMode::evaluate ? backend_->algo_source() : nullptr;
-    return {key_, target_, out_.tree, floor_us_, baseline_us(), bandwidth_gb_per_s_, peak_tflop_per_s_, algos};
+    AlgoSource* algos = backend_ != nullptr && options_.mode == SearchMode::evaluate && row_ == nullptr
+        ? backend_->algo_source() : nullptr;
+    return {key_, target_, out_.tree, floor_us_, baseline_us(), bandwidth_gb_per_s_, peak_tflop_per_s_, algos, row_};
   }
   // The k fastest correct nodes that a proposer can refine: kernels, not cuBLASLt algorithms.
   std::vector<int> refinable_top_k(int k) const {
@@ -252,7 +280,8 @@ private:
       if (!batch[i].fate.empty() || batch[i].cublaslt) continue;
       const Proposal& p = batch[i];
       requests.push_back({p.source, fmt::format("{}-{}.cu", p.family.empty() ? p.proposer : p.family, i),
-                          target_.arch, {}});
+                          target_.arch, {},
+                          row_ != nullptr ? CompileRequest::kRowArgsBytes : CompileRequest::kGemmArgsBytes});
       index.push_back(i);
     }
     std::vector<CandidateBuild> compiled = compiler_.compile_all(requests);
@@ -284,9 +313,11 @@ private:
     }
   }
 
-  const GemmKey& key_;
+  const OpKey op_;
+  const GemmKey& key_;   // op_'s GEMM, or no_gemm_key()
+  const RowKey* row_;    // op_'s row key, or null
   const GpuTarget& target_;
-  const std::vector<Proposer*>& proposers_;
+  const std::vector<Proposer*> proposers_;
   CompileService& compiler_;
   EvalBackend* backend_;
   const SearchOptions& options_;
@@ -302,6 +333,14 @@ private:
 }  // namespace
 
 SearchOutcome run_search(const GemmKey& key, const GpuTarget& target,
+                         const std::vector<Proposer*>& proposers, CompileService& compiler,
+                         EvalBackend* backend, const SearchOptions& options,
+                         const SearchObserver& observer, std::vector<Proposal> extra_seeds) {
+  Run run(OpKey(key), target, proposers, compiler, backend, options, observer);
+  return run.run(std::move(extra_seeds));
+}
+
+SearchOutcome run_search(const OpKey& key, const GpuTarget& target,
                          const std::vector<Proposer*>& proposers, CompileService& compiler,
                          EvalBackend* backend, const SearchOptions& options,
                          const SearchObserver& observer, std::vector<Proposal> extra_seeds) {

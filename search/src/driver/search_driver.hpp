@@ -39,7 +39,8 @@ class EvalBackend {
 public:
   virtual ~EvalBackend() = default;
   virtual eval::Verdict evaluate(const eval::EvalRequest& request) = 0;
-  // The floor for this key on the backend's GPU (0 when unknown).
+  // The floor for this GEMM key on the backend's GPU (0 when unknown); a row operator's floor is
+  // the driver's, from roofline().
   virtual double floor_us(const GemmKey& key) = 0;
   // The measured roofline of the backend's GPU, when known.
   virtual std::optional<eval::Roofline> roofline() { return std::nullopt; }
@@ -82,6 +83,15 @@ struct SearchOutcome {
 // seed are compiled, nothing runs (proposers get no AlgoSource). Never throws for anything a
 // candidate does.
 SearchOutcome run_search(const GemmKey& key, const GpuTarget& target,
+                         const std::vector<Proposer*>& proposers, CompileService& compiler,
+                         EvalBackend* backend, const SearchOptions& options,
+                         const SearchObserver& observer, std::vector<Proposal> extra_seeds = {});
+
+// The same search for any operator's key (issue 33). A GEMM key runs exactly as above. A row
+// operator's key asks only the proposers that serve row operators, has no cuBLASLt algorithms
+// (ProposalContext::algos stays null), gets as floor its minimum bytes at the backend's measured
+// bandwidth, and is gated by the evaluator against its row baseline (EvalRequest::key_line).
+SearchOutcome run_search(const OpKey& key, const GpuTarget& target,
                          const std::vector<Proposer*>& proposers, CompileService& compiler,
                          EvalBackend* backend, const SearchOptions& options,
                          const SearchObserver& observer, std::vector<Proposal> extra_seeds = {});

@@ -159,6 +159,32 @@ TEST_F(KdctlDaemon, PrewarmRejectsMalformedLinesByLineNumberAndQueuesNothing) {
   EXPECT_TRUE(queued_keys().empty());
 }
 
+// Issue 33: a shape list may hold row-operator lines beside GEMM lines; each is queued exact, and
+// a malformed one is named by its line number as a GEMM line is.
+TEST_F(KdctlDaemon, PrewarmQueuesRowOperatorLinesBesideGemmLines) {
+  start_daemon();
+  const std::string layernorm = "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1";
+  const std::string softmax = "softmax dtype=bf16 rows=16 cols=32000";
+  const auto file = write("shapes.txt", kShapeB + "\n" + layernorm + "  # calls=7\n# calls=2\n" + softmax + "\n" +
+                                            "layernorm  dtype=f32 rows=4096 cols=1024 weight=1 bias=1\n");
+  const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket(), "--no-wait"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("queued 3 shapes"), std::string::npos) << r.out;
+  std::vector<std::string> expected{canonical(kShapeB), layernorm, softmax};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(queued_keys(), expected);
+
+  const auto bad = write("bad.txt", layernorm + "\n" +
+                                        "softmax dtype=f32 rows=4 cols=8 weight=1\n" +  // 2: softmax has no weight
+                                        "rmsnorm dtype=f32 rows=4 cols=0 weight=1\n");  // 3: no columns
+  const KdctlRun refused = kdctl({"prewarm", bad.string(), "--socket", socket()});
+  EXPECT_EQ(refused.rc, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find(bad.string() + ":2: "), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("softmax takes no weight or bias"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find(bad.string() + ":3: "), std::string::npos) << refused.err;
+  EXPECT_EQ(refused.err.find(bad.string() + ":1:"), std::string::npos) << refused.err;
+}
+
 TEST_F(KdctlDaemon, PrewarmWithoutADaemonIsExitOneNamingTheSocket) {
   const auto file = write("shapes.txt", kShapeA + "\n");
   const KdctlRun r = kdctl({"prewarm", file.string(), "--socket", socket()});

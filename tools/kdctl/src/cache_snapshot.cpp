@@ -54,6 +54,19 @@ std::optional<KeyParts> split_key(std::string_view full_key_line) {
   return KeyParts{std::move(*key), std::string(full_key_line.substr(0, blank))};
 }
 
+std::optional<OpKeyParts> split_op_key(std::string_view full_key_line) {
+  auto parsed = parse_op_key(full_key_line);
+  auto* key = std::get_if<OpKey>(&parsed);
+  if (key == nullptr) return std::nullopt;
+  const auto* row = std::get_if<RowKey>(key);
+  const auto* gemm = std::get_if<GemmKey>(key);
+  const std::optional<DevicePart>& device = row ? row->device : gemm->device;
+  if (!device) return std::nullopt;
+  OpKeyParts parts{*key, std::string(full_key_line.substr(0, full_key_line.find(' '))), op_shape_line(*key), *device,
+                   row ? row->dtype : gemm->a};
+  return parts;
+}
+
 struct CacheSnapshot::Impl {
   fs::path dir;
   lmdb::Env env;

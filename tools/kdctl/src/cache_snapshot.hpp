@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "store/record.hpp"
 
 namespace kd::kdctl {
@@ -41,6 +42,18 @@ struct KeyParts {
   std::string op;  // the first token: "gemm"
 };
 std::optional<KeyParts> split_key(std::string_view full_key_line);
+
+// Any operator's key as a listing shows it (kdctl ls; issue 33): its shape line, device part and
+// first token ("gemm", "rmsnorm", "layernorm", "softmax"), and for a GEMM its A type, for a row
+// operator its dtype. nullopt for a line parse_op_key rejects or without a device part.
+struct OpKeyParts {
+  OpKey key;
+  std::string op;
+  std::string shape_line;
+  DevicePart device;
+  DType dtype = DType::f32;
+};
+std::optional<OpKeyParts> split_op_key(std::string_view full_key_line);
 
 class CacheSnapshot {
 public:

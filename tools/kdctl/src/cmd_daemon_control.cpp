@@ -18,6 +18,7 @@
 #include "daemon_link.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 
 namespace kd::kdctl {
 namespace {
@@ -92,13 +93,14 @@ struct CancelArgs : DaemonArgs {
 };
 
 int run_cancel(const CancelArgs& a) {
-  const auto parsed = parse_key(a.key);
+  const auto parsed = parse_op_key(a.key);  // any operator's key (issue 33)
   if (const auto* e = std::get_if<KeyError>(&parsed)) {
     std::fprintf(stderr, "kdctl cancel: \"%s\": %s\n", a.key.c_str(), e->message.c_str());
     return kUsage;
   }
-  const GemmKey& key = std::get<GemmKey>(parsed);
-  const std::string canonical = key.device ? key.full_line() : key.shape_line();
+  const OpKey& key = std::get<OpKey>(parsed);
+  const bool keyed = std::visit([](const auto& k) { return k.device.has_value(); }, key);
+  const std::string canonical = keyed ? op_full_line(key) : op_shape_line(key);
   const std::filesystem::path socket = socket_of(a);
   daemon::Answer<protocol::CancelOk> answer;
   try {

@@ -23,15 +23,15 @@ struct LsArgs {
   bool json = false;
 };
 
-bool matches(const LsArgs& a, const KeyParts& k) {
+bool matches(const LsArgs& a, const OpKeyParts& k) {
   if (!a.op.empty() && k.op != a.op) return false;
-  if (!a.dtype.empty() && to_string(k.key.a) != a.dtype) return false;
-  if (!a.gpu.empty() && k.key.device->gpu.find(a.gpu) == std::string::npos) return false;
+  if (!a.dtype.empty() && to_string(k.dtype) != a.dtype) return false;
+  if (!a.gpu.empty() && k.device.gpu.find(a.gpu) == std::string::npos) return false;
   return true;
 }
 
 // The values --op and --dtype accept: what a stored key's first token and input type can be.
-const std::vector<std::string> kOps = {"gemm"};
+const std::vector<std::string> kOps = {"gemm", "rmsnorm", "layernorm", "softmax"};
 std::vector<std::string> dtype_names() {
   std::vector<std::string> names;
   for (const DType t : {DType::f16, DType::bf16, DType::f32}) names.emplace_back(to_string(t));
@@ -46,7 +46,7 @@ int run_ls(const LsArgs& a) {
   std::size_t damaged = 0;
   for (const StoredRecord& s : cache.records()) {
     const auto* record = std::get_if<Record>(&s.record);
-    const auto parts = split_key(s.key_line);
+    const auto parts = split_op_key(s.key_line);
     if (record == nullptr || !parts) {
       ++damaged;
       std::fprintf(stderr, "kdctl ls: skipping damaged record %s: %s\n", s.key_line.c_str(),
@@ -57,17 +57,18 @@ int run_ls(const LsArgs& a) {
     if (!matches(a, *parts)) continue;
     const auto age = age_of(record->created_unix_s);
     if (a.json) {
-      listed.push_back({{"key", s.key_line}, {"shape", parts->key.shape_line()},
-                        {"gpu", parts->key.device->gpu}, {"arch", parts->key.device->arch},
-                        {"sms", parts->key.device->sms}, {"kind", to_string(record->kind)},
+      listed.push_back({{"key", s.key_line}, {"shape", parts->shape_line},
+                        {"gpu", parts->device.gpu}, {"arch", parts->device.arch},
+                        {"sms", parts->device.sms}, {"kind", to_string(record->kind)},
                         {"proposer", record->proposer},
                         {"baseline_us", record->baseline_us}, {"candidate_us", record->candidate_us},
                         {"created_unix_s", record->created_unix_s}, {"age_s", age.count()},
                         {"bytes", s.stored_bytes}});
     } else {
       // A vendor verdict's kernel time is its best loser's: no speedup to show.
-      table.add({parts->key.shape_line(), parts->key.device->gpu, record->proposer,
-                 record->kind == RecordKind::vendor ? std::string("kept cuBLAS")
+      table.add({parts->shape_line, parts->device.gpu, record->proposer,
+                 record->kind == RecordKind::vendor ? std::string(std::holds_alternative<GemmKey>(parts->key)
+                                                                      ? "kept cuBLAS" : "kept the baseline")
                                                     : format_speedup(record->baseline_us, record->candidate_us),
                  fmt::format("{:.1f}", record->baseline_us), fmt::format("{:.1f}", record->candidate_us),
                  format_age(age)});

@@ -17,6 +17,7 @@
 #include "cuda/driver.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "protocol/frame.hpp"
 #include "protocol/messages.hpp"
 #include "shape_list.hpp"
@@ -83,20 +84,41 @@ std::string n_text(const GemmKey& key) {
   return key.is_range() ? fmt::format("{}..{}", key.n, key.n_hi) : std::to_string(key.n);
 }
 
+// A shape line's columns as the table and the progress lines print them: a GEMM's op, A type, m, n
+// and k; a row operator's (issue 33) op, dtype, rows as m and cols as n, no k. `line` is one the
+// shape list read (it parses).
+struct ShapeColumns {
+  std::string op, dtype, m, n, k;
+  std::string baseline;  // what a job that found no faster kernel kept
+  std::string short_form() const { return op != "gemm" ? fmt::format("{} {} {}x{}", op, dtype, m, n)
+                                                       : fmt::format("{} {}x{}x{}", dtype, m, n, k); }
+};
+ShapeColumns columns_of(const std::string& line) {
+  const auto parsed = parse_op_key(line);
+  const OpKey& op = std::get<OpKey>(parsed);
+  if (const auto* row = std::get_if<RowKey>(&op))
+    return {std::string(to_string(row->op)), std::string(to_string(row->dtype)), std::to_string(row->rows),
+            std::to_string(row->cols), "-", "the baseline"};
+  const GemmKey& key = std::get<GemmKey>(op);
+  return {"gemm", std::string(to_string(key.a)), std::to_string(key.m), n_text(key), std::to_string(key.k), "cuBLAS"};
+}
+
 void print_table(const std::vector<std::string>& shapes, const std::map<std::string, ShapeState>& st,
                  const std::filesystem::path& cache_dir) {
   std::optional<DevicePart> device;
   if (const auto devs = list_devices(); !devs.empty()) device = DevicePart{devs[0].arch, devs[0].name, devs[0].sms};
   CacheReader reader(cache_dir);
   reader.refresh();
-  std::printf("\n%-8s %-5s %7s %11s %6s  %10s %9s %8s  %s\n", "op", "dtype", "m", "n", "k", "cuBLAS_us",
+  std::printf("\n%-9s %-5s %7s %11s %6s  %10s %9s %8s  %s\n", "op", "dtype", "m", "n", "k", "cuBLAS_us",
               "tuned_us", "speedup", "outcome");
   for (const std::string& line : shapes) {
-    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    const ShapeColumns col = columns_of(line);
     const ShapeState s = st.count(line) ? st.at(line) : ShapeState{};
     std::string cublas = "-", tuned = "-", speedup = "-", outcome = s.state;
     if (device) {
-      const auto hit = reader.lookup_covering(key.with_device(*device).full_line());
+      const auto parsed = parse_op_key(line);
+      const auto hit = reader.lookup_covering(
+          std::visit([&](const auto& key) { return key.with_device(*device).full_line(); }, std::get<OpKey>(parsed)));
       const Record* r = std::get_if<Record>(&hit);
       if (r != nullptr && r->kind == RecordKind::vendor) {  // a vendor verdict: outcome as the job says
         cublas = fmt::format("{:.1f}", r->baseline_us);
@@ -110,13 +132,12 @@ void print_table(const std::vector<std::string>& shapes, const std::map<std::str
     }
     if (outcome != s.state) {
     } else if (s.state == "done") {
-      outcome = "kept cuBLAS: " + s.detail;
+      outcome = "kept " + col.baseline + ": " + s.detail;
     } else if (!s.detail.empty()) {
       outcome += ": " + s.detail;
     }
-    std::printf("%-8s %-5s %7lld %11s %6lld  %10s %9s %8s  %s\n", "gemm", std::string(to_string(key.a)).c_str(),
-                static_cast<long long>(key.m), n_text(key).c_str(), static_cast<long long>(key.k),
-                cublas.c_str(), tuned.c_str(), speedup.c_str(), outcome.c_str());
+    std::printf("%-9s %-5s %7s %11s %6s  %10s %9s %8s  %s\n", col.op.c_str(), col.dtype.c_str(), col.m.c_str(),
+                col.n.c_str(), col.k.c_str(), cublas.c_str(), tuned.c_str(), speedup.c_str(), outcome.c_str());
   }
 }
 
@@ -257,11 +278,10 @@ int run_prewarm(const PrewarmArgs& a) {
       const ShapeState& s = it->second;
       ShapeState& before = states[key];
       if (s.state != before.state || s.detail != before.detail) {
-        const GemmKey k = std::get<GemmKey>(parse_key(key));
-        std::printf("[%5.0fs] %s %lldx%sx%lld: %s%s%s\n",
+        std::printf("[%5.0fs] %s: %s%s%s\n",
                     std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
-                    std::string(to_string(k.a)).c_str(), static_cast<long long>(k.m), n_text(k).c_str(),
-                    static_cast<long long>(k.k), s.state.c_str(), s.detail.empty() ? "" : ": ", s.detail.c_str());
+                    columns_of(key).short_form().c_str(), s.state.c_str(), s.detail.empty() ? "" : ": ",
+                    s.detail.c_str());
         std::fflush(stdout);
         before = s;
       }

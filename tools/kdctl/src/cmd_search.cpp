@@ -24,6 +24,7 @@
 #include "driver/worker_backend.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "range/range_search.hpp"
 #include "range_gate_print.hpp"
 #include "store/cache_store.hpp"
@@ -139,12 +140,14 @@ void print_range_summary(const GemmKey& key, const search::range::RangeOutcome& 
 }
 
 int run_search_command(const SearchArgs& a) {
-  auto parsed = parse_key(a.key);
+  // Any operator's key (issue 33): a row operator's searches exact, with the proposers that serve
+  // row operators (builtin's row_reduce), against the gate's row baseline.
+  auto parsed = parse_op_key(a.key);
   if (auto* err = std::get_if<KeyError>(&parsed)) {
     std::fprintf(stderr, "kdctl search: bad --key: %s\n", err->message.c_str());
     return kUsage;
   }
-  GemmKey key = std::get<GemmKey>(parsed);
+  OpKey op = std::get<OpKey>(parsed);
   auto made = make_proposers(a);
   if (auto* err = std::get_if<std::string>(&made)) {
     std::fprintf(stderr, "kdctl search: %s\n", err->c_str());
@@ -157,7 +160,8 @@ int run_search_command(const SearchArgs& a) {
   if (have_gpu) {
     const DeviceInfo dev = query_device(a.device);
     target = search::GpuTarget::from(dev);
-    if (!key.device) key = key.with_device({dev.arch, dev.name, dev.sms});
+    op = std::visit([&](const auto& k) { return OpKey(k.device ? k : k.with_device({dev.arch, dev.name, dev.sms})); },
+                    op);
   } else if (!a.dry_run) {
     std::fprintf(stderr, "kdctl search: no usable GPU (%s); --dry-run proposes and compiles without one\n",
                  cu_unavailable_reason().empty() ? "no device" : cu_unavailable_reason().c_str());
@@ -186,8 +190,10 @@ int run_search_command(const SearchArgs& a) {
     backend->start();
   }
 
-  std::printf("search %s\n  on %s (%s, %d SMs)%s\n", key.shape_line().c_str(),
-              key.device ? key.device->gpu.c_str() : "no GPU", target.arch.c_str(), target.sms,
+  const GemmKey* gemm = std::get_if<GemmKey>(&op);
+  const std::optional<DevicePart>& device = gemm ? gemm->device : std::get<RowKey>(op).device;
+  std::printf("search %s\n  on %s (%s, %d SMs)%s\n", op_shape_line(op).c_str(),
+              device ? device->gpu.c_str() : "no GPU", target.arch.c_str(), target.sms,
               a.dry_run ? ", dry run: compile only" : "");
   const bool with_cublaslt = std::any_of(owned.begin(), owned.end(), [](const auto& p) { return p->name() == "cublaslt"; });
   if (a.dry_run && with_cublaslt)
@@ -203,14 +209,15 @@ int run_search_command(const SearchArgs& a) {
   // A range key (issue 29) runs the range search, as kdispatchd's search runner does for a range job.
   std::optional<search::range::RangeOutcome> ranged;
   search::SearchOutcome plain;
-  if (key.is_range()) {
+  if (gemm && gemm->is_range()) {
+    const GemmKey& key = *gemm;
     std::printf("  a range of n: searched at n=%lld over the configurations that serve every n of it, then checked "
                 "at up to %zu points and timed at its ends and middle\n",
                 static_cast<long long>(key.n_hi), search::range::kMaxChecked);
     ranged = search::range::run_range_search(key, target, proposers, compiler, backend.get(), opts, observer);
     print_range_summary(key, *ranged, opts.mode);
   } else {
-    plain = run_search(key, target, proposers, compiler, backend.get(), opts, observer);
+    plain = run_search(op, target, proposers, compiler, backend.get(), opts, observer);
     print_summary(plain);
   }
   const search::SearchOutcome& out = ranged ? ranged->search : plain;
@@ -223,10 +230,11 @@ int run_search_command(const SearchArgs& a) {
       writer.put_raw("trees", out.tree.search_id(), out.tree.to_json().dump());
       if (won) {
         const search::RecordVersions versions{search::nvrtc_version(), cu().driver_version, 0};
-        const Record record = ranged ? search::range::make_range_record(*ranged, key.full_line(), versions)
-                                     : search::make_record(out, *out.winner, key.full_line(), versions);
+        const std::string full_line = op_full_line(op);
+        const Record record = ranged ? search::range::make_range_record(*ranged, full_line, versions)
+                                     : search::make_record(out, *out.winner, full_line, versions);
         const std::uint64_t gen = writer.commit_record(record);
-        published.push_back(key.full_line());
+        published.push_back(full_line);
         std::printf("published to %s (generation %llu)\n", a.cache_dir.c_str(), static_cast<unsigned long long>(gen));
       }
     }

@@ -53,6 +53,23 @@ std::vector<StoredRecord> find_records(const CacheSnapshot& cache, const GemmKey
   return exact.empty() ? covering : exact;
 }
 
+// The records a row operator's KEY (issue 33) names: the exact full line, or every record of its
+// shape line on a GPU whose name contains `gpu_filter`. Row keys have no ranges.
+std::vector<StoredRecord> find_row_records(const CacheSnapshot& cache, const RowKey& key,
+                                           const std::string& gpu_filter) {
+  std::vector<StoredRecord> out;
+  for (StoredRecord& s : cache.records()) {
+    const auto parts = split_op_key(s.key_line);
+    const RowKey* stored = parts ? std::get_if<RowKey>(&parts->key) : nullptr;
+    if (stored == nullptr) continue;
+    if (key.device ? *stored != key
+                   : stored->shape() != key.shape() || parts->device.gpu.find(gpu_filter) == std::string::npos)
+      continue;
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 // "n=129..256; checked at n=129, 131, ...; timed at n=129 (12.1 us vs cuBLAS 14.0 us), ..." from a
 // range record's validation report; empty for an exact record.
 std::string range_summary(const nlohmann::json& report) {
@@ -168,14 +185,19 @@ int show_prompts() {
 
 int run_show(const ShowArgs& a) {
   if (a.key == "prompts") return show_prompts();
-  auto parsed = parse_key(a.key);
+  auto parsed = parse_op_key(a.key);
   if (const auto* bad = std::get_if<KeyError>(&parsed)) {
     std::fprintf(stderr, "kdctl show: bad KEY: %s\n", bad->message.c_str());
     return kUsage;
   }
-  const GemmKey& key = std::get<GemmKey>(parsed);
+  const OpKey& op = std::get<OpKey>(parsed);
   const CacheSnapshot cache(resolve_cache_dir(a.cache_dir));
-  const auto found = find_records(cache, key, a.gpu);
+  const auto* row = std::get_if<RowKey>(&op);
+  // A row key stands in the checks below as an exact key with no n: a GemmKey of its own never
+  // takes the range branch.
+  const GemmKey key = row ? GemmKey{} : std::get<GemmKey>(op);
+  const bool keyed = row ? row->device.has_value() : key.device.has_value();
+  const auto found = row ? find_row_records(cache, *row, a.gpu) : find_records(cache, key, a.gpu);
   if (found.size() > 1) {
     std::fprintf(stderr, "kdctl show: %zu records match this shape line; pick one with --gpu or a full key:\n",
                  found.size());
@@ -184,13 +206,13 @@ int run_show(const ShowArgs& a) {
   }
   if (found.empty()) {
     std::fprintf(stderr, "kdctl show: no record for %s%s in %s\n",
-                 key.device ? key.full_line().c_str() : key.shape_line().c_str(),
+                 (keyed ? op_full_line(op) : op_shape_line(op)).c_str(),
                  a.gpu.empty() ? "" : fmt::format(" on a GPU matching \"{}\"", a.gpu).c_str(),
                  cache.dir().c_str());
     return kFailure;
   }
   const StoredRecord* stored = &found.front();
-  const bool by_range = !key.is_range() && stored->key_line.find("..") != std::string::npos;
+  const bool by_range = !row && !key.is_range() && stored->key_line.find("..") != std::string::npos;
   if (by_range && !a.json) std::printf("(no record of its own: the range record below serves n=%lld)\n",
                                        static_cast<long long>(key.n));
   if (const auto* error = std::get_if<RecordError>(&stored->record)) {

@@ -11,16 +11,21 @@
 #include "daemon_link.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 
 namespace kd::kdctl {
 namespace {
 
-// "bf16 4096x16x4096" for a key line (its type and m x n x k); the line itself when it does not parse.
+// "bf16 4096x16x4096" for a GEMM key line (its type and m x n x k), "layernorm f32 4096x1024" for a
+// row operator's (op, dtype, rows x cols); the line itself when it does not parse.
 std::string short_key(const std::string& line) {
-  const auto parsed = parse_key(line);
-  const auto* key = std::get_if<GemmKey>(&parsed);
-  if (key == nullptr) return line;
-  return fmt::format("{} {}x{}x{}", to_string(key->a), key->m, key->n, key->k);
+  const auto parsed = parse_op_key(line);
+  const auto* op = std::get_if<OpKey>(&parsed);
+  if (op == nullptr) return line;
+  if (const auto* row = std::get_if<RowKey>(op))
+    return fmt::format("{} {} {}x{}", to_string(row->op), to_string(row->dtype), row->rows, row->cols);
+  const GemmKey& key = std::get<GemmKey>(*op);
+  return fmt::format("{} {}x{}x{}", to_string(key.a), key.m, key.n, key.k);
 }
 
 // One line per runner of the status reply's `runners`: which GPU, what it does, what it did.

@@ -18,6 +18,7 @@
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "plan/launch_plan.hpp"
 #include "range/range_search.hpp"
 #include "range_gate_print.hpp"
@@ -108,7 +109,9 @@ int validate_range(const ValidateArgs& a, const GemmKey& key, const search::Cand
 }
 
 int run_validate(const ValidateArgs& a) {
-  auto parsed = parse_key(a.key);
+  // Any operator's key (issue 33): a row operator's kernel goes through the same gate, against the
+  // row baseline.
+  auto parsed = parse_op_key(a.key);
   if (auto* err = std::get_if<KeyError>(&parsed)) {
     std::fprintf(stderr, "kdctl validate: bad --key: %s\n", err->message.c_str());
     return kUsage;
@@ -120,7 +123,9 @@ int run_validate(const ValidateArgs& a) {
   }
   std::ostringstream text;
   text << in.rdbuf();
-  if (const GemmKey& k = std::get<GemmKey>(parsed); k.is_range()) {
+  const GemmKey* asked_gemm = std::get_if<GemmKey>(&std::get<OpKey>(parsed));
+  if (asked_gemm != nullptr && asked_gemm->is_range()) {
+    const GemmKey& k = *asked_gemm;
     if (const auto problem = range_plan_refusal(k, text.str())) {
       if (a.json) {
         const nlohmann::json report = {{"rule", "plan_invalid"},
@@ -142,13 +147,16 @@ int run_validate(const ValidateArgs& a) {
     return kNoGpu;
   }
   const DeviceInfo dev = query_device(a.device);
-  GemmKey key = std::get<GemmKey>(parsed);
-  if (!key.device) key = key.with_device({dev.arch, dev.name, dev.sms});
-  if (key.device->arch != dev.arch || key.device->gpu != dev.name) {
+  const OpKey op = std::visit(
+      [&](const auto& k) { return OpKey(k.device ? k : k.with_device({dev.arch, dev.name, dev.sms})); },
+      std::get<OpKey>(parsed));
+  const DevicePart& keyed = *std::visit([](const auto& k) { return &*k.device; }, op);
+  if (keyed.arch != dev.arch || keyed.gpu != dev.name) {
     std::fprintf(stderr, "kdctl validate: the key names %s (%s); this device is %s (%s)\n",
-                 key.device->gpu.c_str(), key.device->arch.c_str(), dev.name.c_str(), dev.arch.c_str());
+                 keyed.gpu.c_str(), keyed.arch.c_str(), dev.name.c_str(), dev.arch.c_str());
     return kUsage;
   }
+  const std::string full_line = op_full_line(op);
 
   search::CompileService compiler;
   const search::CandidateBuild build = compiler.compile({text.str(), a.kernel, dev.arch, {}});
@@ -160,13 +168,14 @@ int run_validate(const ValidateArgs& a) {
   }
   search::WorkerBackend backend(worker::default_worker_spawn(a.device, default_cache_dir()),
                                 std::chrono::seconds(a.watchdog_s));
-  if (key.is_range()) return validate_range(a, key, build, backend);
-  eval::EvalRequest request{key.full_line(), build.cubin, *build.plan, {}};
+  if (const GemmKey* gemm = std::get_if<GemmKey>(&op); gemm && gemm->is_range())
+    return validate_range(a, *gemm, build, backend);
+  eval::EvalRequest request{full_line, build.cubin, *build.plan, {}};
   const eval::Verdict v = backend.evaluate(request);
   if (a.json) {
     std::printf("%s\n", eval::to_json(v).dump(2).c_str());
   } else {
-    std::printf("key: %s\nkernel: %s (%zu launches, NVRTC %.0f ms)\n", key.full_line().c_str(), a.kernel.c_str(),
+    std::printf("key: %s\nkernel: %s (%zu launches, NVRTC %.0f ms)\n", full_line.c_str(), a.kernel.c_str(),
                 build.plan->launches.size(), build.compile_time.count() / 1000.0);
     print_verdict(v);
   }

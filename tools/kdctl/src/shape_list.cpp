@@ -10,6 +10,7 @@
 
 #include "key/gemm_key.hpp"
 #include "key/n_buckets.hpp"
+#include "key/row_key.hpp"
 
 namespace kd::kdctl {
 namespace {
@@ -103,12 +104,17 @@ void ShapeTally::add(std::istream& in, const std::string& name) {
       }
       if (trailing) calls = *trailing;
     }
-    auto parsed = parse_key(key_text);
+    auto parsed = parse_op_key(key_text);
     if (const auto* bad = std::get_if<KeyError>(&parsed)) {
       error(bad->message);
       continue;
     }
-    const GemmKey& key = std::get<GemmKey>(parsed);
+    // A row operator's line (issue 33) is exact: no n, no ranges to overlap, never bucketed.
+    if (const auto* row = std::get_if<RowKey>(&std::get<OpKey>(parsed))) {
+      counts_[row->shape_line()] += calls;
+      continue;
+    }
+    const GemmKey& key = std::get<GemmKey>(std::get<OpKey>(parsed));
     Classified c = classify(key);
     if (std::string why = overlap(c.cls, c.lo, c.hi); !why.empty()) {
       error(std::move(why));
@@ -124,11 +130,13 @@ void ShapeTally::add(std::istream& in, const std::string& name) {
 std::vector<ShapeCount> ShapeTally::bucketed(const NBuckets& buckets) const {
   std::map<std::string, std::uint64_t> merged;
   for (const auto& [line, calls] : counts_) {
-    const GemmKey key = std::get<GemmKey>(parse_key(line));
-    if (key.is_range()) {
+    const auto parsed = parse_key(line);
+    const auto* gemm = std::get_if<GemmKey>(&parsed);
+    if (gemm == nullptr || gemm->is_range()) {  // a row operator's line stays exact
       merged[line] += calls;
       continue;
     }
+    const GemmKey& key = *gemm;
     // Into a range the lists give that holds n; else its bucket, unless that would overlap one.
     const Classified c = classify(key);
     const auto given = placed_.find(c.cls);

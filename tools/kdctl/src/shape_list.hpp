@@ -9,6 +9,9 @@
 // The shim appends each distinct missed line once per process (miss_recorder.hpp), so for plain
 // KD_RECORD files the merged count of a shape is the number of recorded processes that missed it.
 //
+// Row operators (issue 33): a row-operator line (`layernorm dtype=f32 rows=4096 cols=1024 weight=1
+// bias=1`, key/row_key.hpp) is read as a GEMM line is, and is always exact: no n, never bucketed.
+//
 // Ranges (issue 29): a key may stand for a range of token counts, `n=33..64` (or the shorthand's
 // `tokens=33..64`). Within what one tally has read, a range may not share an n with another range
 // of an otherwise equal key (the same range twice is one shape), nor, in a list to prewarm, with an
@@ -19,7 +22,7 @@
 //
 // Output format (format_shape_list): a comment header, then per shape a `# calls=N` comment line
 // followed by the canonical shape line, in decreasing count (ties: line order). Every non-comment
-// line parses with parse_key, so the output is a valid prewarm list.
+// line parses with parse_op_key, so the output is a valid prewarm list.
 #pragma once
 
 #include <cstdint>
@@ -34,11 +37,11 @@
 namespace kd::kdctl {
 
 struct ShapeCount {
-  std::string shape_line;  // canonical (GemmKey::shape_line)
+  std::string shape_line;  // canonical (GemmKey::shape_line or RowKey::shape_line)
   std::uint64_t calls = 0;
 };
 
-// A line that did not parse: where, and parse_key's message (or what is wrong with the count).
+// A line that did not parse: where, and parse_op_key's message (or what is wrong with the count).
 struct ShapeListError {
   std::string file;
   std::size_t line = 0;  // 1-based

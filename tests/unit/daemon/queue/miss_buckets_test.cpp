@@ -147,3 +147,31 @@ TEST(MissBuckets, PrewarmQueuesKeysAsGiven) {
 
 }  // namespace
 }  // namespace kd::daemon
+
+namespace kd::daemon {
+namespace {
+
+// Issue 33: a row operator's key has no n: its misses are one exact job whatever the buckets, its
+// parse is kept for the claim, and its nominal call time is its bytes at kNominalTBps.
+TEST(MissBuckets, RowOperatorMissesStayExactJobs) {
+  const std::string row = "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1 arch=sm_90 "
+                          "gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
+  EXPECT_EQ(bucket_line(row, NBuckets::standard()), std::nullopt);
+  const ParsedKey parsed = parse_job_key(row);
+  ASSERT_TRUE(parsed.row && !parsed.key);
+  EXPECT_EQ(parsed.full_line_on({"sm_90", "NVIDIA H100 80GB HBM3", 132}), row);
+  // x read and y written (4096 x 1024 f32 each), weight and bias read (1024 f32 each).
+  EXPECT_DOUBLE_EQ(estimate_call_us(parsed), (2.0 * 4096 * 1024 * 4 + 2 * 1024 * 4) / (kNominalTBps * 1e6));
+
+  test::TempDir dir;
+  JobQueue q(dir.path(), QueueLimits{100000, NBuckets::standard()});
+  misses_sync(q, {{row, 2, parsed}, {row, 3}});
+  const auto job = q.find(row);
+  ASSERT_TRUE(job);
+  EXPECT_EQ(job->count, 5u);
+  EXPECT_GT(job->est_call_us, 0.0);
+  EXPECT_EQ(q.counts().by_state[static_cast<std::size_t>(JobState::queued)], 1u);
+}
+
+}  // namespace
+}  // namespace kd::daemon

@@ -10,7 +10,9 @@ namespace {
 
 constexpr const char* kModule = R"(
 #include <kdispatch/gemm.cuh>
+#include <kdispatch/rowop.cuh>
 extern "C" __global__ void good(kd_gemm_args a) { static_cast<float*>(a.c)[threadIdx.x] = a.alpha; }
+extern "C" __global__ void row_entry(kd_row_args a) { static_cast<float*>(a.y)[threadIdx.x] = a.eps; }
 extern "C" __global__ void two_params(kd_gemm_args a, int x) { static_cast<int*>(a.c)[0] = x; }
 extern "C" __global__ void int_param(int x) {}
 __global__ void not_extern_c(kd_gemm_args a) {}
@@ -74,6 +76,22 @@ TEST_F(CompiledChecks, WrongParametersAreABadSignature) {
   EXPECT_EQ(status("two_params"), CandidateStatus::bad_entry_signature);
   EXPECT_EQ(status("int_param"), CandidateStatus::bad_entry_signature);
   EXPECT_NE(check("int_param")->message.find(".u32"), std::string::npos) << check("int_param")->message;
+}
+
+// Each operator's entries take its own argument struct: kd_row_args (64 bytes) for a row key, and
+// a kernel of the other operator's struct is refused by name.
+TEST_F(CompiledChecks, EntriesTakeTheirOperatorsArgumentStruct) {
+  LaunchPlan plan;
+  plan.launches.push_back({.entry = "row_entry", .grid = {1, 1, 1}, .block = {256, 1, 1}, .smem_bytes = 0});
+  EXPECT_FALSE(check_compiled(plan, out_->ptx, out_->cubin, "sm_90", CompileRequest::kRowArgsBytes));
+  const auto as_gemm = check_compiled(plan, out_->ptx, out_->cubin, "sm_90");
+  ASSERT_TRUE(as_gemm);
+  EXPECT_EQ(as_gemm->status, CandidateStatus::bad_entry_signature);
+  EXPECT_NE(as_gemm->message.find("kd_gemm_args"), std::string::npos) << as_gemm->message;
+  plan.launches.front().entry = "good";
+  const auto gemm_as_row = check_compiled(plan, out_->ptx, out_->cubin, "sm_90", CompileRequest::kRowArgsBytes);
+  ASSERT_TRUE(gemm_as_row);
+  EXPECT_NE(gemm_as_row->message.find("kd_row_args"), std::string::npos) << gemm_as_row->message;
 }
 
 TEST_F(CompiledChecks, MangledEntryIsNotExternC) {

@@ -7,6 +7,9 @@
 #include <functional>
 
 #include "builtin/builtin_proposer.hpp"
+#include "builtin/row_family.hpp"
+#include "driver/winner_record.hpp"
+#include "key/row_key.hpp"
 #include "plan/launch_plan.hpp"
 
 namespace kd::search {
@@ -139,6 +142,110 @@ TEST(SearchDriver, NoCorrectCandidateKeepsTheVendorLibrary) {
   const SearchOutcome out = run_search(kKey, target, proposers, compiler(), &backend, opts, {});
   EXPECT_FALSE(out.winner.has_value());
   EXPECT_TRUE(out.tree.best().has_value());
+}
+
+// A GEMM-only proposer: a row-operator search must never ask it.
+class GemmOnlyProposer final : public Proposer {
+public:
+  std::string_view name() const override { return "gemm_only"; }
+  std::vector<Proposal> seeds(const ProposalContext& ctx) override {
+    EXPECT_EQ(ctx.row, nullptr) << "a GEMM-only proposer was asked for a row key";
+    return {};
+  }
+  std::vector<Idea> ideas(const ProposalContext& ctx, const Node&, int) override {
+    EXPECT_EQ(ctx.row, nullptr);
+    return {};
+  }
+  std::vector<Proposal> implement(const ProposalContext& ctx, const Node&, const Idea&, int) override {
+    EXPECT_EQ(ctx.row, nullptr);
+    return {};
+  }
+};
+
+// Issue 33: a row key asks only the proposers that serve row operators (builtin's row_reduce
+// seeds, rendered for its op), and its tree and its gate requests go by the row key's full line.
+const char kRowLine[] = "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1 arch=sm_90 "
+                        "gpu=\"NVIDIA H100 80GB HBM3\" sms=132";
+
+SearchOptions small_row_search() {
+  SearchOptions opts;
+  opts.budget.rounds = 1;
+  opts.budget.ideas = 1;
+  opts.budget.impls = 1;
+  opts.budget.topk = 1;
+  opts.budget.max_candidates = 4;
+  return opts;
+}
+
+TEST(SearchDriver, RowKeySeedsTheRowFamilyOnlyUnderItsOwnLine) {
+  builtin::BuiltinProposer builtin;
+  GemmOnlyProposer gemm_only;
+  std::vector<Proposer*> proposers{&gemm_only, &builtin};
+  const auto parsed = parse_op_key(kRowLine);
+  const OpKey& key = std::get<OpKey>(parsed);
+  ScriptedBackend timed([&](const std::string& line) {
+    EXPECT_EQ(line, op_full_line(key)) << "the gate gets the row key's line";
+    return 50.0;
+  });
+  const GpuTarget target;
+  const SearchOutcome out = run_search(key, target, proposers, compiler(), &timed, small_row_search(), {});
+  EXPECT_EQ(out.tree.key_line(), op_full_line(key));
+  ASSERT_FALSE(out.tree.nodes().empty()) << out.stop_reason;
+  for (const Node& n : out.tree.nodes()) {
+    EXPECT_EQ(n.proposer, "builtin");
+    EXPECT_EQ(n.family, builtin::kRowFamilyName) << n.idea;
+    EXPECT_NE(n.source.find("#define KD_OP 1"), std::string::npos) << "layernorm is KD_OP 1";
+  }
+}
+
+// The whole path to a record: row_reduce candidates compile, pass the compiled-kernel contract
+// check for kd_row_args (64 bytes, not kd_gemm_args' 128), and the winner becomes a kernel record
+// of the key's full line.
+TEST(SearchDriver, RowKeyWinnerIsAKernelRecordOfItsFullLine) {
+  builtin::BuiltinProposer builtin;
+  std::vector<Proposer*> proposers{&builtin};
+  const auto parsed = parse_op_key(kRowLine);
+  const OpKey& key = std::get<OpKey>(parsed);
+  const std::string full = op_full_line(key);
+  int evaluated = 0;
+  ScriptedBackend timed([&](const std::string&) { return 90.0 - ++evaluated; });
+  const GpuTarget target;
+  SearchOptions opts = small_row_search();
+  opts.budget.max_candidates = 8;  // round 0's seeds (at most 6) and one move of round 1
+  const SearchOutcome out = run_search(key, target, proposers, compiler(), &timed, opts, {});
+  bool refined = false;
+  for (const Node& n : out.tree.nodes()) {
+    EXPECT_EQ(n.compile_status, "ok") << n.idea << "\n" << n.detail;
+    refined = refined || n.round == 1;
+  }
+  EXPECT_TRUE(refined) << "round 1 applies a row move: " << out.stop_reason;
+  ASSERT_TRUE(out.winner.has_value()) << out.stop_reason;
+  const Record r = make_record(out, *out.winner, full, {"12.8", 12080, 0});
+  EXPECT_EQ(r.kind, RecordKind::nvrtc_kernel);
+  EXPECT_EQ(r.key_line, full);
+  EXPECT_EQ(r.alignment_bytes, 16u);
+  EXPECT_FALSE(r.cubin.empty());
+  EXPECT_FALSE(r.plan.launches.empty());
+  EXPECT_NE(r.source.find("row_reduce"), std::string::npos);
+}
+
+// The row family's moves each give a valid configuration that differs from the one moved.
+TEST(SearchDriver, RowMovesGiveValidNewConfigurations) {
+  const auto parsed = parse_op_key("rmsnorm dtype=bf16 rows=16 cols=4096 weight=1");
+  const RowKey& key = std::get<RowKey>(std::get<OpKey>(parsed));
+  const GpuTarget target;
+  int moved = 0;
+  for (const builtin::Params& raw : builtin::row_seeds(key, target)) {
+    const builtin::Params seed = builtin::row_complete(key, target, raw);
+    for (const builtin::RowMove& move : builtin::row_moves()) {
+      const auto next = builtin::apply_row_move(move, key, target, seed);
+      if (!next) continue;
+      ++moved;
+      EXPECT_TRUE(builtin::row_valid(key, target, *next)) << move.id;
+      EXPECT_NE(*next, seed) << move.id;
+    }
+  }
+  EXPECT_GT(moved, 4);
 }
 
 }  // namespace

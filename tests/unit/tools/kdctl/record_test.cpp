@@ -195,3 +195,27 @@ TEST(KdctlPrewarmList, InvertedAndOpenRangesAreUsageErrorsNamingFileAndLine) {
 
 }  // namespace
 }  // namespace kd::test
+
+namespace kd::test {
+namespace {
+
+// Issue 33: row-operator lines merge by count as GEMM lines do, and stay exact under buckets.
+TEST(KdctlRecord, RowOperatorLinesMergeAndStayExact) {
+  TempDir tmp;
+  const std::string layernorm = "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1";
+  write_text(tmp.path() / "a.txt", layernorm + "\n" + linear_at("40") + "\n");
+  write_text(tmp.path() / "b.txt", "layernorm  dtype=f32 rows=4096 cols=1024 weight=1 bias=1 # calls=4\n");
+  const auto r = run_kdctl(tmp.path(), {"record", (tmp.path() / "a.txt").string(), (tmp.path() / "b.txt").string()},
+                           {"KD_BUCKETS=default"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_NE(r.out.find("# calls=5\n" + layernorm + "\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(linear_at("33..64")), std::string::npos) << "the GEMM line is bucketed:\n" << r.out;
+
+  write_text(tmp.path() / "bad.txt", "rmsnorm dtype=f32 rows=4 cols=8 weight=1 bias=1\n");
+  const auto bad = run_kdctl(tmp.path(), {"record", (tmp.path() / "bad.txt").string()});
+  EXPECT_EQ(bad.rc, 1);  // as for a bad GEMM line
+  EXPECT_NE(bad.err.find("bad.txt:1: "), std::string::npos) << bad.err;
+}
+
+}  // namespace
+}  // namespace kd::test
