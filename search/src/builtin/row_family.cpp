@@ -95,6 +95,13 @@ std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
     add(1024, 1024, std::min(4LL, most), 1);
     return out;
   }
+  // Rows a group narrower than a warp holds (f32 up to 384 columns): several rows per warp, each lane
+  // with several loads in flight (a warp per 128-column f32 row has one 16-byte load per lane).
+  const long long narrow = pow2_ceil(ceil_div(nvec, most));
+  if (narrow < 32) {
+    held(256, std::max(4LL, narrow));
+    if (2 * narrow < 32) held(256, std::max(4LL, 2 * narrow));
+  }
   if (group <= 128) {
     // Short rows: several per block, in the smallest group that holds one, then in wider ones.
     held(std::max(256LL, group), group);
@@ -152,7 +159,8 @@ bool row_valid(const RowShape& s, const Target& t, const Params& p) {
   const long long threads = param(p, kThreads), row_threads = param(p, kRowThreads), vec = param(p, kVec);
   const long long cache = param(p, kCache), split = param(p, kSplit), pdl = param(p, kPdl);
   if (threads < 32 || threads > 1024 || threads % 32) return false;
-  if (row_threads < 32 || row_threads % 32 || threads % row_threads) return false;
+  // Row groups of 4, 8 or 16 lanes share a warp (short rows); wider ones are whole warps.
+  if (row_threads < 4 || (row_threads % 32 != 0 && 32 % row_threads != 0) || threads % row_threads) return false;
   if (vec < 1 || (vec & (vec - 1)) || vec * elem_bytes(s) > kAccessBytes || s.cols % vec) return false;
   if (cache < 1 || vec * cache > kRowCacheValues) return false;
   if (pdl != 0 && pdl != 1) return false;

@@ -31,7 +31,7 @@ inline constexpr long long kRowCacheValues = 24;
 // which come from the shape at render time).
 namespace row_param {
 inline constexpr char kThreads[] = "KD_THREADS";         // block size
-inline constexpr char kRowThreads[] = "KD_ROW_THREADS";  // threads per row: 32 .. KD_THREADS
+inline constexpr char kRowThreads[] = "KD_ROW_THREADS";  // threads per row: 4, 8, 16, 32 .. KD_THREADS
 inline constexpr char kVec[] = "KD_VEC";                 // elements per access
 inline constexpr char kCache[] = "KD_CACHE";             // accesses per thread held in registers
 inline constexpr char kSplit[] = "KD_SPLIT";             // blocks per row (> 1: two launches)

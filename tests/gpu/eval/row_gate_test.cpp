@@ -122,6 +122,7 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
       "layernorm dtype=bf16 rows=16384 cols=8192 weight=1 bias=1",
       "layernorm dtype=f32 rows=16 cols=4194304 weight=1 bias=1",
       "softmax dtype=f16 rows=2048 cols=128",
+      "softmax dtype=f32 rows=65536 cols=128",
       "softmax dtype=bf16 rows=1024 cols=32768",
       "softmax dtype=f32 rows=4096 cols=65536",
   };

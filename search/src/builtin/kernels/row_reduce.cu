@@ -15,8 +15,8 @@
 //
 // Named parameters:
 //   KD_OP 0 rmsnorm | 1 layernorm | 2 softmax    KD_DT 0 f16 | 1 bf16 | 2 f32    KD_HAS_W, KD_HAS_B 0|1
-//   KD_THREADS block size (multiple of 32, <= 1024)   KD_ROW_THREADS threads per row (multiple of 32
-//   dividing KD_THREADS)   KD_VEC elements per access (VEC * element size <= 16)   KD_CACHE accesses
+//   KD_THREADS block size (multiple of 32, <= 1024)   KD_ROW_THREADS threads per row (4, 8, 16 or a
+//   multiple of 32, dividing KD_THREADS)   KD_VEC elements per access (VEC * element size <= 16)   KD_CACHE accesses
 //   held per thread   KD_SPLIT blocks per row (> 1: KD_ROW_THREADS == KD_THREADS)   KD_PDL 0|1
 // Plan: KD_SPLIT == 1: kd_row_main, grid [<= ceil(rows / rows per block)], block [KD_THREADS].
 //   KD_SPLIT > 1: kd_row_partial then kd_row_finish, both grid [KD_SPLIT, rows], block [KD_THREADS],
@@ -56,9 +56,12 @@
 #define KD_PDL 0
 #endif
 
-#if KD_THREADS % KD_ROW_THREADS != 0 || KD_ROW_THREADS % 32 != 0
-#error "KD_ROW_THREADS must be a multiple of 32 dividing KD_THREADS"
+#if KD_THREADS % KD_ROW_THREADS != 0 || (KD_ROW_THREADS % 32 != 0 && 32 % KD_ROW_THREADS != 0)
+#error "KD_ROW_THREADS must divide KD_THREADS and be a multiple or a divisor of 32"
 #endif
+// A group narrower than a warp (short rows: more rows, and more loads in flight per thread) reduces
+// within its own aligned lanes: the butterfly starts at half its width.
+#define KD_FIRST_MASK (KD_ROW_THREADS >= 32 ? 16 : KD_ROW_THREADS / 2)
 #if KD_SPLIT > 1 && KD_ROW_THREADS != KD_THREADS
 #error "a split row takes whole blocks"
 #endif
@@ -248,10 +251,11 @@ __device__ __forceinline__ kd_stat kd_segment_stat(const kd_vec* xr, long long v
   return s;
 }
 
-// The merge of a warp's 32 statistics, in every lane (the merge is symmetric).
+// The merge of a warp's 32 statistics (of a sub-warp group's, when the group is narrower), in every
+// lane (the merge is symmetric).
 __device__ __forceinline__ kd_stat kd_warp_reduce(kd_stat s) {
 #pragma unroll
-  for (int mask = 16; mask >= 1; mask >>= 1) s = kd_merge(s, kd_shfl(s, mask));
+  for (int mask = KD_FIRST_MASK; mask >= 1; mask >>= 1) s = kd_merge(s, kd_shfl(s, mask));
   return s;
 }
 

@@ -131,9 +131,10 @@ TEST(RowReduce, SeedsFollowTheRowLength) {
     EXPECT_LE(blocks, 4 * resident) << describe(kb[i]);
   }
   EXPECT_EQ(kb.back().at(kSplit), 1);
-  // Short rows: several rows per block first, each held by the smallest group that can (a warp for
-  // 128 columns; 1000 f32 columns take 6 accesses of 4 in 42 threads, so 64).
-  for (const auto& [s, group] : {std::pair{kSoftmaxF16, 32}, std::pair{kRmsF32, 64}}) {
+  // Short rows: several rows per block first, each held by the smallest group that can (8 lanes for
+  // 128 f16 columns, 16 accesses of 8 at most 3 per lane; 1000 f32 columns take 6 accesses of 4 in 42
+  // threads, so 64).
+  for (const auto& [s, group] : {std::pair{kSoftmaxF16, 8}, std::pair{kRmsF32, 64}}) {
     const Params first = completed_seeds(s, t).front();
     EXPECT_EQ(first.at(kRowThreads), group) << name_of(s);
     EXPECT_GT(first.at(kThreads), first.at(kRowThreads)) << name_of(s);
@@ -206,14 +207,15 @@ TEST(RowReduce, RenderDefinesTheShapeAndParameters) {
 }
 
 // Every seed of two shapes (the KernelBench split layernorm in f32, the warp-per-row softmax in f16)
-// and the first of the bf16 rmsnorm: every op, dtype and entry point, under 10 NVRTC programs.
+// and the first of the bf16 rmsnorm: every op, dtype and entry point, sub-warp groups too, at most 12
+// NVRTC programs.
 TEST(RowReduce, SeedsCompileWithNvrtcWithoutSpills) {
   const Target t;
   std::vector<std::string> sources;
   for (const RowShape& s : {kKernelBench, kSoftmaxF16})
     for (const Params& p : completed_seeds(s, t)) sources.push_back(row_render(s, t, p));
   sources.push_back(row_render(kRmsBf16, t, completed_seeds(kRmsBf16, t).front()));
-  EXPECT_LE(sources.size(), 10u);
+  EXPECT_LE(sources.size(), 12u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/false);
 }
 
