@@ -9,32 +9,13 @@
 #include "common/error.hpp"
 #include "cuda/driver.hpp"
 #include "eval/error_criterion.hpp"
+#include "eval/problem_scratch.hpp"
 #include "eval/roofline.hpp"
 
 namespace kd::eval {
 namespace {
 
 int dtype_code(DType t) { return static_cast<int>(t); }  // 0 f16, 1 bf16, 2 f32, as in the kernels
-
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Scratch layout for results read back as scalars.
-constexpr std::uint64_t kRefStatsAt = 0, kCompareAt = 64, kGuardAt = 128, kChecksumAt = 192,
-                        kClockAt = 256, kFlushSinkAt = 320, kStreamSinkAt = 384,
-                        kScratchBytes = 512;
-
-template <class T>
-T read_back(CUdeviceptr p, CUstream s) {
-  KD_CU_CHECK(cu().cuStreamSynchronize(s), "evaluator stream");
-  T value{};
-  KD_CU_CHECK(cu().cuMemcpyDtoH(&value, p, sizeof(T)), "result scalars");
-  return value;
-}
 
 DeviceMatrix bias_matrix(const GemmKey& key, CUdeviceptr p) {
   return {p, key.m, 1, key.m, 0, 1, dtype_code(key.c)};
@@ -72,7 +53,8 @@ std::uint64_t span_bytes(const DeviceMatrix& x) {
 
 GemmProblem::GemmProblem(const GemmKey& key, std::uint64_t workspace_bytes,
                          const EvalKernels& kernels, CUstream stream, std::uint64_t l2_bytes)
-    : key_(key), k_(kernels), vendor_(key, stream), stream_(stream), workspace_bytes_(workspace_bytes) {
+    : key_(key), k_(kernels), vendor_(key, stream), stream_(stream), scratch_(kernels, stream, l2_bytes),
+      workspace_bytes_(workspace_bytes) {
   const std::uint64_t c_bytes = span_bytes(matrix_c(key, 0));
   for (int s = 0; s < kSets; ++s) {
     OperandSet& o = set(s);
@@ -94,8 +76,6 @@ GemmProblem::GemmProblem(const GemmKey& key, std::uint64_t workspace_bytes,
   }
   ref_ = DeviceBuffer(static_cast<std::uint64_t>(key.m * key.n * key.batch) * sizeof(double),
                       "fp64 reference");
-  scratch_ = DeviceBuffer(kScratchBytes, "result scalars");
-  flush_ = DeviceBuffer(std::max<std::uint64_t>(2 * l2_bytes, 32ull << 20), "L2 flush");
 }
 
 void GemmProblem::fill(int s, std::uint64_t seed, Distribution dist, double scale, double alpha,
@@ -110,15 +90,15 @@ void GemmProblem::fill(int s, std::uint64_t seed, Distribution dist, double scal
   const Distribution b_dist = dist == Distribution::scaled ? Distribution::normal : dist;
   const double c_scale = scale * std::sqrt(static_cast<double>(key_.k));
   for (const GuardedBuffer* g : {&o.a, &o.b, &o.c_init}) g->fill_sentinel(stream_);
-  k_.generate(stream_, matrix_a(key_, o.a.body()), splitmix(seed + 1), dist, scale);
-  k_.generate(stream_, matrix_b(key_, o.b.body()), splitmix(seed + 2), b_dist, 1.0);
+  k_.generate(stream_, matrix_a(key_, o.a.body()), operand_seed(seed, 1), dist, scale);
+  k_.generate(stream_, matrix_b(key_, o.b.body()), operand_seed(seed, 2), b_dist, 1.0);
   if (key_.epilogue == Epilogue::bias) {
     o.bias.fill_sentinel(stream_);
-    k_.generate(stream_, bias_matrix(key_, o.bias.body()), splitmix(seed + 3), Distribution::normal,
+    k_.generate(stream_, bias_matrix(key_, o.bias.body()), operand_seed(seed, 3), Distribution::normal,
                 c_scale);
   }
   if (beta != 0.0) {
-    k_.generate(stream_, matrix_c(key_, o.c_init.body()), splitmix(seed + 4), Distribution::normal,
+    k_.generate(stream_, matrix_c(key_, o.c_init.body()), operand_seed(seed, 4), Distribution::normal,
                 c_scale);
   } else {
     k_.poison(stream_, matrix_c(key_, o.c_init.body()));
@@ -156,8 +136,7 @@ void GemmProblem::compute_reference(int s) {
   r.beta = o.beta;
   k_.reference(stream_, r, key_.batch);
   const long long count = key_.m * key_.n * key_.batch;
-  k_.ref_stats(stream_, ref_.get(), count, scratch_.get() + kRefStatsAt);
-  const RefStats st = read_back<RefStats>(scratch_.get() + kRefStatsAt, stream_);
+  const RefStats st = scratch_.ref_stats(ref_.get(), count);
   ref_sum_sq_ = st.sum_sq;
   o.floor = relative_floor(st.sum_sq, count);
 }
@@ -182,27 +161,17 @@ void GemmProblem::save_output(int s) {
 
 CUdeviceptr GemmProblem::workspace() const { return workspace_bytes_ > 0 ? workspace_.body() : 0; }
 
-std::uint64_t GemmProblem::checksum(const GuardedBuffer& b) {
-  k_.checksum(stream_, b.base(), b.total_bytes(), scratch_.get() + kChecksumAt);
-  return read_back<std::uint64_t>(scratch_.get() + kChecksumAt, stream_);
-}
+std::uint64_t GemmProblem::checksum(const GuardedBuffer& b) { return scratch_.checksum(b); }
 
 CompareStats GemmProblem::compare(const DeviceMatrix& out, CUdeviceptr other, double floor) {
-  k_.compare(stream_, out, ref_.get(), other, floor, scratch_.get() + kCompareAt);
-  return read_back<CompareStats>(scratch_.get() + kCompareAt, stream_);
+  return scratch_.compare(out, ref_.get(), other, floor);
 }
 
 RunFindings GemmProblem::check_output(int s, CompareWith with) {
   OperandSet& o = set(s);
   RunFindings f;
-  k_.check_guards(stream_, matrix_c(key_, o.c.body()), kGuardBytes, o.c.body_bytes(),
-                  scratch_.get() + kGuardAt);
-  f.c_guards = read_back<GuardStats>(scratch_.get() + kGuardAt, stream_);
-  if (workspace_bytes_ > 0) {
-    DeviceMatrix ws{workspace_.body(), 0, 0, 1, 0, 1, 2};
-    k_.check_guards(stream_, ws, kGuardBytes, workspace_.body_bytes(), scratch_.get() + kGuardAt);
-    f.workspace_guards = read_back<GuardStats>(scratch_.get() + kGuardAt, stream_);
-  }
+  f.c_guards = scratch_.guards(matrix_c(key_, o.c.body()), o.c.body_bytes());
+  if (workspace_bytes_ > 0) f.workspace_guards = scratch_.workspace_guards(workspace_);
   const auto note = [&](bool changed, const char* name) {
     if (!changed) return;
     f.inputs_changed = true;
@@ -233,31 +202,16 @@ ErrorFigures GemmProblem::figures(const CompareStats& c) const {
   return {c.max_rel, norm, c.sum_abs_ref > 0.0 ? c.signed_err / c.sum_abs_ref : 0.0};
 }
 
-// Cold L2 by reading a buffer twice the L2's size. A write-based flush (memset) would leave the L2
-// full of dirty lines whose write-back the next timed kernel pays for (ARCHITECTURE.md).
-void GemmProblem::flush_l2() {
-  k_.checksum(stream_, flush_.get(), flush_.bytes(), scratch_.get() + kFlushSinkAt);
-}
+void GemmProblem::flush_l2() { scratch_.flush_l2(); }
 
 void GemmProblem::queue_late_inputs(int s) {
   const OperandSet& o = set(s);
-  const CudaDriver& d = cu();
-  const auto stash = [&](DeviceBuffer& into, const GuardedBuffer& from, const char* what) {
-    if (into.bytes() < from.total_bytes()) into = DeviceBuffer(from.total_bytes(), what);
-    KD_CU_CHECK(d.cuMemcpyDtoDAsync(into.get(), from.base(), from.total_bytes(), stream_), what);
-    KD_CU_CHECK(d.cuMemsetD8Async(from.body(), 0xFF, from.body_bytes(), stream_), what);
-  };
-  stash(stash_a_, o.a, "late A");
-  stash(stash_b_, o.b, "late B");
   std::array<EvalKernels::Copy, EvalKernels::kMaxLateCopies> copies{};
   int count = 0;
-  copies[count++] = {stash_a_.get(), o.a.base(), o.a.total_bytes()};
-  copies[count++] = {stash_b_.get(), o.b.base(), o.b.total_bytes()};
-  if (key_.epilogue == Epilogue::bias) {
-    stash(stash_bias_, o.bias, "late bias");
-    copies[count++] = {stash_bias_.get(), o.bias.base(), o.bias.total_bytes()};
-  }
-  KD_CU_CHECK(d.cuMemsetD8Async(o.c.body(), 0xFF, o.c.body_bytes(), stream_), "late C");
+  copies[count++] = stash_for_late_copy(stash_a_, o.a, "late A", stream_);
+  copies[count++] = stash_for_late_copy(stash_b_, o.b, "late B", stream_);
+  if (key_.epilogue == Epilogue::bias) copies[count++] = stash_for_late_copy(stash_bias_, o.bias, "late bias", stream_);
+  KD_CU_CHECK(cu().cuMemsetD8Async(o.c.body(), 0xFF, o.c.body_bytes(), stream_), "late C");
   copies[count++] = {o.c_init.base(), o.c.base(), o.c.total_bytes()};
   k_.late_copy(stream_, copies.data(), count, kLateInputsDelayNs);
 }
@@ -281,7 +235,7 @@ CUdeviceptr GemmProblem::weight_copy(int i) const {
   return weight_copies_.at(static_cast<std::size_t>(i - 1)).get() + kGuardBytes;
 }
 
-CUdeviceptr GemmProblem::stream_sink() const { return scratch_.get() + kStreamSinkAt; }
+CUdeviceptr GemmProblem::stream_sink() const { return scratch_.stream_sink(); }
 
 std::span<const TrialShape> GemmProblem::trial_shapes() const { return kGemmTrials; }
 
@@ -358,11 +312,6 @@ void GemmProblem::serving_stream_read(int s, int call) {
                  round_up(other, 16), stream_sink());
 }
 
-int GemmProblem::probe_sm_clock_mhz() {
-  k_.clock_probe(stream_, scratch_.get() + kClockAt);
-  const auto v = read_back<std::array<unsigned long long, 2>>(scratch_.get() + kClockAt, stream_);
-  if (v[1] == 0) return 0;
-  return static_cast<int>(static_cast<double>(v[0]) * 1000.0 / static_cast<double>(v[1]));
-}
+int GemmProblem::probe_sm_clock_mhz() { return scratch_.probe_sm_clock_mhz(); }
 
 }  // namespace kd::eval

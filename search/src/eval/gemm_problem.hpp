@@ -13,6 +13,7 @@
 #include "eval/device_memory.hpp"
 #include "eval/eval_kernels.hpp"
 #include "eval/gate_problem.hpp"
+#include "eval/problem_scratch.hpp"
 #include "eval/serving_regime.hpp"
 #include "eval/vendor_baseline.hpp"
 #include "eval/verdict.hpp"
@@ -96,7 +97,6 @@ public:
   // queues the producer that writes them back, and C from its initial image, kLateInputsDelay
   // later (EvalKernels::late_copy). The candidate's launch must follow at once. Asynchronous.
   void queue_late_inputs(int s) override;
-  static constexpr long long kLateInputsDelayNs = 50'000;
 
   // The serving regime (eval/serving_regime.hpp): `shape.copies` copies of set s's weight operand,
   // copy 0 being the set's own buffer; the others are made now (whole guarded blocks, so a copy's
@@ -120,7 +120,8 @@ private:
   CUstream stream_;
   std::array<OperandSet, kSets> sets_;
   GuardedBuffer vendor_c_, saved_c_, workspace_;
-  DeviceBuffer ref_, scratch_, flush_;
+  ProblemScratch scratch_;
+  DeviceBuffer ref_;
   DeviceBuffer stash_a_, stash_b_, stash_bias_;  // queue_late_inputs, made on first use
   std::vector<DeviceBuffer> weight_copies_;      // copies 1.. of make_weight_copies
   CUdeviceptr weight_copy0_ = 0;

@@ -8,6 +8,7 @@
 #include "common/error.hpp"
 #include "cuda/driver.hpp"
 #include "eval/framework_baseline.hpp"
+#include "eval/problem_scratch.hpp"
 #include "eval/timing_stats.hpp"
 #include "key/row_key.hpp"
 
@@ -15,25 +16,6 @@ namespace kd::eval {
 namespace {
 
 int dtype_code(DType t) { return static_cast<int>(t); }  // 0 f16, 1 bf16, 2 f32, as in the kernels
-
-std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-// Scratch layout for results read back as scalars (as GemmProblem's).
-constexpr std::uint64_t kRefStatsAt = 0, kCompareAt = 64, kGuardAt = 128, kChecksumAt = 192, kClockAt = 256,
-                        kFlushSinkAt = 320, kStreamSinkAt = 384, kScratchBytes = 512;
-
-template <class T>
-T read_back(CUdeviceptr p, CUstream s) {
-  KD_CU_CHECK(cu().cuStreamSynchronize(s), "evaluator stream");
-  T value{};
-  KD_CU_CHECK(cu().cuMemcpyDtoH(&value, p, sizeof(T)), "result scalars");
-  return value;
-}
 
 // GEMM's four distributions and the large mean. alpha and beta are unused.
 constexpr std::array<TrialShape, 5> kRowTrials{{
@@ -43,9 +25,6 @@ constexpr std::array<TrialShape, 5> kRowTrials{{
     {Distribution::scaled, 1e2, "normal x 1e2", 1.0, 0.0},
     {Distribution::large_mean, 1.0, "mean 1000, std 0.1", 1.0, 0.0},
 }};
-
-// As GemmProblem's: long enough that a dependent reading before its wait sees the poison.
-constexpr long long kLateInputsDelayNs = 50'000;
 
 int op_code(RowOp op) { return static_cast<int>(op); }  // 0 rmsnorm, 1 layernorm, 2 softmax
 
@@ -61,7 +40,8 @@ Tolerance row_tolerance(const RowShape& shape, double factor) {
 
 RowProblem::RowProblem(const RowShape& shape, std::uint64_t workspace_bytes, const EvalKernels& kernels,
                        CUstream stream, std::uint64_t l2_bytes, int device_ordinal)
-    : shape_(shape), k_(kernels), stream_(stream), workspace_bytes_(workspace_bytes), device_ordinal_(device_ordinal) {
+    : shape_(shape), k_(kernels), stream_(stream), scratch_(kernels, stream, l2_bytes), workspace_bytes_(workspace_bytes),
+      device_ordinal_(device_ordinal) {
   const std::uint64_t elem = dtype_bytes(shape.dtype);
   const std::uint64_t tensor_bytes = static_cast<std::uint64_t>(shape.rows * shape.cols) * elem;
   const std::uint64_t vector_bytes = static_cast<std::uint64_t>(shape.cols) * elem;
@@ -81,8 +61,6 @@ RowProblem::RowProblem(const RowShape& shape, std::uint64_t workspace_bytes, con
     KD_CU_CHECK(cu().cuMemsetD8Async(workspace_.body(), 0xFF, workspace_.body_bytes(), stream_), "workspace");
   }
   ref_ = DeviceBuffer(static_cast<std::uint64_t>(shape.rows * shape.cols) * sizeof(double), "fp64 reference");
-  scratch_ = DeviceBuffer(kScratchBytes, "result scalars");
-  flush_ = DeviceBuffer(std::max<std::uint64_t>(2 * l2_bytes, 32ull << 20), "L2 flush");
 }
 
 std::string RowProblem::shape_line() const {
@@ -100,22 +78,19 @@ DeviceMatrix RowProblem::vector(CUdeviceptr p) const {
   return {p, shape_.cols, 1, shape_.cols, 0, 1, dtype_code(shape_.dtype)};
 }
 
-std::uint64_t RowProblem::checksum(const GuardedBuffer& b) {
-  k_.checksum(stream_, b.base(), b.total_bytes(), scratch_.get() + kChecksumAt);
-  return read_back<std::uint64_t>(scratch_.get() + kChecksumAt, stream_);
-}
+std::uint64_t RowProblem::checksum(const GuardedBuffer& b) { return scratch_.checksum(b); }
 
 void RowProblem::fill(int s, std::uint64_t seed, const TrialShape& t) {
   Set& o = sets_[static_cast<std::size_t>(s)];
   for (const GuardedBuffer* g : {&o.x, &o.y}) g->fill_sentinel(stream_);
-  k_.generate(stream_, tensor(o.x.body()), splitmix(seed + 1), t.dist, t.scale);
+  k_.generate(stream_, tensor(o.x.body()), operand_seed(seed, 1), t.dist, t.scale);
   if (shape_.weight) {
     o.w.fill_sentinel(stream_);
-    k_.generate(stream_, vector(o.w.body()), splitmix(seed + 2), Distribution::offset_mean, 1.0);
+    k_.generate(stream_, vector(o.w.body()), operand_seed(seed, 2), Distribution::offset_mean, 1.0);
   }
   if (shape_.bias) {
     o.b.fill_sentinel(stream_);
-    k_.generate(stream_, vector(o.b.body()), splitmix(seed + 3), Distribution::normal, 1.0);
+    k_.generate(stream_, vector(o.b.body()), operand_seed(seed, 3), Distribution::normal, 1.0);
   }
   o.sum_x = checksum(o.x);
   o.sum_w = shape_.weight ? checksum(o.w) : 0;
@@ -144,8 +119,7 @@ void RowProblem::compute_reference(int s) {
   Set& o = sets_[static_cast<std::size_t>(s)];
   k_.row_reference(stream_, ref_args(s, o.x.body(), 0));
   const long long count = outputs();
-  k_.ref_stats(stream_, ref_.get(), count, scratch_.get() + kRefStatsAt);
-  const RefStats st = read_back<RefStats>(scratch_.get() + kRefStatsAt, stream_);
+  const RefStats st = scratch_.ref_stats(ref_.get(), count);
   ref_sum_sq_ = st.sum_sq;
   o.floor = relative_floor(st.sum_sq, count);
 }
@@ -162,20 +136,14 @@ void RowProblem::save_output(int s) {
 }
 
 CompareStats RowProblem::compare(CUdeviceptr out, CUdeviceptr other, double floor) {
-  k_.compare(stream_, tensor(out), ref_.get(), other, floor, scratch_.get() + kCompareAt);
-  return read_back<CompareStats>(scratch_.get() + kCompareAt, stream_);
+  return scratch_.compare(tensor(out), ref_.get(), other, floor);
 }
 
 RunFindings RowProblem::check_output(int s, CompareWith with) {
   const Set& o = sets_[static_cast<std::size_t>(s)];
   RunFindings f;
-  k_.check_guards(stream_, tensor(o.y.body()), kGuardBytes, o.y.body_bytes(), scratch_.get() + kGuardAt);
-  f.c_guards = read_back<GuardStats>(scratch_.get() + kGuardAt, stream_);
-  if (workspace_bytes_ > 0) {
-    DeviceMatrix ws{workspace_.body(), 0, 0, 1, 0, 1, 2};
-      k_.check_guards(stream_, ws, kGuardBytes, workspace_.body_bytes(), scratch_.get() + kGuardAt);
-    f.workspace_guards = read_back<GuardStats>(scratch_.get() + kGuardAt, stream_);
-  }
+  f.c_guards = scratch_.guards(tensor(o.y.body()), o.y.body_bytes());
+  if (workspace_bytes_ > 0) f.workspace_guards = scratch_.workspace_guards(workspace_);
   const auto note = [&](bool changed, const char* name) {
     if (!changed) return;
     f.inputs_changed = true;
@@ -231,24 +199,11 @@ KernelArgs RowProblem::args(int s) const {
 
 void RowProblem::queue_late_inputs(int s) {
   const Set& o = sets_[static_cast<std::size_t>(s)];
-  const CudaDriver& d = cu();
-  const auto stash = [&](DeviceBuffer& into, const GuardedBuffer& from, const char* what) {
-    if (into.bytes() < from.total_bytes()) into = DeviceBuffer(from.total_bytes(), what);
-    KD_CU_CHECK(d.cuMemcpyDtoDAsync(into.get(), from.base(), from.total_bytes(), stream_), what);
-    KD_CU_CHECK(d.cuMemsetD8Async(from.body(), 0xFF, from.body_bytes(), stream_), what);
-  };
   std::array<EvalKernels::Copy, EvalKernels::kMaxLateCopies> copies{};
   int count = 0;
-  stash(stash_x_, o.x, "late x");
-  copies[count++] = {stash_x_.get(), o.x.base(), o.x.total_bytes()};
-  if (shape_.weight) {
-    stash(stash_w_, o.w, "late weight");
-    copies[count++] = {stash_w_.get(), o.w.base(), o.w.total_bytes()};
-  }
-  if (shape_.bias) {
-    stash(stash_b_, o.b, "late bias");
-    copies[count++] = {stash_b_.get(), o.b.base(), o.b.total_bytes()};
-  }
+  copies[count++] = stash_for_late_copy(stash_x_, o.x, "late x", stream_);
+  if (shape_.weight) copies[count++] = stash_for_late_copy(stash_w_, o.w, "late weight", stream_);
+  if (shape_.bias) copies[count++] = stash_for_late_copy(stash_b_, o.b, "late bias", stream_);
   k_.late_copy(stream_, copies.data(), count, kLateInputsDelayNs);
 }
 
@@ -257,14 +212,9 @@ double RowProblem::floor_us(const Roofline& r) const {
   return static_cast<double>(row_min_bytes(shape_)) / r.bandwidth_bytes_per_s * 1e6;
 }
 
-void RowProblem::flush_l2() { k_.checksum(stream_, flush_.get(), flush_.bytes(), scratch_.get() + kFlushSinkAt); }
+void RowProblem::flush_l2() { scratch_.flush_l2(); }
 
-int RowProblem::probe_sm_clock_mhz() {
-  k_.clock_probe(stream_, scratch_.get() + kClockAt);
-  const auto v = read_back<std::array<unsigned long long, 2>>(scratch_.get() + kClockAt, stream_);
-  if (v[1] == 0) return 0;
-  return static_cast<int>(static_cast<double>(v[0]) * 1000.0 / static_cast<double>(v[1]));
-}
+int RowProblem::probe_sm_clock_mhz() { return scratch_.probe_sm_clock_mhz(); }
 
 ServingShape RowProblem::serving_shape(std::uint64_t l2_bytes, double floor_us, std::uint64_t budget_bytes) const {
   const std::uint64_t x_bytes = static_cast<std::uint64_t>(shape_.rows * shape_.cols) * dtype_bytes(shape_.dtype);
@@ -300,7 +250,7 @@ void RowProblem::serving_stream_read(int s, int call) {
   const std::uint64_t x_bytes = round_up(serving_.weight_bytes, 16);
   const std::uint64_t w_bytes = shape_.weight ? round_up(static_cast<std::uint64_t>(shape_.cols) * dtype_bytes(shape_.dtype), 16) : 0;
   k_.stream_read(stream_, x_copy(s, call), x_bytes, shape_.weight ? o.w.body() : o.x.body(), w_bytes,
-                 scratch_.get() + kStreamSinkAt);
+                 scratch_.stream_sink());
 }
 
 }  // namespace kd::eval

@@ -18,6 +18,7 @@
 #include "eval/device_memory.hpp"
 #include "eval/eval_kernels.hpp"
 #include "eval/gate_problem.hpp"
+#include "eval/problem_scratch.hpp"
 #include "kdispatch/rowop.cuh"
 #include "key/row_shape.hpp"
 
@@ -86,7 +87,8 @@ private:
   CUstream stream_;
   std::array<Set, kSets> sets_;
   GuardedBuffer baseline_y_, saved_y_, workspace_;
-  DeviceBuffer ref_, scratch_, flush_;
+  ProblemScratch scratch_;
+  DeviceBuffer ref_;
   DeviceBuffer stash_x_, stash_w_, stash_b_;
   std::vector<DeviceBuffer> x_copies_;
   ServingShape serving_;
