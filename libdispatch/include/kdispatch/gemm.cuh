@@ -43,14 +43,7 @@ struct kd_gemm_args {
 static_assert(sizeof(kd_gemm_args) == 128, "kd_gemm_args layout is ABI");
 #endif
 
-/* The wait a "pdl" launch owes the kernel before it on the stream (see above); a no-op when the
- * launch is not a programmatic dependent, and before sm_90. */
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define KD_GRID_DEPENDENCY_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
-#else
-#define KD_GRID_DEPENDENCY_WAIT() \
-  do {                            \
-  } while (0)
-#endif
+/* KD_GRID_DEPENDENCY_WAIT(): the wait a "pdl" launch owes the kernel before it (see above). */
+#include "kdispatch/grid_dependency.cuh"
 
 #endif /* KDISPATCH_GEMM_CUH */

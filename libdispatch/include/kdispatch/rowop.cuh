@@ -36,14 +36,7 @@ struct kd_row_args {
 static_assert(sizeof(kd_row_args) == 64, "kd_row_args layout is ABI");
 #endif
 
-#if !defined(KD_GRID_DEPENDENCY_WAIT)
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define KD_GRID_DEPENDENCY_WAIT() asm volatile("griddepcontrol.wait;" ::: "memory")
-#else
-#define KD_GRID_DEPENDENCY_WAIT() \
-  do {                            \
-  } while (0)
-#endif
-#endif
+/* KD_GRID_DEPENDENCY_WAIT(): the wait a "pdl" launch owes the kernel before it (<kdispatch/gemm.cuh>). */
+#include "kdispatch/grid_dependency.cuh"
 
 #endif /* KDISPATCH_ROWOP_CUH */

@@ -8,6 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "kdispatch/gemm.cuh"
+#include "kdispatch/rowop.cuh"
+
 namespace kd::search {
 
 struct CompileRequest {
@@ -19,7 +22,7 @@ struct CompileRequest {
   // kd_gemm_args (128 bytes) for a GEMM key, kd_row_args (64) for a row operator's. Checked after
   // compiling; not part of the compile cache's key (it does not change the output).
   std::uint64_t args_bytes = kGemmArgsBytes;
-  static constexpr std::uint64_t kGemmArgsBytes = 128, kRowArgsBytes = 64;
+  static constexpr std::uint64_t kGemmArgsBytes = sizeof(kd_gemm_args), kRowArgsBytes = sizeof(kd_row_args);
 };
 
 enum class CompileStatus { ok, compile_error };

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <variant>
 
+#include "compile/nvrtc_compiler.hpp"
 #include "contract/candidate_status.hpp"
 #include "plan/launch_plan.hpp"
 
@@ -49,6 +51,6 @@ std::variant<LaunchPlan, Rejection> check_source(std::string_view source,
 // `args_bytes`: the size of the operator's argument struct (CompileRequest::args_bytes).
 std::optional<Rejection> check_compiled(const LaunchPlan& plan, std::string_view ptx,
                                         std::string_view cubin, std::string_view arch,
-                                        std::uint64_t args_bytes = 128);
+                                        std::uint64_t args_bytes = CompileRequest::kGemmArgsBytes);
 
 }  // namespace kd::search

@@ -178,7 +178,7 @@ std::optional<Rejection> check_entry(const LaunchSpec& launch, bool first,
   if (entry.params.size() != 1 || !is_args_param(entry.params.front(), args_bytes)) {
     return Rejection{CandidateStatus::bad_entry_signature,
                      fmt::format("entry '{}' must take exactly one {} by value ({} bytes); PTX has ({})", launch.entry,
-                                 args_bytes == 64 ? "kd_row_args" : "kd_gemm_args", args_bytes,
+                                 args_bytes == CompileRequest::kRowArgsBytes ? "kd_row_args" : "kd_gemm_args", args_bytes,
                                  fmt::join(entry.params, ", "))};
   }
   const std::vector<std::uint32_t> block(launch.block.begin(), launch.block.end());

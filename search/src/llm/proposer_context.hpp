@@ -30,7 +30,7 @@ struct ProposerContext {
   std::string semantics;        // the operator's semantics in prose (e.g. cuBLAS GEMM rules)
   std::string key_line;         // the exact canonical key line
   GpuDescription gpu;
-  std::string contract;         // libdispatch/include/kdispatch/gemm.cuh, verbatim
+  std::string contract;         // libdispatch/include/kdispatch/gemm.cuh and grid_dependency.cuh, verbatim
   double roofline_floor_us = 0.0;
   std::optional<double> baseline_time_us;  // the vendor call's time, when measured
   std::vector<TreeEntry> tree;  // oldest first

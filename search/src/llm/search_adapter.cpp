@@ -15,10 +15,14 @@ constexpr std::string_view kGemmSemantics =
     "result must be as accurate as the key's precision class allows: f32 forbids reduced-precision "
     "products (TF32, bf16) unless error-compensated to fp32 accuracy.";
 
+// gemm.cuh verbatim, then the grid-dependency header it includes (the KD_GRID_DEPENDENCY_WAIT macro).
 std::string contract_text() {
-  for (const auto& h : search::embedded_headers())
-    if (h.include_name == "kdispatch/gemm.cuh") return std::string(h.contents);
-  return {};
+  std::string gemm, wait;
+  for (const auto& h : search::embedded_headers()) {
+    if (h.include_name == "kdispatch/gemm.cuh") gemm = h.contents;
+    if (h.include_name == "kdispatch/grid_dependency.cuh") wait = h.contents;
+  }
+  return gemm.empty() ? gemm : gemm + "\n" + wait;
 }
 
 }  // namespace

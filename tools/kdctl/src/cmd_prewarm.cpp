@@ -304,7 +304,8 @@ int run_prewarm(const PrewarmArgs& a) {
 void setup_prewarm(CLI::App& sub, std::function<int()>& action) {
   const auto a = command_args(sub, action, run_prewarm);
   sub.add_option("file", a->file,
-                 "Shape list: canonical key lines or `linear` shorthand, # comments; n may be a range n=LO..HI")
+                 "Shape list: canonical key lines (gemm, or rmsnorm/layernorm/softmax rows= cols=) or `linear` shorthand, # "
+                 "comments; a GEMM's n may be a range n=LO..HI")
       ->required();
   add_daemon_flags(sub, *a);
   sub.add_option("--proposer", a->proposer, "Proposer for these jobs (default: the daemon's)");

@@ -252,7 +252,8 @@ int run_search_command(const SearchArgs& a) {
 void setup_search(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<SearchArgs>();
   sub.add_option("--key", a->key,
-                 "Canonical key line or `linear dtype= tokens= in= out=` shorthand; n (tokens) may be a range LO..HI")
+                 "Canonical key line (gemm, or rmsnorm/layernorm/softmax rows= cols=) or `linear dtype= tokens= in= out=` "
+                 "shorthand; a GEMM's n (tokens) may be a range LO..HI")
       ->required();
   sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm, cublaslt")->capture_default_str();
   for (const daemon::ConfigKeyInfo& k : daemon::config_keys()) {

@@ -189,9 +189,11 @@ int run_validate(const ValidateArgs& a) {
 void setup_validate(CLI::App& sub, std::function<int()>& action) {
   const auto a = command_args(sub, action, run_validate);
   sub.add_option("--key", a->key,
-                 "Canonical key line or `linear` shorthand the kernel implements; n (tokens) may be a range LO..HI")
+                 "Canonical key line (gemm, or rmsnorm/layernorm/softmax rows= cols=) or `linear` shorthand the kernel "
+                 "implements; a GEMM's n (tokens) may be a range LO..HI")
       ->required();
-  sub.add_option("--kernel", a->kernel, "CUDA source under the kernel contract (kdispatch/gemm.cuh, a kdispatch:plan)")
+  sub.add_option("--kernel", a->kernel, "CUDA source under the kernel contract (kdispatch/gemm.cuh, or kdispatch/rowop.cuh for a row key; a "
+                 "kdispatch:plan)")
       ->required();
   sub.add_option("--device", a->device, "CUDA device ordinal")->capture_default_str();
   sub.add_option("--watchdog-seconds", a->watchdog_s, "Kill the worker of a kernel that runs this long")->capture_default_str();
