@@ -9,5 +9,8 @@ namespace kd::llm::embedded {
 extern const std::string_view kIdeasV1;      // search/prompts/ideas.v1.md
 extern const std::string_view kImplementV1;  // search/prompts/implement.v1.md
 extern const std::string_view kRepairV1;     // search/prompts/repair.v1.md
+extern const std::string_view kIdeasRowV1;      // search/prompts/ideas.row.v1.md
+extern const std::string_view kImplementRowV1;  // search/prompts/implement.row.v1.md
+extern const std::string_view kRepairRowV1;     // search/prompts/repair.row.v1.md
 
 }  // namespace kd::llm::embedded

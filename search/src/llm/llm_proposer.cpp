@@ -18,9 +18,9 @@ LlmProposer::LlmProposer(LlmConfig config, std::shared_ptr<TokenBudget> budget,
                          ProposerOptions options)
     : client_(std::move(config), std::move(budget)), options_(std::move(options)) {}
 
-std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask(PromptId prompt,
+std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask(PromptId prompt, PromptOperator op,
                                                                  const PromptVars& vars) {
-  const RenderedPrompt rendered = render_prompt(prompt, vars);
+  const RenderedPrompt rendered = render_prompt(prompt, op, vars);
   const ChatRequest request{rendered.system, rendered.user, client_.config().max_reply_tokens,
                             client_.config().temperature};
   auto outcome = client_.complete(request);
@@ -30,9 +30,10 @@ std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask(PromptId prompt
   return Exchange{std::move(reply), std::move(record), {}};
 }
 
-std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask_kernels(PromptId prompt, const PromptVars& vars,
+std::variant<LlmProposer::Exchange, LlmFailure> LlmProposer::ask_kernels(PromptId prompt, PromptOperator op,
+                                                                         const PromptVars& vars,
                                                                          std::string_view what) {
-  auto asked = ask(prompt, vars);
+  auto asked = ask(prompt, op, vars);
   if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
   auto& exchange = std::get<Exchange>(asked);
   auto kernels = extract_kernels(exchange.reply.text, exchange.reply.finish);
@@ -69,7 +70,7 @@ std::variant<IdeasReply, LlmFailure> LlmProposer::propose_ideas(const ProposerCo
   if (n == 0) throw Error(ErrorDomain::usage, 0, "llm: propose_ideas needs n >= 1");
   PromptVars vars = context_vars(context, options_.tree_limits);
   vars["n"] = std::to_string(n);
-  auto asked = ask(PromptId::ideas, vars);
+  auto asked = ask(PromptId::ideas, context.op, vars);
   if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
   auto& exchange = std::get<Exchange>(asked);
   auto parsed = parse_ideas(exchange.reply.text, exchange.reply.finish, n);
@@ -89,7 +90,7 @@ std::variant<Implementation, LlmFailure> LlmProposer::implement(std::string_view
   vars["idea"] = std::string(idea);
   vars["seed_source"] = std::string(seed_source);
   vars["b"] = std::to_string(b);
-  auto asked = ask_kernels(PromptId::implement, vars, "implementation");
+  auto asked = ask_kernels(PromptId::implement, context.op, vars, "implementation");
   if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
   auto& exchange = std::get<Exchange>(asked);
   auto& texts = exchange.kernels;
@@ -112,7 +113,7 @@ std::variant<Repaired, LlmFailure> LlmProposer::repair(std::string_view idea,
   std::string log(compile_log.substr(0, options_.max_log_chars));
   if (compile_log.size() > options_.max_log_chars) log += "\n[... log shortened]";
   vars["compile_log"] = std::move(log);
-  auto asked = ask_kernels(PromptId::repair, vars, "repair");
+  auto asked = ask_kernels(PromptId::repair, context.op, vars, "repair");
   if (auto* failure = std::get_if<LlmFailure>(&asked)) return std::move(*failure);
   auto& exchange = std::get<Exchange>(asked);
   auto& first = exchange.kernels.front();

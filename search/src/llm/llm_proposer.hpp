@@ -4,7 +4,10 @@
 //   repair         one rejected candidate + its compile log -> one corrected candidate
 // Every call returns a value: the reply's parts with their fates, or an LlmFailure whose fate the
 // search records in its tree (tree_entry below). No search class is needed: the search fills a
-// ProposerContext and reads plain results. Thread-safe; calls share the job's TokenBudget.
+// ProposerContext and reads plain results. Each step renders its prompt file for the context's
+// operator class (ProposerContext::op: GEMM or row operators); the static checks are the same for
+// both (the operator's argument struct is checked on the compiled kernel, CompileRequest::args_bytes).
+// Thread-safe; calls share the job's TokenBudget.
 #pragma once
 
 #include <cstddef>
@@ -23,7 +26,7 @@ namespace kd::llm {
 
 // What the tree stores about one reply that came back. Holds no key and no request headers.
 struct ReplyRecord {
-  std::string_view prompt;  // the prompt's versioned name, e.g. "implement.v1"
+  std::string_view prompt;  // the prompt's versioned name, e.g. "implement.v1", "implement.row.v1"
   std::string model;
   int attempts = 0;
   TokenUsage usage;         // what the budget was charged
@@ -83,10 +86,11 @@ public:
 
 private:
   struct Exchange;
-  std::variant<Exchange, LlmFailure> ask(PromptId prompt, const PromptVars& vars);
+  std::variant<Exchange, LlmFailure> ask(PromptId prompt, PromptOperator op, const PromptVars& vars);
   // ask() for a prompt whose reply must hold kernels (implement, repair): the exchange with its
   // kernels, or the failure of a reply without a usable one (logged as `what`'s).
-  std::variant<Exchange, LlmFailure> ask_kernels(PromptId prompt, const PromptVars& vars, std::string_view what);
+  std::variant<Exchange, LlmFailure> ask_kernels(PromptId prompt, PromptOperator op, const PromptVars& vars,
+                                                 std::string_view what);
   CandidateDraft check(std::string source, bool complete) const;
 
   LlmClient client_;

@@ -10,11 +10,14 @@ namespace {
 
 constexpr std::string_view kUserMarker = "<!-- user -->";
 
-const std::array<PromptFile, 3>& files() {
-  static const std::array<PromptFile, 3> table = {{
-      {PromptId::ideas, "ideas.v1", "ideas.v1.md", embedded::kIdeasV1},
-      {PromptId::implement, "implement.v1", "implement.v1.md", embedded::kImplementV1},
-      {PromptId::repair, "repair.v1", "repair.v1.md", embedded::kRepairV1},
+const std::array<PromptFile, 6>& files() {
+  static const std::array<PromptFile, 6> table = {{
+      {PromptId::ideas, PromptOperator::gemm, "ideas.v1", "ideas.v1.md", embedded::kIdeasV1},
+      {PromptId::implement, PromptOperator::gemm, "implement.v1", "implement.v1.md", embedded::kImplementV1},
+      {PromptId::repair, PromptOperator::gemm, "repair.v1", "repair.v1.md", embedded::kRepairV1},
+      {PromptId::ideas, PromptOperator::row, "ideas.row.v1", "ideas.row.v1.md", embedded::kIdeasRowV1},
+      {PromptId::implement, PromptOperator::row, "implement.row.v1", "implement.row.v1.md", embedded::kImplementRowV1},
+      {PromptId::repair, PromptOperator::row, "repair.row.v1", "repair.row.v1.md", embedded::kRepairRowV1},
   }};
   return table;
 }
@@ -41,9 +44,9 @@ std::string without_comments(std::string_view text) {
 
 std::span<const PromptFile> prompt_files() { return files(); }
 
-const PromptFile& prompt_file(PromptId id) {
+const PromptFile& prompt_file(PromptId id, PromptOperator op) {
   for (const PromptFile& file : files()) {
-    if (file.id == id) return file;
+    if (file.id == id && file.op == op) return file;
   }
   throw Error(ErrorDomain::usage, 0, "llm: unknown prompt id");
 }
@@ -70,8 +73,8 @@ std::string render_template(std::string_view text, const PromptVars& vars) {
   return out;
 }
 
-RenderedPrompt render_prompt(PromptId id, const PromptVars& vars) {
-  const PromptFile& file = prompt_file(id);
+RenderedPrompt render_prompt(PromptId id, PromptOperator op, const PromptVars& vars) {
+  const PromptFile& file = prompt_file(id, op);
   const std::size_t marker = file.text.find(kUserMarker);
   if (marker == std::string_view::npos) {
     throw Error(ErrorDomain::data, 0,

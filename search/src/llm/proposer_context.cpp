@@ -15,6 +15,12 @@ std::string one_line(std::string_view text, std::size_t max_chars) {
   return out;
 }
 
+std::string baseline_sentence(const ProposerContext& context) {
+  return context.baseline_time_us
+             ? fmt::format("{} takes {:.1f} us for this call", context.baseline_name, *context.baseline_time_us)
+             : fmt::format("{} (not measured yet: the first round measures it)", context.baseline_name);
+}
+
 }  // namespace
 
 std::string render_tree(const ProposerContext& context, const TreeLimits& limits) {
@@ -34,14 +40,12 @@ std::string render_tree(const ProposerContext& context, const TreeLimits& limits
                          one_line(entry.compile_error_excerpt, limits.max_error_chars));
     }
   }
-  if (context.baseline_time_us) {
-    out += fmt::format("\nThe vendor library takes {:.1f} us for this call.", *context.baseline_time_us);
-  }
+  if (context.baseline_time_us) out += fmt::format("\n{}.", baseline_sentence(context));
   return out;
 }
 
 PromptVars context_vars(const ProposerContext& context, const TreeLimits& limits) {
-  return PromptVars{
+  PromptVars vars{
       {"semantics", context.semantics},
       {"key", context.key_line},
       {"gpu_arch", context.gpu.arch},
@@ -50,8 +54,11 @@ PromptVars context_vars(const ProposerContext& context, const TreeLimits& limits
       {"gpu_peak_tflop_per_s", fmt::format("{:.1f}", context.gpu.peak_tflop_per_s)},
       {"contract", context.contract},
       {"roofline_floor_us", fmt::format("{:.2f}", context.roofline_floor_us)},
+      {"baseline", baseline_sentence(context)},
       {"tree", render_tree(context, limits)},
   };
+  vars.insert(context.operator_vars.begin(), context.operator_vars.end());
+  return vars;
 }
 
 }  // namespace kd::llm

@@ -27,12 +27,21 @@ struct TreeEntry {
 };
 
 struct ProposerContext {
+  PromptOperator op = PromptOperator::gemm;  // which prompt files the proposer renders
   std::string semantics;        // the operator's semantics in prose (e.g. cuBLAS GEMM rules)
   std::string key_line;         // the exact canonical key line
   GpuDescription gpu;
-  std::string contract;         // libdispatch/include/kdispatch/gemm.cuh and grid_dependency.cuh, verbatim
+  // The operator's contract header verbatim (libdispatch/include/kdispatch/gemm.cuh or rowop.cuh),
+  // then grid_dependency.cuh, which it includes.
+  std::string contract;
   double roofline_floor_us = 0.0;
-  std::optional<double> baseline_time_us;  // the vendor call's time, when measured
+  std::optional<double> baseline_time_us;  // the baseline's time, when measured
+  // Who the baseline is, as a sentence's subject: "The vendor library" (GEMM: the intercepted
+  // cuBLAS call), or the framework's kernel for a row operator.
+  std::string baseline_name = "The vendor library";
+  // Placeholders only this operator class's prompt files use (the row prompts' rows, cols, dtype,
+  // ...: llm/operator_context.hpp); every prompt's own placeholders take precedence.
+  PromptVars operator_vars;
   std::vector<TreeEntry> tree;  // oldest first
 };
 
@@ -48,7 +57,8 @@ struct TreeLimits {
 std::string render_tree(const ProposerContext& context, const TreeLimits& limits = {});
 
 // The placeholders every prompt shares: semantics, key, gpu_arch, gpu_sms,
-// gpu_bandwidth_gb_per_s, gpu_peak_tflop_per_s, contract, roofline_floor_us, tree.
+// gpu_bandwidth_gb_per_s, gpu_peak_tflop_per_s, contract, roofline_floor_us, baseline ("<name>
+// takes 12.3 us for this call", or that it is not measured yet), tree; then context.operator_vars.
 PromptVars context_vars(const ProposerContext& context, const TreeLimits& limits = {});
 
 }  // namespace kd::llm

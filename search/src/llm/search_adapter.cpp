@@ -2,41 +2,18 @@
 
 #include <fmt/format.h>
 
-#include "compile/embedded_headers.hpp"
+#include "llm/operator_context.hpp"
 
 namespace kd::llm {
-namespace {
-
-constexpr std::string_view kGemmSemantics =
-    "GEMM with cuBLAS semantics, column-major: for each batch z, C_z = alpha * op(A_z) * op(B_z) + "
-    "beta * C_z (+ bias[row] broadcast over columns when epilogue=bias). op(X) is X or its "
-    "transpose by ta/tb; element (i,j) of a matrix X sits at X[i + j*ldX]; op(A) is m x k, op(B) "
-    "is k x n, C is m x n; beta0=1 means beta is 0 and C must not be read (it may hold NaN). The "
-    "result must be as accurate as the key's precision class allows: f32 forbids reduced-precision "
-    "products (TF32, bf16) unless error-compensated to fp32 accuracy.";
-
-// gemm.cuh verbatim, then the grid-dependency header it includes (the KD_GRID_DEPENDENCY_WAIT macro).
-std::string contract_text() {
-  std::string gemm, wait;
-  for (const auto& h : search::embedded_headers()) {
-    if (h.include_name == "kdispatch/gemm.cuh") gemm = h.contents;
-    if (h.include_name == "kdispatch/grid_dependency.cuh") wait = h.contents;
-  }
-  return gemm.empty() ? gemm : gemm + "\n" + wait;
-}
-
-}  // namespace
 
 LlmSearchProposer::LlmSearchProposer(LlmConfig config, std::shared_ptr<TokenBudget> budget)
     : budget_(budget ? std::move(budget) : std::make_shared<TokenBudget>()),
       proposer_(std::move(config), budget_) {}
 
 ProposerContext LlmSearchProposer::context_for(const search::ProposalContext& ctx) {
-  ProposerContext c;
-  c.semantics = std::string(kGemmSemantics);
-  c.key_line = ctx.key.device ? ctx.key.full_line() : ctx.key.shape_line();
+  // A row search lends an empty `key`: only `row` names the operator there.
+  ProposerContext c = ctx.row != nullptr ? operator_context(*ctx.row) : operator_context(ctx.key);
   c.gpu = {ctx.target.arch, ctx.target.sms, ctx.bandwidth_gb_per_s, ctx.peak_tflop_per_s};
-  c.contract = contract_text();
   c.roofline_floor_us = ctx.floor_us;
   if (ctx.baseline_us > 0) c.baseline_time_us = ctx.baseline_us;
   for (const search::Node& n : ctx.tree.nodes()) {

@@ -29,7 +29,8 @@ public:
   const std::vector<std::string>& failures() const noexcept { return failures_; }
   const TokenBudget& budget() const noexcept { return *budget_; }
 
-  // The model's view of the search state (exposed for tests).
+  // The model's view of the search state (exposed for tests): the operator part of ctx.row when
+  // set (ctx.key names nothing then), else of ctx.key, with the GPU, roofline, baseline and tree.
   static ProposerContext context_for(const search::ProposalContext& ctx);
 
 private:

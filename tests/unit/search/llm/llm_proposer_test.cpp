@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "key/row_key.hpp"
+#include "llm/operator_context.hpp"
 #include "llm_test_fixture.hpp"
 #include "test_kernels.hpp"
 
@@ -23,6 +25,13 @@ protected:
     c.gpu = GpuDescription{"sm_90", 132, 3350.0, 989.0};
     c.contract = "struct kd_gemm_args { ... };";
     c.roofline_floor_us = 9.75;
+    return c;
+  }
+  // A row key's context as the search adapter makes it (issue 33).
+  static ProposerContext row_context(std::string_view line) {
+    ProposerContext c = operator_context(std::get<RowKey>(std::get<OpKey>(parse_op_key(line))));
+    c.gpu = GpuDescription{"sm_90", 132, 3350.0, 0.0};
+    c.roofline_floor_us = 0.16;
     return c;
   }
   // The user message of the index-th request.
@@ -177,6 +186,59 @@ TEST_P(LlmProposerTest, TreeRecordsEachReplysFateAndTheNextPromptShowsThem) {
     EXPECT_NE(user.find(expected), std::string::npos) << expected << "\n" << user;
   }
   EXPECT_LE(budget->tokens_used(), budget->limit_tokens());
+}
+
+// Issue 33: a row key's steps render the row prompts (named in the reply's record) and a reply's
+// row kernels pass the same static checks as GEMM's.
+TEST_P(LlmProposerTest, RowKernelsBecomeCheckedCandidatesUnderTheRowPrompt) {
+  const std::string line = "rmsnorm dtype=bf16 rows=16 cols=4096 weight=1";
+  server_.push({200, reply("One kernel:\n" + fenced(test::row_kernel(RowOp::rmsnorm, DType::bf16, "kd_rms", 16)))});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.implement("a block per row", test::row_kernel(RowOp::rmsnorm, DType::bf16, "kd_seed"),
+                                   row_context(line), 2);
+  ASSERT_TRUE(std::holds_alternative<Implementation>(result)) << std::get<LlmFailure>(result).message;
+  const auto& impl = std::get<Implementation>(result);
+  EXPECT_EQ(impl.record.prompt, "implement.row.v1");
+  ASSERT_EQ(impl.candidates.size(), 1u);
+  EXPECT_EQ(impl.candidates[0].fate, ReplyFate::ok) << impl.candidates[0].message;
+  ASSERT_TRUE(impl.candidates[0].plan);
+  EXPECT_EQ(impl.candidates[0].plan->launches.at(0).entry, "kd_rms");
+  EXPECT_EQ(impl.candidates[0].plan->launches.at(0).grid[0], 16u);
+  EXPECT_TRUE(impl.candidates[0].plan->launches.at(0).pdl);
+  const std::string user = user_message(0);
+  for (const char* expected : {line.c_str(), "struct kd_row_args", "rsqrt(mean_c(x[r][c]^2) + eps)", "kd_seed",
+                               "a block per row", "Write 2 different"})
+    EXPECT_NE(user.find(expected), std::string::npos) << expected;
+  EXPECT_EQ(user.find("kd_gemm_args"), std::string::npos);
+}
+
+TEST_P(LlmProposerTest, RowIdeasAndRepairUseTheRowPrompts) {
+  server_.push({200, reply(R"(["hold each row in registers and read x once"])")});
+  server_.push({200, reply("Fixed:\n" + fenced(test::row_kernel(RowOp::softmax, DType::f32)))});
+  LlmProposer proposer(config(), nullptr);
+  const ProposerContext context = row_context("softmax dtype=f32 rows=65536 cols=128");
+  auto ideas = proposer.propose_ideas(context, 1);
+  ASSERT_TRUE(std::holds_alternative<IdeasReply>(ideas)) << std::get<LlmFailure>(ideas).message;
+  EXPECT_EQ(std::get<IdeasReply>(ideas).record.prompt, "ideas.row.v1");
+  auto repaired = proposer.repair("idea X", "BROKEN-SOURCE", "error: identifier \"foo\" is undefined", context);
+  ASSERT_TRUE(std::holds_alternative<Repaired>(repaired)) << std::get<LlmFailure>(repaired).message;
+  EXPECT_EQ(std::get<Repaired>(repaired).record.prompt, "repair.row.v1");
+  EXPECT_EQ(std::get<Repaired>(repaired).candidate.fate, ReplyFate::ok) << std::get<Repaired>(repaired).candidate.message;
+  for (std::size_t i = 0; i < 2; ++i) {
+    const std::string user = user_message(i);
+    EXPECT_NE(user.find("exp(x[r][c] - m)"), std::string::npos) << i;
+    EXPECT_NE(user.find("65536 rows of 128"), std::string::npos) << i;
+    EXPECT_EQ(user.find("kd_gemm_args"), std::string::npos) << i;
+  }
+}
+
+TEST_P(LlmProposerTest, RowProseReplyIsNoCode) {
+  server_.push({200, reply("I would hold each row in registers, but here is no code.")});
+  LlmProposer proposer(config(), nullptr);
+  auto result = proposer.implement("idea", test::row_kernel(RowOp::layernorm, DType::f32),
+                                   row_context("layernorm dtype=f32 rows=16 cols=4194304 weight=1 bias=1"), 2);
+  ASSERT_TRUE(std::holds_alternative<LlmFailure>(result));
+  EXPECT_EQ(std::get<LlmFailure>(result).fate, ReplyFate::no_code);
 }
 
 INSTANTIATE_TEST_SUITE_P(Apis, LlmProposerTest,
