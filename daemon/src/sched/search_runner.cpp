@@ -63,7 +63,8 @@ JobOutcome SearchJobRunner::run(const Job& job, const Budgets& budgets, Progress
   // Parsed when the job was queued (Job::parsed); the scheduler claims only jobs whose key parsed.
   if (!job.parsed.parsed()) return {JobOutcome::Kind::failed, std::nullopt, "the job's key line does not parse"};
   // Issue 33: a row operator's job searches with the proposers that serve row operators (builtin's
-  // row_reduce; the driver leaves out the others), exact only, against the gate's row baseline.
+  // row_reduce and llm's row prompts; the driver leaves out cuBLASLt), exact only, against the gate's
+  // row baseline.
   const OpKey queued = job.parsed.row ? OpKey(*job.parsed.row) : OpKey(*job.parsed.key);
   const OpKey op = std::visit([&](const auto& k) { return OpKey(k.device ? k : k.with_device(device())); }, queued);
   const GemmKey* gemm = std::get_if<GemmKey>(&op);

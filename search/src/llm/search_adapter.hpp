@@ -1,6 +1,8 @@
 // The `llm` proposer as the search sees it: LlmProposer (ideas, implementations, one repair)
 // behind the search's Proposer interface. It writes no round-0 seeds: it improves the tree's best
-// nodes, builtin or its own, so builtin, cuBLASLt and LLM candidates feed one another.
+// nodes, builtin or its own, so builtin, cuBLASLt and LLM candidates feed one another. It serves
+// GEMM and row-operator keys alike (issue 33): the context's operator part picks the prompt files
+// and contract (llm/operator_context.hpp), and a row search's seeds are builtin row_reduce kernels.
 #pragma once
 
 #include <memory>
@@ -17,6 +19,7 @@ public:
   LlmSearchProposer(LlmConfig config, std::shared_ptr<TokenBudget> budget);
 
   std::string_view name() const override { return "llm"; }
+  bool serves_row_operators() const override { return true; }
   std::vector<search::Proposal> seeds(const search::ProposalContext&) override { return {}; }
   std::vector<search::Idea> ideas(const search::ProposalContext& ctx, const search::Node& seed, int n) override;
   std::vector<search::Proposal> implement(const search::ProposalContext& ctx, const search::Node& seed,

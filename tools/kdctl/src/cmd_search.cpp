@@ -141,7 +141,7 @@ void print_range_summary(const GemmKey& key, const search::range::RangeOutcome& 
 
 int run_search_command(const SearchArgs& a) {
   // Any operator's key (issue 33): a row operator's searches exact, with the proposers that serve
-  // row operators (builtin's row_reduce), against the gate's row baseline.
+  // row operators (builtin's row_reduce, llm's row prompts), against the gate's row baseline.
   auto parsed = parse_op_key(a.key);
   if (auto* err = std::get_if<KeyError>(&parsed)) {
     std::fprintf(stderr, "kdctl search: bad --key: %s\n", err->message.c_str());
