@@ -81,7 +81,8 @@ TEST(KdctlShow, PromptsPrintsTheVersionedPromptFiles) {
   TempDir dir;
   const KdctlRun r = run_kdctl(dir.path(), {"show", "prompts"});
   EXPECT_EQ(r.rc, 0) << r.err;
-  for (const char* name : {"ideas.v1", "implement.v1", "repair.v1"}) EXPECT_NE(r.out.find(name), std::string::npos) << name;
+  for (const char* name : {"ideas.v1", "implement.v1", "repair.v1", "ideas.row.v1", "implement.row.v1", "repair.row.v1"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
 }
 
 }  // namespace
