@@ -51,8 +51,6 @@ private:
 
 namespace {
 
-constexpr std::uint32_t kDefaultSmemLimitBytes = 48 * 1024;
-
 // Pushes a context for the scope of the object.
 class ContextScope {
 public:
@@ -221,7 +219,9 @@ std::variant<LoadedEntry, FallbackReason> CudaEntryLoader::load(const CallKey& k
       const LaunchSpec& spec = plan.launches[i];
       KernelLaunch& l = entry->launches[i];
       KD_CU_CHECK(d.cuModuleGetFunction(&l.function, resources->module(), spec.entry.c_str()), spec.entry);
-      if (spec.smem_bytes > kDefaultSmemLimitBytes)
+      // Whenever the plan asks any: the default limit (48 KiB) counts the kernel's static shared
+      // memory too, so a plan within it could still fail to launch.
+      if (spec.smem_bytes > 0)
         KD_CU_CHECK(d.cuFuncSetAttribute(l.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                          static_cast<int>(spec.smem_bytes)),
                     spec.entry);

@@ -50,7 +50,19 @@ long long pow2_ceil(long long v) {
 long long blocks_per_sm(long long threads) { return std::clamp(2048 / threads, 1LL, 32LL); }
 
 // The most accesses of `vec` elements one thread may hold.
-long long most_accesses(long long vec) { return std::max(1LL, kRowCacheValues / vec); }
+long long most_accesses(const RowShape& s, long long vec) { return std::max(1LL, row_cache_values(s.dtype) / vec); }
+
+// Vectors of a row each block of a cluster (of `cluster` blocks) holds.
+long long chunk_vecs(const RowShape& s, const Params& p) {
+  const long long nvec = s.cols / std::max(1LL, param(p, kVec));
+  return ceil_div(nvec, p.contains(kCluster) ? std::max(1LL, param(p, kCluster)) : 1LL);
+}
+
+// A ring's shared memory per block: stages of rows per block x chunk x 16 bytes.
+long long ring_bytes(const RowShape& s, const Params& p) {
+  const long long rows_per_block = param(p, kThreads) / std::max(1LL, param(p, kRowThreads));
+  return param(p, kStages) * rows_per_block * chunk_vecs(s, p) * kAccessBytes;
+}
 
 // Blocks per row that give about kSplitWaves waves of `threads`-thread blocks, keeping at least
 // kSplitMinAccesses accesses per thread in each chunk.
@@ -62,6 +74,12 @@ long long split_for(const RowShape& s, const Target& t, long long threads, long 
 
 }  // namespace
 
+long long row_cache_values(DType dtype) { return dtype_bytes(dtype) == 2 ? kRowCacheValues16 : kRowCacheValues; }
+
+bool row_one_tile(const RowShape& s, const Params& p) {
+  return param(p, kSplit) <= 1 && chunk_vecs(s, p) <= param(p, kRowThreads) * param(p, kCache);
+}
+
 std::optional<std::string> row_rejects(const RowShape& s) {
   if (s.rows < 1 || s.cols < 1) return fmt::format("empty tensor ({} rows of {} columns)", s.rows, s.cols);
   if (s.op == RowOp::softmax && (s.weight || s.bias)) return "softmax takes no weight or bias";
@@ -70,11 +88,11 @@ std::optional<std::string> row_rejects(const RowShape& s) {
 }
 
 std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
-  const long long vec = widest_vec(s), nvec = s.cols / vec, most = most_accesses(vec);
+  const long long vec = widest_vec(s), nvec = s.cols / vec, most = most_accesses(s, vec);
   std::vector<Params> out;
   auto add = [&](long long threads, long long row_threads, long long cache, long long split) {
-    Params p{{kThreads, threads}, {kRowThreads, row_threads}, {kVec, vec},
-             {kCache, cache},     {kSplit, split},            {kPdl, t.cc_major >= 9 ? 1 : 0}};
+    Params p{{kThreads, threads}, {kRowThreads, row_threads}, {kVec, vec},   {kCache, cache},   {kSplit, split},
+             {kPdl, t.cc_major >= 9 ? 1 : 0}, {kCluster, 1}, {kStages, 0}, {kHoldWb, 0}};
     if (row_valid(s, t, p) && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));
   };
   // Groups of `row_threads` holding their rows in registers, `threads / row_threads` rows per block.
@@ -114,14 +132,13 @@ std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
     // A block of `threads` holding its row with about four accesses per thread.
     const long long threads = std::clamp(pow2_ceil(ceil_div(nvec, 4)), group, 1024LL);
     if (s.rows >= kManyRowsPerSm * t.sms) {
-      // Many rows: small groups reading x twice (the second time from cache) keep more rows in
-      // flight and reduce faster than big blocks holding them (H200, 4096 x 8192 bf16 layernorm:
-      // 128 threads per row 54 us, a warp 60 us, a 512-thread block holding the row 93 us, 1024
-      // threads 180 us).
+      // Many rows: the smallest group holding a row, each thread with the most bytes in flight, then
+      // a small group reading x twice (the second time from L2), then a wider group holding it (H200,
+      // 16384 x 8192 bf16 layernorm: 256 threads holding 32 values 170 us, 128 threads reading twice
+      // 209 us, 512 threads holding 16 values 250 us).
+      held(std::max(256LL, group), group);
       add(128, 128, most, 1);
-      add(256, 32, most, 1);
-      add(512, 128, most, 1);
-      held(std::min(512LL, threads), std::min(512LL, threads));
+      held(std::min(1024LL, std::max(256LL, 2 * group)), std::min(1024LL, 2 * group));
       return out;
     }
     // Few rows: a block per row holding it, then one row per half of a larger block, then fewer
@@ -132,11 +149,19 @@ std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
     add(128, 128, most, 1);
     return out;
   }
-  // Long rows, read twice (H200, 4096 x 65536 f32 softmax: 1024 threads 764 us, 512 779 us, 256
-  // 812 us).
+  // Long rows, read twice (H200, 4096 x 65536 f32 softmax: 1024 threads 736 us, 512 779 us, 256
+  // 812 us), then held by a cluster of 512-thread blocks (833 us with 8: the cluster barrier per row
+  // costs more than the second read saves, so far).
   add(1024, 1024, std::min(4LL, most), 1);
   add(512, 512, most, 1);
   add(256, 256, most, 1);
+  const long long cluster = pow2_ceil(ceil_div(nvec, 512 * most));
+  if (cluster <= 8 && t.cc_major >= 9) {
+    Params p{{kThreads, 512}, {kRowThreads, 512}, {kVec, vec}, {kSplit, 1}, {kPdl, 1}, {kCluster, cluster},
+             {kStages, 0}, {kHoldWb, 0}};
+    p = row_complete(s, t, std::move(p));
+    if (row_valid(s, t, p) && row_one_tile(s, p)) out.push_back(std::move(p));
+  }
   return out;
 }
 
@@ -146,10 +171,13 @@ Params row_complete(const RowShape& s, const Target& t, Params p) {
   if (!p.contains(kRowThreads)) p[kRowThreads] = p[kThreads];
   if (!p.contains(kSplit)) p[kSplit] = 1;
   if (!p.contains(kPdl)) p[kPdl] = t.cc_major >= 9 ? 1 : 0;
+  if (!p.contains(kCluster)) p[kCluster] = 1;
+  if (!p.contains(kStages)) p[kStages] = 0;
+  if (!p.contains(kHoldWb)) p[kHoldWb] = 0;
   if (!p.contains(kCache)) {
     const long long vec = std::max(1LL, p[kVec]);
-    const long long segment = ceil_div(s.cols / vec, std::max(1LL, p[kSplit]));
-    p[kCache] = std::min(most_accesses(vec), ceil_div(segment, std::max(1LL, p[kRowThreads])));
+    const long long segment = ceil_div(s.cols / vec, std::max(1LL, p[kSplit]) * std::max(1LL, p[kCluster]));
+    p[kCache] = std::min(most_accesses(s, vec), ceil_div(segment, std::max(1LL, p[kRowThreads])));
   }
   return p;
 }
@@ -162,11 +190,28 @@ bool row_valid(const RowShape& s, const Target& t, const Params& p) {
   // Row groups of 4, 8 or 16 lanes share a warp (short rows); wider ones are whole warps.
   if (row_threads < 4 || (row_threads % 32 != 0 && 32 % row_threads != 0) || threads % row_threads) return false;
   if (vec < 1 || (vec & (vec - 1)) || vec * elem_bytes(s) > kAccessBytes || s.cols % vec) return false;
-  if (cache < 1 || vec * cache > kRowCacheValues) return false;
+  if (cache < 1 || vec * cache > row_cache_values(s.dtype)) return false;
   if (pdl != 0 && pdl != 1) return false;
   if (pdl == 1 && t.cc_major < 9) return false;  // griddepcontrol is sm_90's
   if (split < 1 || split > kMaxGridY) return false;
   if (split > 1 && (row_threads != threads || s.rows > kMaxGridY || split > s.cols / vec)) return false;
+  // Absent, the parameters added in session 25 mean what records from before them ran: no cluster,
+  // no ring, weights loaded per row.
+  const long long cluster = p.contains(kCluster) ? param(p, kCluster) : 1;
+  const long long stages = param(p, kStages), hold = param(p, kHoldWb);
+  if (cluster != 1 && cluster != 2 && cluster != 4 && cluster != 8) return false;
+  if (cluster > 1 && (t.cc_major < 9 || split > 1 || row_threads != threads || cluster > s.cols / vec)) return false;
+  if (stages < 0 || stages > 8) return false;
+  if (stages > 0 && (t.cc_major < 9 || split > 1 || vec * elem_bytes(s) != kAccessBytes ||
+                     ring_bytes(s, p) > std::min<long long>(kRowRingBytes, t.smem_optin_bytes)))
+    return false;
+  if (hold != 0 && hold != 1) return false;
+  if (hold == 1) {
+    const long long operands = (s.weight ? 1 : 0) + (s.bias ? 1 : 0);
+    if (operands == 0 || split > 1 || chunk_vecs(s, p) > row_threads * cache ||
+        operands * cache * vec * elem_bytes(s) > 64)
+      return false;
+  }
   return true;
 }
 
@@ -175,11 +220,19 @@ LaunchPlan row_plan(const RowShape& s, const Target& t, const Params& p) {
   const bool pdl = param(p, kPdl) == 1;
   LaunchPlan plan;
   if (split <= 1) {
-    const long long rows_per_block = threads / param(p, kRowThreads);
+    const long long rows_per_block = threads / param(p, kRowThreads), cluster = param(p, kCluster);
+    const long long ring = ring_bytes(s, p);
+    long long resident = kWaves * t.sms * blocks_per_sm(threads);
+    // A ring block streams its rows itself: one wave of as many blocks as the rings' memory lets
+    // reside (an SM's opt-in shared memory, a kilobyte of it per block for the static slots).
+    if (ring > 0)
+      resident = t.sms * std::clamp<long long>((t.smem_optin_bytes + 1024LL) / (ring + 1024), 1, blocks_per_sm(threads));
+    const long long clusters = std::max(1LL, std::min(ceil_div(s.rows, rows_per_block), resident / cluster));
     LaunchSpec main;
     main.entry = "kd_row_main";
-    main.grid = {u32(std::min(ceil_div(s.rows, rows_per_block), kWaves * t.sms * blocks_per_sm(threads))), 1, 1};
+    main.grid = {u32(clusters * cluster), 1, 1};
     main.block = {u32(threads), 1, 1};
+    main.smem_bytes = u32(ring);
     main.pdl = pdl;
     plan.launches.push_back(main);
     return plan;
@@ -203,8 +256,8 @@ std::string row_render(const RowShape& s, const Target& t, const Params& p) {
   src << fmt::format("// shape: {} rows={} cols={} dtype={} weight={} bias={}\n", kOpNames.at(op), s.rows, s.cols,
                      kDTypeNames.at(dt), s.weight ? 1 : 0, s.bias ? 1 : 0);
   src << "// kdispatch:plan " << plan_to_json(row_plan(s, t, p)) << "\n";
-  src << fmt::format("#define KD_OP {}\n#define KD_DT {}\n#define KD_HAS_W {}\n#define KD_HAS_B {}\n", op, dt,
-                     s.weight ? 1 : 0, s.bias ? 1 : 0);
+  src << fmt::format("#define KD_OP {}\n#define KD_DT {}\n#define KD_HAS_W {}\n#define KD_HAS_B {}\n#define KD_ONE_TILE {}\n",
+                     op, dt, s.weight ? 1 : 0, s.bias ? 1 : 0, row_one_tile(s, p) ? 1 : 0);
   for (const auto& [name, value] : p) src << "#define " << name << " " << value << "\n";
   src << embedded_kernel("row_reduce.cu");
   return src.str();
@@ -255,6 +308,29 @@ std::optional<Params> split_x2(const Params& p) {
   return out;
 }
 std::optional<Params> split_half(const Params& p) { return scale(p, kSplit, 1, 2, true); }
+// A cluster row takes whole blocks (row_valid), as a split row does.
+std::optional<Params> cluster_x2(const Params& p) {
+  Params out = p;
+  out[kCluster] = std::max(1LL, param(p, kCluster)) * 2;
+  out[kRowThreads] = param(p, kThreads);
+  out.erase(kCache);
+  return out;
+}
+std::optional<Params> cluster_half(const Params& p) {
+  if (param(p, kCluster) < 2) return std::nullopt;
+  return scale(p, kCluster, 1, 2, true);
+}
+std::optional<Params> stages_x2(const Params& p) {
+  Params out = p;
+  out[kStages] = param(p, kStages) == 0 ? 2 : 2 * param(p, kStages);
+  return out;
+}
+std::optional<Params> stages_off(const Params& p) {
+  if (param(p, kStages) == 0) return std::nullopt;
+  Params out = p;
+  out[kStages] = 0;
+  return out;
+}
 
 }  // namespace
 
@@ -268,6 +344,10 @@ const std::vector<RowMove>& row_moves() {
       {"row_cache_half", "half the register cache depth", cache_half},
       {"row_split_x2", "twice the blocks per row", split_x2},
       {"row_split_half", "half the blocks per row", split_half},
+      {"row_cluster_x2", "twice the cluster blocks per row", cluster_x2},
+      {"row_cluster_half", "half the cluster blocks per row", cluster_half},
+      {"row_ring_x2", "twice the shared-memory ring stages (two from none)", stages_x2},
+      {"row_ring_off", "no shared-memory ring", stages_off},
   };
   return moves;
 }

@@ -23,9 +23,17 @@ inline constexpr std::string_view kRowFamilyName = "row_reduce";
 inline constexpr std::size_t kRowAlignmentBytes = 16;
 
 // The most elements one thread holds in registers (KD_VEC * KD_CACHE): the kernel caps registers at
-// 64 per thread (at least 1024 resident threads per SM), and there ptxas holds 24 f32 values without
-// spilling in every op and dtype (32 spill for bf16 and for layernorm with weight and bias).
+// 64 per thread (at least 1024 resident threads per SM). There ptxas holds 24 f32 values without
+// spilling in every op, and 32 of a 16-bit dtype (kept packed: 16 registers; layernorm with weight
+// and bias spills one word). Fewer values per thread leave too few bytes in flight per SM: an H200
+// ran 16384 x 8192 bf16 layernorm at 3.15 TB/s with 32 and 2.15 with 16.
 inline constexpr long long kRowCacheValues = 24;
+inline constexpr long long kRowCacheValues16 = 32;
+long long row_cache_values(DType dtype);
+
+// The most shared memory a ring may take per block (of 227 KiB per SM on sm_90), leaving the rest to
+// the static reduction slots and another block's ring where two fit.
+inline constexpr long long kRowRingBytes = 200 * 1024;
 
 // The family's named parameters (the kernel's KD_* macros besides KD_OP, KD_DT, KD_HAS_W and KD_HAS_B,
 // which come from the shape at render time).
@@ -36,6 +44,9 @@ inline constexpr char kVec[] = "KD_VEC";                 // elements per access
 inline constexpr char kCache[] = "KD_CACHE";             // accesses per thread held in registers
 inline constexpr char kSplit[] = "KD_SPLIT";             // blocks per row (> 1: two launches)
 inline constexpr char kPdl[] = "KD_PDL";                 // 1: the first launch may overlap the previous kernel
+inline constexpr char kCluster[] = "KD_CLUSTER";         // blocks per row in a cluster (1: none)
+inline constexpr char kStages[] = "KD_STAGES";           // shared-memory ring stages fed by bulk copies (0: none)
+inline constexpr char kHoldWb[] = "KD_HOLD_WB";          // 1: weight and bias loaded once per thread
 }  // namespace row_param
 
 // Why the family cannot compute `shape`, or nullopt. It serves every dtype, op and size of a valid
@@ -51,29 +62,39 @@ std::optional<std::string> row_rejects(const RowShape& shape);
 std::vector<Params> row_seeds(const RowShape& shape, const Target& target);
 
 // `params` with the parameters it lacks filled in: KD_VEC the widest access cols allows, KD_THREADS
-// 256, KD_ROW_THREADS KD_THREADS, KD_SPLIT 1, KD_PDL 1 on sm_90+, KD_CACHE the fewest accesses that
-// hold a row (or chunk), at most kRowCacheValues / KD_VEC. Present ones are kept.
+// 256, KD_ROW_THREADS KD_THREADS, KD_SPLIT 1, KD_CLUSTER 1, KD_STAGES 0, KD_HOLD_WB 0, KD_PDL 1 on
+// sm_90+, KD_CACHE the fewest accesses that hold a row (or chunk), at most row_cache_values / KD_VEC.
+// Present ones are kept.
 Params row_complete(const RowShape& shape, const Target& target, Params params);
 
 // Whether `params` is legal for `shape` on `target`: block and row-group sizes, KD_VEC dividing cols
-// within 16 bytes, the register cache within kRowCacheValues, split rows in whole blocks with a grid
-// row per row and at least one access per chunk, KD_PDL only on sm_90+.
+// within 16 bytes, the register cache within row_cache_values, split rows in whole blocks with a grid
+// row per row and at least one access per chunk, KD_PDL only on sm_90+; clusters (2, 4 or 8 whole
+// blocks per row, sm_90+, not split); a ring (sm_90+, not split, 16-byte accesses, its stages within
+// kRowRingBytes); held weights only where each row chunk is one tile and they take at most 64 bytes
+// of registers per thread.
 bool row_valid(const RowShape& shape, const Target& target, const Params& params);
 
-// KD_SPLIT == 1: kd_row_main over at most four waves of blocks (grid-stride beyond). KD_SPLIT > 1:
+// KD_SPLIT == 1: kd_row_main over at most four waves of blocks (grid-stride beyond), each row's
+// KD_CLUSTER blocks adjacent in x; with a ring, one wave of the blocks the ring's shared memory lets
+// reside (each streams its rows through its own ring). KD_SPLIT > 1:
 // kd_row_partial then kd_row_finish, each grid [KD_SPLIT, rows], workspace rows * KD_SPLIT * 16
 // bytes. With KD_PDL == 1 every launch is a programmatic dependent. Requires row_valid.
 LaunchPlan row_plan(const RowShape& shape, const Target& target, const Params& params);
 
+// Whether each block's row chunk of `shape` is one tile of `params` (held in registers from one read).
+bool row_one_tile(const RowShape& shape, const Params& params);
+
 // The complete candidate source: a header naming the family, its parameters and the shape, the
-// `kdispatch:plan` comment, the #defines (KD_OP, KD_DT, KD_HAS_W, KD_HAS_B from the shape, then
-// `params`), then kernels/row_reduce.cu. Deterministic for equal inputs.
+// `kdispatch:plan` comment, the #defines (KD_OP, KD_DT, KD_HAS_W, KD_HAS_B and KD_ONE_TILE from the
+// shape, then `params`), then kernels/row_reduce.cu. Deterministic for equal inputs.
 std::string row_render(const RowShape& shape, const Target& target, const Params& params);
 
 // The family's idea moves (the builtin proposer's ideas for a row_reduce seed): block size x2 and /2,
 // threads per row x2 and /2 (fewer or more rows per block), register cache depth x2 and /2, blocks
-// per row x2 and /2 (split rows). Each names the parameters it changes; a move that changes the
-// threads a row's chunk spreads over drops KD_CACHE, which row_complete then fits to the new chunk.
+// per row x2 and /2 (split rows), cluster blocks per row x2 and /2, shared-memory ring stages x2
+// (from none: two) and off. Each names the parameters it changes; a move that changes the threads a
+// row's chunk spreads over drops KD_CACHE, which row_complete then fits to the new chunk.
 struct RowMove {
   std::string_view id;     // the idea's handle, stable
   std::string_view words;  // what it does, as the tree records it (with the parameters after)

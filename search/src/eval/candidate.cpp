@@ -30,7 +30,9 @@ std::variant<std::unique_ptr<KernelCandidate>, CandidateError> KernelCandidate::
                             fmt::format("entry '{}' asks {} bytes of shared memory, the device has {}",
                                         l.entry, l.smem_bytes, max_smem_bytes)};
     }
-    if (l.smem_bytes > 48 * 1024) {
+    // Whenever the plan asks any: 48 KiB of dynamic memory is the default limit only for a kernel
+    // with no static shared memory of its own, and a launch past the limit fails.
+    if (l.smem_bytes > 0) {
       const CUresult a = cu().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                                                  static_cast<int>(l.smem_bytes));
       if (a != CUDA_SUCCESS) {

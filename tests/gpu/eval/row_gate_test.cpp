@@ -6,8 +6,10 @@
 // times against the baseline printed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -103,10 +105,25 @@ TEST(GpuEvalRowGate, RuleBreakersAreRejectedByNameAndCorrectKernelsPass) {
   EXPECT_EQ(parent.restarts(), 0);
 }
 
+// `text` cut at `sep`, empty pieces dropped.
+std::vector<std::string> split_on(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t end = std::min(text.find(sep, at), text.size());
+    if (end > at) out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
 // The builtin row_reduce family: every seed through the whole gate at transformer shapes and the
 // issue's KernelBench LayerNorm (16 x 64*256*256 in f32), with its serving-regime time against the
 // baseline (PyTorch's kernel where the machine has torch, else the evaluator's stand-in: the last
 // column names it) and the share of the measured copy bandwidth its minimum bytes reach.
+// For tuning the family on a device: KD_ROW_GATE_LINES (key lines separated by ';') replaces the
+// shapes, and KD_ROW_GATE_EXTRA (parameter sets separated by ';', each `NAME=V,NAME=V`) adds those
+// sets, completed, to every shape they are valid for.
 TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
   KD_REQUIRE_GPU();
   const DeviceInfo dev = query_device(0);
@@ -114,18 +131,40 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
   test::TempDir dir;
   worker::WorkerParent parent(row_gate_worker(dir));
   parent.ensure_started();
-  const std::vector<std::string> lines = {
+  // The shapes (rows 1-16384, hidden 1024-8192, softmax over 128-65536, bf16 and f32), the
+  // decode-sized ones, and the KernelBench LayerNorm.
+  std::vector<std::string> lines = {
       "rmsnorm dtype=bf16 rows=16 cols=4096 weight=1",
       "rmsnorm dtype=bf16 rows=4096 cols=4096 weight=1",
+      "rmsnorm dtype=bf16 rows=16384 cols=8192 weight=1",
       "rmsnorm dtype=f32 rows=3 cols=1000 weight=0",
+      "rmsnorm dtype=f32 rows=16384 cols=1024 weight=1",
       "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1",
+      "layernorm dtype=f32 rows=8192 cols=4096 weight=1 bias=1",
+      "layernorm dtype=bf16 rows=16384 cols=1024 weight=1 bias=1",
       "layernorm dtype=bf16 rows=16384 cols=8192 weight=1 bias=1",
       "layernorm dtype=f32 rows=16 cols=4194304 weight=1 bias=1",
       "softmax dtype=f16 rows=2048 cols=128",
       "softmax dtype=f32 rows=65536 cols=128",
+      "softmax dtype=f32 rows=16384 cols=1024",
+      "softmax dtype=bf16 rows=8192 cols=4096",
       "softmax dtype=bf16 rows=1024 cols=32768",
       "softmax dtype=f32 rows=4096 cols=65536",
   };
+  const char* only = std::getenv("KD_ROW_GATE_LINES");
+  if (only != nullptr) lines = split_on(only, ';');
+  std::vector<builtin::Params> extra;
+  if (const char* e = std::getenv("KD_ROW_GATE_EXTRA")) {
+    for (const std::string& set : split_on(e, ';')) {
+      builtin::Params p;
+      for (const std::string& kv : split_on(set, ',')) {
+        const std::size_t eq = kv.find('=');
+        ASSERT_NE(eq, std::string::npos) << kv;
+        p[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+      }
+      extra.push_back(std::move(p));
+    }
+  }
   int evaluated = 0;
   std::printf("\n%-58s %-70s %-12s %9s %9s %7s %6s\n", "key", "params", "verdict", "cand us", "base us", "ratio",
               "%bw");
@@ -134,7 +173,16 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
     ASSERT_TRUE(std::holds_alternative<OpKey>(parsed)) << line;
     const RowShape shape = std::get<RowKey>(std::get<OpKey>(parsed)).shape();
     ASSERT_FALSE(builtin::row_rejects(shape).has_value()) << line;
-    for (const builtin::Params& p : builtin::row_seeds(shape, target)) {
+    std::vector<builtin::Params> sets = builtin::row_seeds(shape, target);
+    for (const builtin::Params& e : extra) {
+      builtin::Params p = builtin::row_complete(shape, target, e);
+      if (builtin::row_valid(shape, target, p)) {
+        sets.push_back(std::move(p));
+      } else {
+        std::printf("%-58s %-70s invalid here\n", line.c_str(), builtin::describe(p).c_str());
+      }
+    }
+    for (const builtin::Params& p : sets) {
       ASSERT_TRUE(builtin::row_valid(shape, target, p)) << builtin::describe(p);
       const std::string source = builtin::row_render(shape, target, p);
       const Verdict v = evaluate_source(parent, source, "row_reduce", line, dev.arch);
@@ -149,7 +197,9 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
       ++evaluated;
     }
   }
-  EXPECT_GE(evaluated, 18);
+  if (only == nullptr) {
+    EXPECT_GE(evaluated, 18);
+  }
   EXPECT_EQ(parent.restarts(), 0);
 }
 

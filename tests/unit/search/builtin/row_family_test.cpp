@@ -114,7 +114,8 @@ TEST(RowReduce, SeedsAreValidAndTheirPlansCoverTheRows) {
 }
 
 bool holds_row(const RowShape& s, const Params& p) {
-  return s.cols <= p.at(kRowThreads) * p.at(kVec) * p.at(kCache);
+  const long long cluster = p.contains(kCluster) ? p.at(kCluster) : 1;
+  return s.cols <= cluster * p.at(kRowThreads) * p.at(kVec) * p.at(kCache);
 }
 
 TEST(RowReduce, SeedsFollowTheRowLength) {
@@ -131,32 +132,39 @@ TEST(RowReduce, SeedsFollowTheRowLength) {
     EXPECT_LE(blocks, 4 * resident) << describe(kb[i]);
   }
   EXPECT_EQ(kb.back().at(kSplit), 1);
-  // Short rows: several rows per block first, each held by the smallest group that can (8 lanes for
-  // 128 f16 columns, 16 accesses of 8 at most 3 per lane; 1000 f32 columns take 6 accesses of 4 in 42
+  // Short rows: several rows per block first, each held by the smallest group that can (4 lanes for
+  // 128 f16 columns, 16 accesses of 8 at most 4 per lane; 1000 f32 columns take 6 accesses of 4 in 42
   // threads, so 64).
-  for (const auto& [s, group] : {std::pair{kSoftmaxF16, 8}, std::pair{kRmsF32, 64}}) {
+  for (const auto& [s, group] : {std::pair{kSoftmaxF16, 4}, std::pair{kRmsF32, 64}}) {
     const Params first = completed_seeds(s, t).front();
     EXPECT_EQ(first.at(kRowThreads), group) << name_of(s);
     EXPECT_GT(first.at(kThreads), first.at(kRowThreads)) << name_of(s);
     EXPECT_TRUE(holds_row(s, first)) << name_of(s);
   }
-  // Rows of 16 KiB, 16-byte accesses: 4096 of them go to small groups reading x twice first, with a
-  // block holding its row among the seeds; 64 of them to a block per row holding it.
+  // Rows of 16 KiB, 16-byte accesses: 4096 of them go first to the smallest group holding one (256
+  // threads of 4 accesses, 32 values), with a small group reading x twice among the seeds; 64 of them
+  // to a block per row holding it.
   const auto ln = completed_seeds(kLnBf16, t);
-  EXPECT_EQ(ln.front().at(kRowThreads), 128);
+  EXPECT_EQ(ln.front().at(kRowThreads), 256);
   EXPECT_EQ(ln.front().at(kVec), 8);
-  EXPECT_FALSE(holds_row(kLnBf16, ln.front()));
-  EXPECT_TRUE(std::any_of(ln.begin(), ln.end(), [](const Params& p) { return holds_row(kLnBf16, p); }));
+  EXPECT_EQ(ln.front().at(kCache), 4);
+  EXPECT_TRUE(holds_row(kLnBf16, ln.front()));
+  EXPECT_TRUE(row_one_tile(kLnBf16, ln.front()));
+  EXPECT_TRUE(std::any_of(ln.begin(), ln.end(), [](const Params& p) { return !holds_row(kLnBf16, p); }));
   RowShape few = kLnBf16;
   few.rows = 64;
   const Params held = completed_seeds(few, t).front();
   EXPECT_EQ(held.at(kRowThreads), held.at(kThreads));
   EXPECT_TRUE(holds_row(few, held));
-  // Rows of 256 KiB fit no register cache: read twice, no split with 4096 rows.
-  for (const Params& p : completed_seeds(kSoftmaxF32, t)) {
-    EXPECT_FALSE(holds_row(kSoftmaxF32, p)) << describe(p);
-    EXPECT_EQ(p.at(kSplit), 1) << describe(p);
+  // Rows of 256 KiB fit no block's register cache: read twice by one block, or held by a cluster of 8
+  // (the last seed); no split with 4096 rows.
+  const auto sm = completed_seeds(kSoftmaxF32, t);
+  for (std::size_t i = 0; i < sm.size(); ++i) {
+    EXPECT_EQ(sm[i].at(kSplit), 1) << describe(sm[i]);
+    EXPECT_EQ(holds_row(kSoftmaxF32, sm[i]), i + 1 == sm.size()) << describe(sm[i]);
   }
+  EXPECT_EQ(sm.back().at(kCluster), 8);
+  EXPECT_EQ(row_plan(kSoftmaxF32, t, sm.back()).launches.at(0).grid[0] % 8, 0u);
   // 1001 columns of f16: one element per access.
   EXPECT_EQ(completed_seeds(kOddF16, t).front().at(kVec), 1);
 }
@@ -179,9 +187,37 @@ TEST(RowReduce, ValidRejectsIllegalParameters) {
   EXPECT_FALSE(row_valid(kLnBf16, t, split)) << "a split row takes whole blocks";
   EXPECT_FALSE(row_valid(kLnBf16, t, with(kSplit, 100000)));
   EXPECT_FALSE(row_valid(kLnBf16, t, with(kPdl, 2)));
-  // The register cache: 24 elements per thread (3 accesses of 8 bf16).
-  EXPECT_TRUE(row_valid(kLnBf16, t, with(kCache, 3)));
-  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCache, 4)));
+  // The register cache: 32 elements of a 16-bit dtype per thread (4 accesses of 8 bf16), 24 of f32.
+  EXPECT_TRUE(row_valid(kLnBf16, t, with(kCache, 4)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCache, 5)));
+  const Params f32 = completed_seeds(kSoftmaxF32, t).front();
+  Params deep = f32;
+  deep[kCache] = 7;
+  EXPECT_FALSE(row_valid(kSoftmaxF32, t, deep)) << "28 f32 values";
+  // Clusters: 2, 4 or 8 whole blocks per row, never split; a ring within kRowRingBytes, 16-byte
+  // accesses only; held weights only where the row is one tile and they fit 64 bytes.
+  Params cl = with(kCluster, 2);
+  cl[kRowThreads] = cl.at(kThreads);
+  EXPECT_TRUE(row_valid(kLnBf16, t, row_complete(kLnBf16, t, cl)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCluster, 3)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCluster, 16)));
+  Params cl_split = cl;
+  cl_split[kSplit] = 2;
+  EXPECT_FALSE(row_valid(kLnBf16, t, cl_split)) << "a cluster row is one launch";
+  EXPECT_TRUE(row_valid(kLnBf16, t, with(kStages, 2)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kStages, 9)));
+  EXPECT_FALSE(row_valid(kOddF16, t, row_complete(kOddF16, t, {{kStages, 1}}))) << "2-byte accesses";
+  EXPECT_FALSE(row_valid(kSoftmaxF32, t, row_complete(kSoftmaxF32, t, {{kThreads, 1024}, {kStages, 1}})))
+      << "256 KiB rows overflow the ring";
+  EXPECT_FALSE(row_valid(kSoftmaxF32, t, row_complete(kSoftmaxF32, t, {{kThreads, 1024}, {kHoldWb, 1}})))
+      << "softmax has no weights";
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kHoldWb, 1))) << "32 bf16 of weight and bias take 128 bytes";
+  // A ring's plan asks its shared memory and runs one wave of resident blocks.
+  const Params ring = row_complete(kLnBf16, t, {{kThreads, 256}, {kStages, 2}});
+  ASSERT_TRUE(row_valid(kLnBf16, t, ring));
+  const LaunchPlan rp = row_plan(kLnBf16, t, ring);
+  EXPECT_EQ(rp.launches.at(0).smem_bytes, 2u * 1024 * 16);
+  EXPECT_LE(rp.launches.at(0).grid[0], static_cast<std::uint32_t>(t.sms * 8));
 
   Target ampere;
   ampere.arch = "sm_80";
