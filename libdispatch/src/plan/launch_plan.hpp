@@ -28,7 +28,7 @@ struct LaunchSpec {
   std::string entry;                    // extern "C" __global__ name
   std::array<std::uint32_t, 3> grid{};  // each >= 1
   std::array<std::uint32_t, 3> block{}; // each >= 1, product <= 1024
-  std::uint32_t smem_bytes = 0;         // dynamic shared memory; > 48 KiB needs the opt-in attribute
+  std::uint32_t smem_bytes = 0;         // dynamic shared memory; loaders opt in to it whenever > 0
   bool pdl = false;                     // programmatic dependent of the launch before it on the stream
   // Per grid dimension, the rule that computes it from n (range plans only); grid[d] is then its
   // value at the range's last n.
