@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "baseline_label.hpp"
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
 #include "kdctl.hpp"
@@ -60,15 +61,15 @@ int run_ls(const LsArgs& a) {
       listed.push_back({{"key", s.key_line}, {"shape", parts->shape_line},
                         {"gpu", parts->device.gpu}, {"arch", parts->device.arch},
                         {"sms", parts->device.sms}, {"kind", to_string(record->kind)},
-                        {"proposer", record->proposer},
+                        {"proposer", record->proposer}, {"baseline", baseline_of(parts->key, *record)},
                         {"baseline_us", record->baseline_us}, {"candidate_us", record->candidate_us},
                         {"created_unix_s", record->created_unix_s}, {"age_s", age.count()},
                         {"bytes", s.stored_bytes}});
     } else {
-      // A vendor verdict's kernel time is its best loser's: no speedup to show.
+      // A vendor verdict's kernel time is its best loser's: no speedup to show. BASELINE_US is
+      // cuBLAS's, or a row operator's framework kernel's (issue 33).
       table.add({parts->shape_line, parts->device.gpu, record->proposer,
-                 record->kind == RecordKind::vendor ? std::string(std::holds_alternative<GemmKey>(parts->key)
-                                                                      ? "kept cuBLAS" : "kept the baseline")
+                 record->kind == RecordKind::vendor ? fmt::format("kept {}", baseline_of(parts->key))
                                                     : format_speedup(record->baseline_us, record->candidate_us),
                  fmt::format("{:.1f}", record->baseline_us), fmt::format("{:.1f}", record->candidate_us),
                  format_age(age)});
@@ -94,7 +95,10 @@ void setup_ls(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--dtype", a->dtype, "Only this input dtype")->check(CLI::IsMember(dtype_names()));
   sub.add_option("--gpu", a->gpu, "Only GPUs whose name contains this text");
   sub.add_flag("--json", a->json, "Print a JSON array instead of a table");
-  sub.footer("Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage (also an --op or --dtype\n"
+  sub.footer("Lists GEMM and row-operator (rmsnorm, layernorm, softmax) records. BASELINE_US is cuBLAS's time for a\n"
+             "GEMM, the framework's kernel's for a row operator (--json: \"baseline\" names it); \"kept ...\" marks\n"
+             "a verdict: the search found nothing faster.\n"
+             "Exit codes: 0 ok, 1 no cache or unreadable cache, 2 usage (also an --op or --dtype\n"
              "value no record can have).\n");
 }
 

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "baseline_label.hpp"
 #include "commands.hpp"
 #include "common/error.hpp"
 #include "compile/nvrtc_compiler.hpp"
@@ -76,8 +77,9 @@ std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_p
 
 std::string fmt_us(double us) { return us > 0 ? fmt::format("{:.1f}", us) : "-"; }
 
-void print_node(const search::Node& n) {
-  std::string time = n.correct() ? fmt::format("{} us vs cuBLAS {} us (x{:.2f})", fmt_us(n.candidate_us),
+// `baseline`: what the node was timed against (baseline_label.hpp).
+void print_node(const search::Node& n, std::string_view baseline) {
+  std::string time = n.correct() ? fmt::format("{} us vs {} {} us (x{:.2f})", fmt_us(n.candidate_us), baseline,
                                                fmt_us(n.baseline_us),
                                                n.candidate_us > 0 ? n.baseline_us / n.candidate_us : 0.0)
                                  : n.detail.substr(0, 80);
@@ -94,23 +96,30 @@ void print_rounds(const search::SearchOutcome& out) {
               out.elapsed.count() / 1000.0);
 }
 
-void print_summary(const search::SearchOutcome& out) {
+// The winner, or what was kept: cuBLAS for a GEMM, the framework's kernel for a row operator,
+// named as the verdict names it (issue 33: "torch 2.11.0+cu130 F.layer_norm").
+void print_summary(const search::SearchOutcome& out, const OpKey& key) {
   print_rounds(out);
   const auto roof = [&](double us) {
     return out.floor_us > 0 && us > 0 ? fmt::format(", {:.0f}% of the roofline floor {:.1f} us", 100 * out.floor_us / us, out.floor_us)
                                       : std::string();
   };
+  const auto baseline = [&](int id) {
+    const auto v = out.verdicts.find(static_cast<std::size_t>(id));
+    return v == out.verdicts.end() ? std::string(baseline_of(key)) : baseline_of(key, v->second);
+  };
+  const std::string kept(baseline_of(key));
   if (out.winner) {
     const search::Node& w = out.tree.node(*out.winner);
-    std::printf("winner: #%d %s %s: %.1f us vs cuBLAS %.1f us, x%.2f%s\n", w.id,
-                (w.family.empty() ? w.proposer : w.family).c_str(), w.params.c_str(), w.candidate_us, w.baseline_us, w.baseline_us / w.candidate_us,
-                roof(w.candidate_us).c_str());
+    std::printf("winner: #%d %s %s: %.1f us vs %s %.1f us, x%.2f%s\n", w.id,
+                (w.family.empty() ? w.proposer : w.family).c_str(), w.params.c_str(), w.candidate_us,
+                baseline(w.id).c_str(), w.baseline_us, w.baseline_us / w.candidate_us, roof(w.candidate_us).c_str());
   } else if (auto best = out.tree.best()) {
     const search::Node& b = out.tree.node(*best);
-    std::printf("kept cuBLAS: best correct candidate #%d %.1f us vs cuBLAS %.1f us (not faster by the margin)%s\n",
-                b.id, b.candidate_us, b.baseline_us, roof(b.baseline_us).c_str());
+    std::printf("kept %s: best correct candidate #%d %.1f us vs %s %.1f us (not faster by the margin)%s\n",
+                kept.c_str(), b.id, b.candidate_us, baseline(b.id).c_str(), b.baseline_us, roof(b.baseline_us).c_str());
   } else {
-    std::printf("kept cuBLAS: no correct candidate\n");
+    std::printf("kept %s: no correct candidate\n", kept.c_str());
   }
 }
 
@@ -199,11 +208,11 @@ int run_search_command(const SearchArgs& a) {
   if (a.dry_run && with_cublaslt)
     std::printf("  note: cublaslt enumeration needs a GPU (the evaluation worker); a dry run proposes no cuBLASLt "
                 "algorithm\n");
-  const search::SearchObserver observer = [](const search::SearchEvent& e) {
+  const search::SearchObserver observer = [&op](const search::SearchEvent& e) {
     if (e.kind == search::SearchEvent::Kind::round_started)
       std::printf("round %d: %s\n", e.round, e.message.c_str());
     else if (e.kind == search::SearchEvent::Kind::candidate_done && e.node)
-      print_node(*e.node);
+      print_node(*e.node, baseline_of(op));
     std::fflush(stdout);
   };
   // A range key (issue 29) runs the range search, as kdispatchd's search runner does for a range job.
@@ -218,7 +227,7 @@ int run_search_command(const SearchArgs& a) {
     print_range_summary(key, *ranged, opts.mode);
   } else {
     plain = run_search(op, target, proposers, compiler, backend.get(), opts, observer);
-    print_summary(plain);
+    print_summary(plain, op);
   }
   const search::SearchOutcome& out = ranged ? ranged->search : plain;
   const bool won = ranged ? ranged->winner.has_value() : out.winner.has_value();
@@ -279,8 +288,12 @@ void setup_search(CLI::App& sub, std::function<int()>& action) {
       "A range key (n=LO..HI) is searched as kdispatchd searches a range job: the branching search at n=HI over the "
       "builtin configurations that serve every n of it, then the range gate at up to 16 n (the ends, ragged values, "
       "tile boundaries), timed against cuBLAS at the ends and the middle; the record it publishes serves every n.\n"
-      "Exit codes: 0 a winner (or a dry run), 3 cuBLAS kept (nothing faster by the margin, or for a range at one of "
-      "its timed n), 2 usage error, 4 no GPU.");
+      "A row operator's key (rmsnorm, layernorm, softmax; exact, no ranges) is searched by the proposers that serve "
+      "row operators (builtin's row_reduce, llm's row prompts; cublaslt is left out) against the framework's kernel "
+      "(PyTorch's, timed by the worker with python3; the evaluator's f32 stand-in without torch), which the summary "
+      "names.\n"
+      "Exit codes: 0 a winner (or a dry run), 3 the baseline kept (cuBLAS, or a row operator's framework kernel: "
+      "nothing faster by the margin, or for a range at one of its timed n), 2 usage error, 4 no GPU.");
   sub.callback([a, &action, &sub] {
     // Only the flags given override the environment and the configuration file.
     for (const SharedKey& k : kSharedKeys)

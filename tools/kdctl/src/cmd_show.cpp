@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "baseline_label.hpp"
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
 #include "kdctl.hpp"
@@ -103,26 +104,29 @@ nlohmann::json json_or_text(const std::string& text) {
   return j.is_discarded() ? nlohmann::json(text) : j;
 }
 
-void print_record(const Record& r, std::uint64_t stored_bytes) {
+void print_record(const OpKey& key, const Record& r, std::uint64_t stored_bytes) {
   const auto line = [](std::string_view label, const std::string& value) {
     std::printf("%-12s%s\n", fmt::format("{}:", label).c_str(), value.c_str());
   };
+  // What the kernel was timed against: cuBLAS, or for a row operator the framework's kernel the
+  // verdict names (issue 33).
+  const std::string baseline = baseline_of(key, r);
   line("key", r.key_line);
   line("kind", std::string(to_string(r.kind)));
-  line("size", fmt::format("{} stored; cubin {}, ptx {}, source {}, cublaslt algo {}",
-                           format_bytes(stored_bytes), format_bytes(r.cubin.size()),
-                           format_bytes(r.ptx.size()), format_bytes(r.source.size()),
-                           format_bytes(r.cublaslt_algo.size())));
+  line("size", fmt::format("{} stored; cubin {}, ptx {}, source {}{}", format_bytes(stored_bytes),
+                           format_bytes(r.cubin.size()), format_bytes(r.ptx.size()), format_bytes(r.source.size()),
+                           is_row(key) ? "" : fmt::format(", cublaslt algo {}", format_bytes(r.cublaslt_algo.size()))));
   if (r.kind == RecordKind::nvrtc_kernel) line("plan", plan_to_json(r.plan));
   if (r.kind == RecordKind::cublaslt_algo)
     line("algorithm", fmt::format("{} (workspace {} bytes)", algo_hex(r.cublaslt_algo), r.plan.workspace_bytes));
   line("alignment", fmt::format("{} bytes", r.alignment_bytes));
   if (r.kind == RecordKind::vendor)
-    line("verdict", fmt::format("cuBLAS kept: best correct candidate {}, cuBLAS {:.2f} us",
+    line("verdict", fmt::format("{} kept: best correct candidate {}, {} {:.2f} us",
+                                is_row(key) ? std::string(kFrameworkBaseline) : std::string(kVendorBaseline),
                                 r.candidate_us > 0 ? fmt::format("{:.2f} us", r.candidate_us) : std::string("none"),
-                                r.baseline_us));
+                                baseline, r.baseline_us));
   else
-    line("times", fmt::format("kernel {:.2f} us, cuBLAS {:.2f} us, {} at SM clock {} MHz", r.candidate_us,
+    line("times", fmt::format("kernel {:.2f} us, {} {:.2f} us, {} at SM clock {} MHz", r.candidate_us, baseline,
                               r.baseline_us, format_speedup(r.baseline_us, r.candidate_us), r.sm_clock_mhz));
   const std::string range = range_summary(json_or_text(r.validation_report));
   if (!range.empty()) line("range", range);
@@ -130,14 +134,15 @@ void print_record(const Record& r, std::uint64_t stored_bytes) {
   line("search", r.search_id.empty() ? "-" : r.search_id);
   line("proposer", r.proposer);
   line("idea", r.idea);
-  line("versions", fmt::format("record schema {}, NVRTC {}, driver {}, cuBLAS {}", r.schema_version,
-                               r.nvrtc_version, r.driver_version, r.cublas_version));
+  // A row operator's kernel depends on no cuBLAS.
+  line("versions", fmt::format("record schema {}, NVRTC {}, driver {}{}", r.schema_version, r.nvrtc_version,
+                               r.driver_version, is_row(key) ? "" : fmt::format(", cuBLAS {}", r.cublas_version)));
   line("created", fmt::format("{:%Y-%m-%d %H:%M:%S} UTC ({} ago)",
                               fmt::gmtime(static_cast<std::time_t>(r.created_unix_s)),
                               format_age(age_of(r.created_unix_s))));
 }
 
-void print_tree(const search::SearchTree& tree, const std::string& winner_hash) {
+void print_tree(const search::SearchTree& tree, const std::string& winner_hash, const OpKey& key) {
   std::printf("\nsearch tree %s: %zu node(s)\n", tree.search_id().c_str(), tree.nodes().size());
   Table rounds({{"ROUND", Align::right}, {"CANDIDATES", Align::right}, {"CORRECT", Align::right},
                 {"BEST_US", Align::right}});
@@ -157,10 +162,12 @@ void print_tree(const search::SearchTree& tree, const std::string& winner_hash) 
                n.baseline_us > 0 ? fmt::format("{:.2f}", n.baseline_us) : "-", n.idea});
   }
   std::fputs(nodes.render().c_str(), stdout);
-  if (!winner_hash.empty()) std::printf("(* = the stored kernel or cuBLASLt algorithm)\n");
+  if (!winner_hash.empty())
+    std::printf("(* = the stored kernel%s; BASELINE_US: %s)\n", is_row(key) ? "" : " or cuBLASLt algorithm",
+                std::string(baseline_of(key)).c_str());
 }
 
-nlohmann::json record_json(const Record& r, std::uint64_t stored_bytes, bool with_source) {
+nlohmann::json record_json(const OpKey& key, const Record& r, std::uint64_t stored_bytes, bool with_source) {
   nlohmann::json j = {
       {"key", r.key_line}, {"kind", to_string(r.kind)}, {"stored_bytes", stored_bytes},
       {"cubin_bytes", r.cubin.size()}, {"ptx_bytes", r.ptx.size()}, {"source_bytes", r.source.size()},
@@ -171,6 +178,7 @@ nlohmann::json record_json(const Record& r, std::uint64_t stored_bytes, bool wit
       {"nvrtc_version", r.nvrtc_version}, {"driver_version", r.driver_version},
       {"cublas_version", r.cublas_version}, {"created_unix_s", r.created_unix_s}};
   if (r.kind == RecordKind::nvrtc_kernel) j["plan"] = nlohmann::json::parse(plan_to_json(r.plan));
+  j["baseline"] = baseline_of(key, r);  // what baseline_us is of: cuBLAS, or a row operator's framework kernel
   if (with_source) j["source"] = r.source;
   return j;
 }
@@ -227,7 +235,7 @@ int run_show(const ShowArgs& a) {
           ? search::algo_hash({r.cublaslt_algo, r.plan.workspace_bytes, r.cublas_version})
           : (r.source.empty() ? "" : search::source_hash(r.source));
   if (a.json) {
-    nlohmann::json j = record_json(r, stored->stored_bytes, a.source);
+    nlohmann::json j = record_json(op, r, stored->stored_bytes, a.source);
     if (const auto* t = std::get_if<search::SearchTree>(&tree)) {
       nlohmann::json tj = t->to_json();
       if (!a.source) {
@@ -240,9 +248,9 @@ int run_show(const ShowArgs& a) {
     std::printf("%s\n", j.dump(2).c_str());
     return kOk;
   }
-  print_record(r, stored->stored_bytes);
+  print_record(op, r, stored->stored_bytes);
   if (const auto* t = std::get_if<search::SearchTree>(&tree)) {
-    print_tree(*t, winner_hash);
+    print_tree(*t, winner_hash, op);
   } else {
     std::printf("\nsearch tree: %s\n", std::get<std::string>(tree).c_str());
   }

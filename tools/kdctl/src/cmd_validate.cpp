@@ -1,8 +1,9 @@
 // kdctl validate --key LINE --kernel FILE.cu: the validation gate and timing on a user's kernel,
 // in the sandboxed worker. A range key (n=LO..HI, issue 29) runs the range gate: the kernel's plan
 // must serve every n (checked before any GPU is needed), then the gate at every n the range search
-// checks, timed at the ends and the middle. Exit codes: 0 passes and beats cuBLAS (at every timed
-// n), 3 passes but is not faster, 1 rejected, 2 usage error, 4 no GPU.
+// checks, timed at the ends and the middle. A row operator's key (issue 33) runs the same gate against
+// the framework's kernel. Exit codes: 0 passes and beats the baseline (at every timed n), 3 passes
+// but is not faster, 1 rejected, 2 usage error, 4 no GPU.
 #include <cstdio>
 #include <fstream>
 #include <optional>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "baseline_label.hpp"
 #include "commands.hpp"
 #include "compile/compile_service.hpp"
 #include "cuda/device.hpp"
@@ -36,31 +38,36 @@ struct ValidateArgs {
   bool json = false;
 };
 
-void print_verdict(const eval::Verdict& v) {
+// `key`: what the kernel was validated for. A GEMM's errors are set against cuBLAS's and its times
+// against cuBLAS's; a row operator's errors against the evaluator's f32 kernel (what a framework's
+// kernel computes) and its times against the framework's kernel the verdict names (issue 33).
+void print_verdict(const OpKey& key, const eval::Verdict& v) {
   std::printf("verdict: %s%s\n", std::string(eval::to_string(v.rule)).c_str(),
               v.correct() ? "" : "  (rejected)");
   if (!v.detail.empty()) std::printf("  %s\n", v.detail.c_str());
+  const std::string baseline = baseline_of(key, v);
   if (!v.trials.empty()) {
-    std::printf("  error vs fp64: candidate max_rel %.3g norm_rel %.3g lean %.2g; cuBLAS max_rel %.3g norm_rel %.3g "
+    std::printf("  error vs fp64: candidate max_rel %.3g norm_rel %.3g lean %.2g; %s max_rel %.3g norm_rel %.3g "
                 "lean %.2g\n",
-                v.candidate_error.max_rel, v.candidate_error.norm_rel, v.candidate_error.lean, v.vendor_error.max_rel,
-                v.vendor_error.norm_rel, v.vendor_error.lean);
+                v.candidate_error.max_rel, v.candidate_error.norm_rel, v.candidate_error.lean,
+                is_row(key) ? "the evaluator's f32 kernel" : "cuBLAS", v.vendor_error.max_rel, v.vendor_error.norm_rel,
+                v.vendor_error.lean);
   }
   if (v.candidate_time && v.baseline_time) {
-    std::printf("  time (%s): %.2f us (IQR %.2f) vs cuBLAS %.2f us (IQR %.2f): x%.2f",
+    std::printf("  time (%s): %.2f us (IQR %.2f) vs %s %.2f us (IQR %.2f): x%.2f",
                 std::string(eval::to_string(v.regime)).c_str(), v.candidate_time->median_us,
-                v.candidate_time->spread_us(), v.baseline_time->median_us, v.baseline_time->spread_us(),
-                v.baseline_time->median_us / v.candidate_time->median_us);
+                v.candidate_time->spread_us(), baseline.c_str(), v.baseline_time->median_us,
+                v.baseline_time->spread_us(), v.baseline_time->median_us / v.candidate_time->median_us);
     if (v.floor_us > 0) std::printf(", %.0f%% of the roofline floor %.2f us", 100 * v.floor_us / v.candidate_time->median_us, v.floor_us);
     if (v.stream_us > 0) std::printf(", %.0f%% of a streaming read's bandwidth", 100 * v.stream_us / v.candidate_time->median_us);
     std::printf("\n");
     if (v.serving_calls > 0)
-      std::printf("  serving regime: %d back-to-back calls per CUDA graph over %d copies of the weight operand\n",
-                  v.serving_calls, v.serving_copies);
+      std::printf("  serving regime: %d back-to-back calls per CUDA graph over %d copies of the %s\n", v.serving_calls,
+                  v.serving_copies, is_row(key) ? "input x" : "weight operand");
   }
   if (v.isolated_candidate_time && v.isolated_baseline_time) {
-    std::printf("  time (isolated, cold L2): %.2f us vs cuBLAS %.2f us: x%.2f\n", v.isolated_candidate_time->median_us,
-                v.isolated_baseline_time->median_us,
+    std::printf("  time (isolated, cold L2): %.2f us vs %s %.2f us: x%.2f\n", v.isolated_candidate_time->median_us,
+                baseline.c_str(), v.isolated_baseline_time->median_us,
                 v.isolated_baseline_time->median_us / v.isolated_candidate_time->median_us);
   }
   if (v.sm_clock_mhz > 0) std::printf("  SM clock %d MHz\n", v.sm_clock_mhz);
@@ -96,7 +103,7 @@ int validate_range(const ValidateArgs& a, const GemmKey& key, const search::Cand
     print_range_points(gate.results);
     if (!gate.correct()) {
       std::printf("verdict: rejected: %s\n", gate.failure.c_str());
-      if (!gate.results.empty()) print_verdict(last);
+      if (!gate.results.empty()) print_verdict(OpKey(key), last);
     } else if (!gate.passed()) {
       std::printf("verdict: correct at every checked n, but %s\n", gate.failure.c_str());
     } else {
@@ -177,7 +184,7 @@ int run_validate(const ValidateArgs& a) {
   } else {
     std::printf("key: %s\nkernel: %s (%zu launches, NVRTC %.0f ms)\n", full_line.c_str(), a.kernel.c_str(),
                 build.plan->launches.size(), build.compile_time.count() / 1000.0);
-    print_verdict(v);
+    print_verdict(op, v);
   }
   if (v.rule == eval::Rule::passed) return kOk;
   if (v.rule == eval::Rule::not_faster) return kNotFaster;
@@ -202,8 +209,12 @@ void setup_validate(CLI::App& sub, std::function<int()>& action) {
              "serve every n (a grid_rule for each extent that depends on n, checked first, without a GPU), then the "
              "gate at up to 16 n (the ends, ragged values, tile boundaries), timed against cuBLAS at the ends and the "
              "middle; every point is printed.\n"
-             "Exit codes: 0 passes the gate and beats cuBLAS (for a range: at every timed n), 3 passes but is not "
-             "faster, 1 rejected, 2 usage error, 4 no GPU.");
+             "A row operator's key (rmsnorm, layernorm, softmax) takes a kd_row_args kernel and the same gate; its "
+             "errors are set against the evaluator's f32 kernel and its time against the framework's kernel "
+             "(PyTorch's, timed by the worker with python3, or the evaluator's f32 stand-in without torch), which the "
+             "verdict names.\n"
+             "Exit codes: 0 passes the gate and beats the baseline (cuBLAS, or a row operator's framework kernel; for a "
+             "range: at every timed n), 3 passes but is not faster, 1 rejected, 2 usage error, 4 no GPU.");
 }
 
 }  // namespace kd::kdctl

@@ -108,5 +108,22 @@ TEST(KdctlSearch, AnExactKeyIsNotSearchedAsARange) {
   EXPECT_EQ(r.out.find("candidates that serve every n"), std::string::npos) << r.out;
 }
 
+// Issue 33: a row operator's search names its baseline as the framework's kernel, never cuBLAS; a
+// malformed row line is a usage error naming the token.
+TEST(KdctlSearch, ARowKeysDryRunNamesTheFrameworksKernel) {
+  TempDir dir;
+  const KdctlRun r = run_kdctl(dir.path(), {"search", "--key", "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1",
+                                            "--dry-run", "--rounds", "0", "--max-candidates", "1"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("r0 #0   row_reduce"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept the framework's kernel: no correct candidate"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("cuBLAS"), std::string::npos) << r.out;
+
+  const KdctlRun bad = run_kdctl(dir.path(), {"search", "--key", "softmax dtype=f32 rows=4 cols=8 bias=1", "--dry-run"});
+  EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("kdctl search: bad --key: column"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("softmax takes no weight or bias"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace kd::test

@@ -36,6 +36,23 @@ TEST(KdctlValidate, WithoutAGpuSaysSoWithExitFour) {
   EXPECT_NE(r.err.find("no usable GPU"), std::string::npos) << r.err;
 }
 
+// Issue 33: a row operator's key is validated as a GEMM's is: a malformed row line is a usage error
+// naming the token, a well-formed one needs the GPU.
+TEST(KdctlValidate, RowKeysAreParsedBeforeTheGpuIsNeeded) {
+  TempDir dir;
+  write_text(dir.path() / "k.cu", "#include <kdispatch/rowop.cuh>\nextern \"C\" __global__ void kd_main(kd_row_args) {}\n");
+  const std::string kernel = (dir.path() / "k.cu").string();
+  const KdctlRun bad = run_kdctl(dir.path(), {"validate", "--key", "layernorm dtype=f32 rows=16 cols=1024 weight=1",
+                                              "--kernel", kernel});
+  EXPECT_EQ(bad.rc, 2) << bad.out << bad.err;
+  EXPECT_NE(bad.err.find("kdctl validate: bad --key: column"), std::string::npos) << bad.err;
+  if (cu_device_count() > 0) return;  // the GPU path is tested on the device
+  const KdctlRun good = run_kdctl(dir.path(), {"validate", "--key", "layernorm dtype=f32 rows=16 cols=1024 weight=1 bias=1",
+                                               "--kernel", kernel});
+  EXPECT_EQ(good.rc, 4) << good.out << good.err;
+  EXPECT_NE(good.err.find("no usable GPU"), std::string::npos) << good.err;
+}
+
 // Issue 29: a kernel for a range key must carry a plan that serves every n; that is checked before
 // a GPU is needed. Its grid's y follows ceil(n / 16) here, so at n=64 it must be 4.
 std::string range_kernel(int grid_y) {
