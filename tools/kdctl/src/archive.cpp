@@ -2,12 +2,14 @@
 
 #include <array>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <xxhash.h>
 
 #include "common/enum_names.hpp"
+#include "key/row_key.hpp"
 #include "store/cache_store.hpp"
 
 namespace kd::kdctl {
@@ -35,12 +37,13 @@ std::uint64_t read_length(std::string_view at) {
   return length;
 }
 
-constexpr std::array<Named<RecordRejection>, 5> kRejectionNames{{
+constexpr std::array<Named<RecordRejection>, 6> kRejectionNames{{
     {RecordRejection::corrupted, "corrupted"},
     {RecordRejection::schema_mismatch, "schema_mismatch"},
     {RecordRejection::bad_key, "bad_key"},
     {RecordRejection::foreign_gpu, "foreign_gpu"},
     {RecordRejection::unsound_range, "unsound_range"},
+    {RecordRejection::wrong_kind, "wrong_kind"},
 }};
 
 std::string describe(const DevicePart& d) {
@@ -146,24 +149,34 @@ std::variant<Record, Rejected> check_archived_record(std::string_view bytes, con
     return Rejected{reason, "", fmt::format("record does not decode: {}", to_string(*error))};
   }
   Record& record = std::get<Record>(decoded);
-  auto parsed = parse_key(record.key_line);
+  // Any operator's key (issue 33): a row operator's record travels as a GEMM's does.
+  auto parsed = parse_op_key(record.key_line);
   if (const auto* error = std::get_if<KeyError>(&parsed)) {
     return Rejected{RecordRejection::bad_key, record.key_line,
                     fmt::format("key line does not parse: {}", error->message)};
   }
-  const GemmKey& key = std::get<GemmKey>(parsed);
-  if (!key.device) {
+  const OpKey& key = std::get<OpKey>(parsed);
+  const std::optional<DevicePart>& keyed = std::visit([](const auto& k) -> const auto& { return k.device; }, key);
+  if (!keyed) {
     return Rejected{RecordRejection::bad_key, record.key_line, "key line has no device part"};
   }
-  if (*key.device != device) {
+  if (*keyed != device) {
     return Rejected{RecordRejection::foreign_gpu, record.key_line,
-                    fmt::format("record is for {}, the archive for {}", describe(*key.device),
-                                describe(device))};
+                    fmt::format("record is for {}, the archive for {}", describe(*keyed), describe(device))};
   }
-  // The checks the cache reader makes at load (issue 29): refused here, the record is never
-  // published to be refused by every process that looks it up.
-  if (const auto problem = range_problem(record, key))
-    return Rejected{RecordRejection::unsound_range, record.key_line, *problem};
+  // The checks the cache reader makes at load (issue 29; issue 33: a row operator's record is a
+  // compiled kernel with an exact plan, or a verdict): refused here, the record is never published
+  // to be refused by every process that looks it up.
+  if (const auto* gemm = std::get_if<GemmKey>(&key)) {
+    if (const auto problem = range_problem(record, *gemm))
+      return Rejected{RecordRejection::unsound_range, record.key_line, *problem};
+  } else if (record.kind == RecordKind::cublaslt_algo) {
+    return Rejected{RecordRejection::wrong_kind, record.key_line,
+                    "a row operator's record is a compiled kernel or a verdict, not a cuBLASLt algorithm"};
+  } else if (record.plan.has_rules()) {
+    return Rejected{RecordRejection::unsound_range, record.key_line,
+                    "a row operator's record is exact: its plan has grid rules (only a GEMM range record's may)"};
+  }
   return std::move(record);
 }
 

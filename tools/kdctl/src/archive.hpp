@@ -55,6 +55,8 @@ enum class RecordRejection : std::uint8_t {
   foreign_gpu,      // the key's device part is not the archive's
   unsound_range,    // issue 29: a range record whose plan does not serve its range (or that is not a
                     // kernel), or an exact record whose plan has grid rules: the reader refuses it
+  wrong_kind,       // issue 33: a row operator's record that is a cuBLASLt algorithm (the loader
+                    // launches only kernels for row calls)
 };
 std::string_view to_string(RecordRejection r);
 
@@ -64,7 +66,8 @@ struct Rejected {
   std::string detail;    // the specific problem, in words
 };
 
-// Decodes one archived record and checks it belongs to an archive for `device`.
+// Decodes one archived record of any operator (a GEMM's or a row operator's key line) and checks it
+// belongs to an archive for `device` and that the cache reader would load it.
 std::variant<Record, Rejected> check_archived_record(std::string_view bytes, const DevicePart& device);
 
 }  // namespace kd::kdctl

@@ -1,6 +1,7 @@
-// kdctl evict: removes records by age, size cap, GPU and key pattern (through CacheWriter::evict,
-// so each removal bumps the generation), then tells the kdispatchd serving the cache, if any, so
-// that its subscribed processes drop the entries at once (daemon_link.hpp).
+// kdctl evict: removes records (GEMM and row-operator ones alike) by age, size cap, GPU and key
+// pattern (through CacheWriter::evict, so each removal bumps the generation), then tells the
+// kdispatchd serving the cache, if any, so that its subscribed processes drop the entries at once
+// (daemon_link.hpp).
 #include <fnmatch.h>
 
 #include <algorithm>
@@ -53,7 +54,7 @@ std::vector<Candidate> load(const CacheWriter& writer, const EvictArgs& a) {
   for (const auto& [key, bytes] : writer.scan_raw("records")) {
     Candidate c{key, bytes.size()};
     auto decoded = deserialize_record(bytes);
-    const auto parts = split_key(key);
+    const auto parts = split_op_key(key);  // any operator's key (issue 33): a row record is not damaged
     const auto* record = std::get_if<Record>(&decoded);
     if (record == nullptr || record->key_line != key || !parts) {
       c.damaged = true;
@@ -61,9 +62,8 @@ std::vector<Candidate> load(const CacheWriter& writer, const EvictArgs& a) {
       if (a.damaged) c.why = "damaged";
     } else {
       c.created_unix_s = record->created_unix_s;
-      const bool gpu_ok = a.gpu.empty() || parts->key.device->gpu.find(a.gpu) != std::string::npos;
-      const bool pattern_ok = a.key_pattern.empty() ||
-                              fnmatch(a.key_pattern.c_str(), parts->key.shape_line().c_str(), 0) == 0;
+      const bool gpu_ok = a.gpu.empty() || parts->device.gpu.find(a.gpu) != std::string::npos;
+      const bool pattern_ok = a.key_pattern.empty() || fnmatch(a.key_pattern.c_str(), parts->shape_line.c_str(), 0) == 0;
       const bool has_criterion = !a.gpu.empty() || !a.key_pattern.empty() || !a.older_than.empty() ||
                                  !a.max_size.empty();
       c.selected = has_criterion && gpu_ok && pattern_ok;
@@ -176,7 +176,8 @@ void setup_evict(CLI::App& sub, std::function<int()>& action) {
   sub.add_option("--max-size", a->max_size,
                  "Evict the oldest records until the records' total serialized size is at most this (500M, 2G)");
   sub.add_option("--gpu", a->gpu, "Only records for GPUs whose name contains this text");
-  sub.add_option("--key-pattern", a->key_pattern, "Only records whose shape line matches this glob ('gemm a=bf16 *')");
+  sub.add_option("--key-pattern", a->key_pattern,
+                 "Only records whose shape line matches this glob ('gemm a=bf16 *', 'layernorm *', '* dtype=bf16 *')");
   sub.add_flag("--damaged", a->damaged, "Also evict records that do not decode");
   sub.add_flag("--dry-run", a->dry_run, "Print what would be evicted; change nothing");
   add_socket_flag(sub, a->socket);

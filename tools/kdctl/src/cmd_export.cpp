@@ -1,4 +1,5 @@
-// kdctl export: the records of one GPU model into a portable archive (format in archive.hpp).
+// kdctl export: the records of one GPU model into a portable archive (format in archive.hpp): GEMM
+// and row-operator records alike.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,13 +34,13 @@ struct ByDevice {
 ByDevice group_records(const CacheSnapshot& cache) {
   ByDevice out;
   for (const StoredRecord& s : cache.records()) {
-    const auto parts = split_key(s.key_line);
+    const auto parts = split_op_key(s.key_line);  // any operator's record (issue 33: row operators too)
     if (!std::holds_alternative<Record>(s.record) || !parts) {
       ++out.damaged;
       std::fprintf(stderr, "kdctl export: skipping damaged record %s\n", s.key_line.c_str());
       continue;
     }
-    const DevicePart& d = *parts->key.device;
+    const DevicePart& d = parts->device;
     auto it = std::find_if(out.groups.begin(), out.groups.end(), [&](const auto& g) { return g.first == d; });
     if (it == out.groups.end()) it = out.groups.emplace(out.groups.end(), d, std::vector<std::string>{});
     // Re-serialized from the decoded record: identical bytes for a record of this schema.

@@ -106,8 +106,9 @@ void setup_import(CLI::App& sub, std::function<int()>& action) {
                "Start a new cache in --cache-dir when it holds none (without it, import refuses)");
   sub.add_flag("--dry-run", a->dry_run, "Validate and list only; write nothing");
   sub.footer("The archive's checksum is verified first (a damaged archive imports nothing); then each\n"
-             "record must decode, parse and name the archive's GPU, and a range record's plan (n=LO..HI) must serve\n"
-             "every n of it, or it is rejected with the reason.\n"
+             "record, a GEMM's or a row operator's (rmsnorm, layernorm, softmax), must decode, parse and name the\n"
+             "archive's GPU; a range record's plan (n=LO..HI) must serve every n of it, and a row operator's record\n"
+             "must be a kernel with an exact plan or a verdict, or it is rejected with the reason.\n"
              "Records replace ones stored under the same key; each write bumps the cache generation\n"
              "(LMDB serializes this writer with the daemon's). When a kdispatchd serves the cache (found on\n"
              "--socket), kdctl then tells it, and it pushes the new generation to its subscribed processes,\n"

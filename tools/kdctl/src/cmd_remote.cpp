@@ -143,8 +143,8 @@ int run_status(const RemoteArgs& a) {
 
 bool gpu_matches(const std::string& key_line, const std::string& gpu) {
   if (gpu.empty()) return true;
-  const auto parts = split_key(key_line);
-  return parts && parts->key.device && parts->key.device->gpu.find(gpu) != std::string::npos;
+  const auto parts = split_op_key(key_line);  // any operator's key (issue 33)
+  return parts && parts->device.gpu.find(gpu) != std::string::npos;
 }
 
 int run_push(const RemoteArgs& a) {

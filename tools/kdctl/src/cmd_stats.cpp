@@ -1,4 +1,5 @@
-// kdctl stats: what the cache holds (records per GPU, sizes, trees, jobs by state), the client
+// kdctl stats: what the cache holds (records per GPU and per operator, sizes, trees, jobs by
+// state), the client
 // applications' call counters (hits, misses, fallbacks by reason, loads, swaps; totals and each
 // live process) that kdispatchd collects, and the daemon's own counters.
 // kdctl stats --zero: kdispatchd starts the client counter totals over.
@@ -32,7 +33,7 @@ struct StatsArgs {
   bool zero = false;
 };
 
-struct GpuCount {
+struct RecordCount {
   std::uint64_t records = 0;
   std::uint64_t bytes = 0;
 };
@@ -44,7 +45,8 @@ struct CacheStats {
   std::uint64_t records = 0;
   std::uint64_t record_bytes = 0;
   std::uint64_t damaged = 0;
-  std::map<std::string, GpuCount> per_gpu;  // "arch gpu sms" -> counts
+  std::map<std::string, RecordCount> per_gpu;  // "gpu (arch, sms SMs)" -> counts
+  std::map<std::string, RecordCount> per_op;   // the key's first token: "gemm", "layernorm", ... -> counts
   std::uint64_t trees = 0;
   std::uint64_t jobs = 0;
   std::map<std::string, std::uint64_t> jobs_by_state;  // the job's "state" field; "unreadable"
@@ -58,15 +60,16 @@ CacheStats collect(const CacheSnapshot& cache) {
   for (const StoredRecord& r : cache.records()) {
     ++s.records;
     s.record_bytes += r.stored_bytes;
-    const auto parts = split_key(r.key_line);
+    const auto parts = split_op_key(r.key_line);  // any operator's key (issue 33)
     if (!std::holds_alternative<Record>(r.record) || !parts) {
       ++s.damaged;
       continue;
     }
-    const DevicePart& d = *parts->key.device;
-    GpuCount& g = s.per_gpu[fmt::format("{} ({}, {} SMs)", d.gpu, d.arch, d.sms)];
-    ++g.records;
-    g.bytes += r.stored_bytes;
+    const DevicePart& d = parts->device;
+    for (RecordCount* g : {&s.per_gpu[fmt::format("{} ({}, {} SMs)", d.gpu, d.arch, d.sms)], &s.per_op[parts->op]}) {
+      ++g->records;
+      g->bytes += r.stored_bytes;
+    }
   }
   cache.for_each_raw("trees", [&](std::string_view, std::string_view) { ++s.trees; });
   cache.for_each_raw("jobs", [&](std::string_view, std::string_view value) {
@@ -79,12 +82,15 @@ CacheStats collect(const CacheSnapshot& cache) {
 }
 
 nlohmann::json to_json(const CacheStats& s) {
-  nlohmann::json gpus = nlohmann::json::object();
-  for (const auto& [name, g] : s.per_gpu) gpus[name] = {{"records", g.records}, {"bytes", g.bytes}};
+  const auto counts = [](const std::map<std::string, RecordCount>& by) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& [name, g] : by) j[name] = {{"records", g.records}, {"bytes", g.bytes}};
+    return j;
+  };
   return {{"cache",
            {{"dir", s.dir}, {"generation", s.generation}, {"data_file_bytes", s.data_file_bytes},
             {"records", s.records}, {"record_bytes", s.record_bytes}, {"damaged_records", s.damaged},
-            {"per_gpu", gpus}, {"trees", s.trees}, {"jobs", s.jobs},
+            {"per_gpu", counts(s.per_gpu)}, {"per_op", counts(s.per_op)}, {"trees", s.trees}, {"jobs", s.jobs},
             {"jobs_by_state", s.jobs_by_state}}}};
 }
 
@@ -105,6 +111,9 @@ void print(const CacheStats& s) {
     table.add({name, std::to_string(g.records), format_bytes(g.bytes)});
   }
   std::printf("\n%s", table.render().c_str());
+  Table ops({{"OPERATOR"}, {"RECORDS", Align::right}, {"BYTES", Align::right}});
+  for (const auto& [name, g] : s.per_op) ops.add({name, std::to_string(g.records), format_bytes(g.bytes)});
+  std::printf("\n%s", ops.render().c_str());
 }
 
 // What kdispatchd says, when it serves this cache: its stats reply, else why not.

@@ -87,7 +87,7 @@ const char* db_of(Kind kind) {
 
 // What an entry found on an orphaned page is, judged by its content; nullopt for none of ours.
 std::optional<Kind> classify_orphan(std::string_view key, const std::optional<std::string_view>& value) {
-  if (!value) return split_key(key) ? std::optional(Kind::record) : std::nullopt;
+  if (!value) return split_op_key(key) ? std::optional(Kind::record) : std::nullopt;
   if (value->substr(0, kRecordMagic.size()) == kRecordMagic) return Kind::record;
   if (verify_job(key, value).good) return Kind::job;
   if (verify_tree(key, value).good) return Kind::tree;

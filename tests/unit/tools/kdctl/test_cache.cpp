@@ -80,6 +80,41 @@ void make_test_cache(const std::filesystem::path& dir) {
   writer.put_raw("jobs", full(bf16_shape(1024), kH100), R"({"state":"queued","count":3})");
 }
 
+Record row_test_record(const std::string& key_line, std::chrono::seconds age) {
+  Record r = test_record(key_line, age);
+  r.source = "// kdispatch:plan {\"launches\":[{\"entry\":\"kd_main\",\"grid\":[8,1,1],\"block\":[256,1,1],"
+             "\"smem\":0}],\"workspace\":0}\n#include <kdispatch/rowop.cuh>\n"
+             "extern \"C\" __global__ void kd_main(kd_row_args a) {}\n";
+  r.validation_report = std::string(R"({"rule":"passed","baseline_name":")") + kTorchLayerNorm + "\"}";
+  r.search_id = "search-row";
+  r.cublas_version = 0;
+  return r;
+}
+
+Record row_verdict_record(const std::string& key_line, std::chrono::seconds age) {
+  Record r;
+  r.key_line = key_line;
+  r.kind = RecordKind::vendor;
+  r.candidate_us = 30.0;
+  r.baseline_us = 25.0;
+  r.search_id = "search-softmax";
+  r.proposer = "vendor";
+  r.idea = "best correct candidate 30.0 us did not beat the baseline 25.0 us by the margin";
+  r.search_version = 1;
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  r.created_unix_s = (now - age).count();
+  return r;
+}
+
+void add_row_records(const std::filesystem::path& dir) {
+  using std::chrono::hours;
+  CacheWriter writer(dir);
+  writer.commit_record(row_test_record(full(kLayernorm, kH100), hours(2)));
+  writer.commit_record(row_verdict_record(full(kSoftmax, kH100), hours(5)));
+  writer.commit_record(row_test_record(full(kRmsnorm, kH200), hours(1)));
+}
+
 std::vector<std::string> record_keys(const std::filesystem::path& dir) {
   const CacheWriter w(dir);
   std::vector<std::string> out;

@@ -33,6 +33,22 @@ void make_test_cache(const std::filesystem::path& dir);
 // writer (a kdctl child) runs: one LMDB environment per directory per process.
 std::vector<std::string> record_keys(const std::filesystem::path& dir);
 
+// Row-operator records (issue 33), added to a cache by add_row_records:
+//   H100: kLayernorm, a kernel record (search "search-row") timed against kTorchLayerNorm;
+//         kSoftmax, a vendor verdict (the framework's kernel kept: best candidate 30 us vs 25 us)
+//   H200: kRmsnorm, a kernel record
+inline const std::string kLayernorm = "layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1";
+inline const std::string kSoftmax = "softmax dtype=bf16 rows=16 cols=32000";
+inline const std::string kRmsnorm = "rmsnorm dtype=bf16 rows=16 cols=4096 weight=1";
+inline constexpr const char* kTorchLayerNorm = "torch 2.11.0+cu130 F.layer_norm";
+
+// A row operator's kernel record: test_record's fields, a kd_row_args source and a validation
+// report naming kTorchLayerNorm as the baseline.
+Record row_test_record(const std::string& key_line, std::chrono::seconds age);
+// A row operator's vendor verdict: the framework's kernel (25 us) beat the best candidate (30 us).
+Record row_verdict_record(const std::string& key_line, std::chrono::seconds age);
+void add_row_records(const std::filesystem::path& dir);
+
 inline constexpr const char* kWinnerIdea = "wider tiles along n";
 inline constexpr const char* kLoserIdea = "split k across two blocks";
 
