@@ -1,5 +1,5 @@
 // The records the kdctl GPU tests store: a kernel source compiled by NVRTC for this GPU, under its
-// key with this GPU's device part, as a user's kernel timed 10 us against cuBLAS's 12 us.
+// key with this GPU's device part, as a user's kernel timed 10 us against the baseline's 12 us.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -11,14 +11,18 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
 #include "key/gemm_key.hpp"
+#include "key/row_key.hpp"
 #include "plan/launch_plan.hpp"
 #include "store/record.hpp"
 
 namespace kd::test {
 
-// The key line of `shape` on `dev` (its device part added).
+// The key line of `shape` (any operator's: a GEMM's or a row operator's) on `dev` (its device part
+// added).
 inline std::string on_device(const std::string& shape, const DeviceInfo& dev) {
-  return std::get<GemmKey>(parse_key(shape)).with_device({dev.arch, dev.name, dev.sms}).full_line();
+  const auto parsed = parse_op_key(shape);
+  return std::visit([&](const auto& key) { return key.with_device({dev.arch, dev.name, dev.sms}).full_line(); },
+                    std::get<OpKey>(parsed));
 }
 
 // `source` compiled for `arch` as the record of `key_line`, stored by the test `search_id`. A

@@ -166,7 +166,11 @@ int run_validate(const ValidateArgs& a) {
   const std::string full_line = op_full_line(op);
 
   search::CompileService compiler;
-  const search::CandidateBuild build = compiler.compile({text.str(), a.kernel, dev.arch, {}});
+  search::CompileRequest request{text.str(), a.kernel, dev.arch, {}};
+  // The compiled-kernel check holds every entry to the operator's argument struct: kd_row_args for a
+  // row operator's key (issue 33), kd_gemm_args otherwise.
+  if (is_row(op)) request.args_bytes = search::CompileRequest::kRowArgsBytes;
+  const search::CandidateBuild build = compiler.compile(request);
   if (!build.ok()) {
     std::printf("verdict: %s  (rejected before running)\n  %s\n", std::string(search::to_string(build.status)).c_str(),
                 build.message.c_str());
@@ -177,8 +181,8 @@ int run_validate(const ValidateArgs& a) {
                                 std::chrono::seconds(a.watchdog_s));
   if (const GemmKey* gemm = std::get_if<GemmKey>(&op); gemm && gemm->is_range())
     return validate_range(a, *gemm, build, backend);
-  eval::EvalRequest request{full_line, build.cubin, *build.plan, {}};
-  const eval::Verdict v = backend.evaluate(request);
+  eval::EvalRequest evaluation{full_line, build.cubin, *build.plan, {}};
+  const eval::Verdict v = backend.evaluate(evaluation);
   if (a.json) {
     std::printf("%s\n", eval::to_json(v).dump(2).c_str());
   } else {

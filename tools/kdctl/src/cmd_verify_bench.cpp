@@ -1,13 +1,15 @@
 // kdctl verify: re-runs the gate on the stored records of this GPU and evicts those that fail.
 // kdctl bench FILE: tuned vs cuBLAS vs the roofline per shape, as a table and a PNG chart; a range
 // n=LO..HI (issue 29) is timed at its range gate's timed points.
-// Both run candidates in the sandboxed worker, exactly as the search does.
+// Both run candidates in the sandboxed worker, exactly as the search does. Row operators' records
+// and shapes (issue 33) go through the same gate, against the framework's kernel.
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "baseline_label.hpp"
 #include "cache_snapshot.hpp"
 #include "commands.hpp"
 #include "cuda/device.hpp"
@@ -18,11 +20,14 @@
 #include "eval/cublaslt_enumeration.hpp"
 #include "range/range_gate.hpp"
 #include "range/range_search.hpp"
+#include "eval/framework_baseline.hpp"
+#include "eval/timing_stats.hpp"
 #include "eval/verdict.hpp"
 #include "kdctl.hpp"
 #include "png_chart.hpp"
 #include "shape_list.hpp"
 #include "store/cache_store.hpp"
+#include "verify_selection.hpp"
 #include "worker/worker_parent.hpp"
 
 namespace kd::kdctl {
@@ -72,43 +77,49 @@ std::optional<eval::Verdict> time_cublas(search::WorkerBackend& backend, const G
 
 std::string us(const std::optional<eval::TimeStats>& t) { return t ? fmt::format("{:.1f}", t->median_us) : "-"; }
 
+// One record's line: its rule, times and shape line. A GEMM's times are against cuBLAS; a row
+// operator's (issue 33) against the framework's kernel its verdict names, after the shape.
+void print_verified(const OpKey& key, const eval::Verdict& v) {
+  const std::string rule(eval::to_string(v.rule));
+  if (!is_row(key)) {
+    std::printf("%-16s %8s us vs cuBLAS %8s us  %s\n", rule.c_str(), us(v.candidate_time).c_str(),
+                us(v.baseline_time).c_str(), op_shape_line(key).c_str());
+    return;
+  }
+  std::printf("%-16s %8s us vs %8s us  %s  (baseline: %s)\n", rule.c_str(), us(v.candidate_time).c_str(),
+              us(v.baseline_time).c_str(), op_shape_line(key).c_str(), baseline_of(key, v).c_str());
+}
+
 int run_verify(const GpuArgs& a, bool dry_run) {
   const auto dev = gpu_or_complain("verify", a.device);
   if (!dev) return kNoGpu;
   const std::filesystem::path dir = resolve_cache_dir(a.cache_dir);
   require_cache(dir);
-  std::vector<Record> mine;
-  std::vector<std::string> damaged;
+  VerifySelection selected;
   {
     CacheSnapshot snap(dir);
-    for (StoredRecord& s : snap.records()) {
-      if (auto* r = std::get_if<Record>(&s.record)) {
-        const auto parts = split_key(r->key_line);
-        if (parts && parts->key.device && parts->key.device->gpu == dev->name && parts->key.device->arch == dev->arch)
-          mine.push_back(std::move(*r));
-      } else {
-        damaged.push_back(s.key_line);
-      }
-    }
+    selected = select_for_verify(snap, dev->arch, dev->name);
   }
+  const std::vector<Record>& mine = selected.records;
   std::printf("verifying %zu records for %s on device %d\n", mine.size(), dev->name.c_str(), a.device);
   search::WorkerBackend backend(worker::default_worker_spawn(a.device, dir), std::chrono::seconds(a.watchdog_s));
   std::vector<std::string> failed;
   for (const Record& r : mine) {
-    if (r.kind == RecordKind::vendor) {  // runs the vendor library: nothing of ours to check
-      std::printf("%-16s %8s    %8s     %s\n", "vendor", "-", "-", split_key(r.key_line)->key.shape_line().c_str());
+    const OpKey key = std::get<OpKey>(parse_op_key(r.key_line));  // select_for_verify parsed it
+    if (r.kind == RecordKind::vendor) {  // the baseline runs (cuBLAS, or a row's framework kernel): nothing of ours
+      std::printf("%-16s %8s    %8s     %s%s\n", is_row(key) ? "verdict" : "vendor", "-", "-",
+                  op_shape_line(key).c_str(), is_row(key) ? "  (the framework's kernel kept)" : "");
       continue;
     }
     const eval::Verdict v = evaluate(backend, r);
-    const bool ok = v.correct();
-    std::printf("%-16s %8s us vs cuBLAS %8s us  %s\n", std::string(eval::to_string(v.rule)).c_str(),
-                us(v.candidate_time).c_str(), us(v.baseline_time).c_str(), split_key(r.key_line)->key.shape_line().c_str());
-    if (!ok) {
+    print_verified(key, v);
+    if (!v.correct()) {
       std::printf("    %s\n", v.detail.c_str());
       failed.push_back(r.key_line);
     }
   }
-  for (const std::string& k : damaged) std::printf("damaged record (does not decode): %s\n", k.c_str());
+  for (const std::string& k : selected.damaged)
+    std::printf("damaged record (does not decode or its key line does not parse): %s\n", k.c_str());
   if (!dry_run && !failed.empty()) {
     {
       CacheWriter writer(dir);
@@ -122,8 +133,10 @@ int run_verify(const GpuArgs& a, bool dry_run) {
 }
 
 // One row of the bench table and its chart bar.
+// `base` and `ibase` are the baseline's times: cuBLAS's for a GEMM, the framework kernel's for a row
+// operator (issue 33).
 struct BenchRow {
-  std::string cublas = "-", tuned = "-", speedup = "-", st = "-", sc = "-", icublas = "-", ituned = "-", ispeed = "-",
+  std::string base = "-", tuned = "-", speedup = "-", st = "-", sc = "-", ibase = "-", ituned = "-", ispeed = "-",
               roof = "-", note;
   ChartBar bar;
 };
@@ -138,10 +151,10 @@ BenchRow cublas_row(search::WorkerBackend& backend, const GemmKey& key, std::str
   row.note = std::move(note);
   if (const auto v = time_cublas(backend, key)) {
     const double c = v->baseline_time->median_us;
-    row.cublas = fmt::format("{:.1f}", c);
+    row.base = fmt::format("{:.1f}", c);
     row.speedup = "1.00x";
     row.sc = pct(v->stream_us, c);
-    if (v->isolated_baseline_time) row.icublas = fmt::format("{:.1f}", v->isolated_baseline_time->median_us);
+    if (v->isolated_baseline_time) row.ibase = fmt::format("{:.1f}", v->isolated_baseline_time->median_us);
     row.roof = pct(v->floor_us, c);
     row.bar.speedup = row.bar.speedup_isolated = 1.0;
     row.bar.stream_frac = row.bar.stream_cublas = v->stream_us > 0 ? v->stream_us / c : 0;
@@ -158,7 +171,7 @@ BenchRow tuned_row(const eval::Verdict& v, const Record& r, const std::string& s
     return row;
   }
   const double c = v.baseline_time->median_us, t = v.candidate_time->median_us;
-  row.cublas = fmt::format("{:.1f}", c);
+  row.base = fmt::format("{:.1f}", c);
   row.tuned = fmt::format("{:.1f}", t);
   row.speedup = fmt::format("{:.2f}x", c / t);
   row.st = pct(v.stream_us, t);
@@ -170,7 +183,7 @@ BenchRow tuned_row(const eval::Verdict& v, const Record& r, const std::string& s
   row.bar.stream_cublas = v.stream_us > 0 ? v.stream_us / c : 0;
   if (v.isolated_candidate_time && v.isolated_baseline_time) {
     const double ic = v.isolated_baseline_time->median_us, it = v.isolated_candidate_time->median_us;
-    row.icublas = fmt::format("{:.1f}", ic);
+    row.ibase = fmt::format("{:.1f}", ic);
     row.ituned = fmt::format("{:.1f}", it);
     row.ispeed = fmt::format("{:.2f}x", ic / it);
     row.bar.speedup_isolated = ic / it;
@@ -249,6 +262,59 @@ std::vector<std::pair<GemmKey, BenchRow>> bench_shape(search::WorkerBackend& bac
   return rows;
 }
 
+// The row of a row operator's shape (issue 33) where the framework's kernel runs: that kernel timed
+// alone as the worker times a row gate's baseline (eval/framework_baseline.hpp: PyTorch through
+// python3, both regimes), its name after `note`; not timed where torch cannot run, and the note
+// says why.
+BenchRow framework_row(const RowKey& key, int device, std::string note) {
+  BenchRow row;
+  row.note = std::move(note);
+  auto times = eval::framework_times(key.shape(), device);
+  if (const auto* why = std::get_if<std::string>(&times)) {
+    row.note += fmt::format("; not timed: {}", *why);
+    return row;
+  }
+  const auto& t = std::get<eval::FrameworkTimes>(times);
+  const eval::TimeStats serving = eval::summarize(t.serving_us), isolated = eval::summarize(t.isolated_us);
+  row.note += fmt::format(" ({})", t.name);
+  if (serving.median_us <= 0) return row;
+  row.base = fmt::format("{:.1f}", serving.median_us);
+  row.speedup = "1.00x";
+  row.bar.speedup = 1.0;
+  if (isolated.median_us > 0) {
+    row.ibase = fmt::format("{:.1f}", isolated.median_us);
+    row.bar.speedup_isolated = 1.0;
+  }
+  return row;
+}
+
+// A row operator's shape: its kernel record held to the gate, timed against the framework's kernel
+// (the verdict names it); without one, or under a verdict, the framework's kernel alone. Row keys
+// are exact: the record is the key's own.
+BenchRow bench_row_shape(search::WorkerBackend& backend, const CacheReader& reader, const RowKey& key, int device) {
+  const auto hit = reader.lookup(key.full_line());
+  const Record* r = std::get_if<Record>(&hit);
+  if (r == nullptr)
+    return framework_row(key, device, fmt::format("the framework's kernel kept: no tuned kernel ({})",
+                                                  to_string(std::get<LookupMiss>(hit))));
+  if (r->kind == RecordKind::vendor)
+    return framework_row(key, device,
+                         r->candidate_us > 0
+                             ? fmt::format("the framework's kernel kept: verdict, best candidate {:.1f} us vs {:.1f} us",
+                                           r->candidate_us, r->baseline_us)
+                             : std::string("the framework's kernel kept: verdict, no correct candidate"));
+  const eval::Verdict v = evaluate(backend, *r);
+  BenchRow row = tuned_row(v, *r, "");
+  if (v.correct()) row.note += fmt::format(" (vs {})", baseline_of(OpKey(key), v));
+  return row;
+}
+
+// What the chart's speedups are over, for a list of `gemms` GEMM and `rows` row-operator shapes.
+std::string chart_baseline(std::size_t gemms, std::size_t rows) {
+  if (rows == 0) return std::string(kVendorBaseline);
+  return gemms == 0 ? "the framework kernel" : "the baseline";
+}
+
 int run_bench(const GpuArgs& a, const std::string& file, const std::string& chart) {
   // The list first: a bad line is named on any machine, with or without a GPU.
   std::ifstream in(file);
@@ -267,12 +333,22 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
   CacheReader reader(dir);
   reader.refresh();
   search::WorkerBackend backend(worker::default_worker_spawn(a.device, dir), std::chrono::seconds(a.watchdog_s));
-  std::printf("%-8s %2s %2s %7s %5s %6s %5s | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n", "dtype", "ta", "tb",
-              "m", "n", "k", "batch", "cuBLAS_us", "tuned_us", "speedup", "%strm_t", "%strm_c", "iso_cuBLAS",
-              "iso_tuned", "iso_x", "%roof", "note");
-  std::vector<ChartBar> bars;
+  const DevicePart device{dev->arch, dev->name, dev->sms};
+  // GEMM shapes in one table, row operators' (issue 33) in a second: their columns differ.
+  std::vector<GemmKey> gemms;
+  std::vector<RowKey> rows;
   for (const ShapeCount& s : tally.sorted()) {
-    const GemmKey shape = std::get<GemmKey>(parse_key(s.shape_line)).with_device({dev->arch, dev->name, dev->sms});
+    const auto parsed = parse_op_key(s.shape_line);  // the tally parsed every line
+    const OpKey& op = std::get<OpKey>(parsed);
+    if (const auto* row = std::get_if<RowKey>(&op)) rows.push_back(row->with_device(device));
+    else gemms.push_back(std::get<GemmKey>(op).with_device(device));
+  }
+  std::vector<ChartBar> bars;
+  if (!gemms.empty() || rows.empty())
+    std::printf("%-8s %2s %2s %7s %5s %6s %5s | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n", "dtype", "ta", "tb",
+                "m", "n", "k", "batch", "cuBLAS_us", "tuned_us", "speedup", "%strm_t", "%strm_c", "iso_cuBLAS",
+                "iso_tuned", "iso_x", "%roof", "note");
+  for (const GemmKey& shape : gemms) {
     for (auto& [key, row] : bench_shape(backend, reader, shape)) {
       // The input type, with the precision class where it is not the compute type's default (f32/tf32),
       // and both transposes and the batch: the four layouts of one size are four rows.
@@ -286,18 +362,40 @@ int run_bench(const GpuArgs& a, const std::string& file, const std::string& char
       std::printf("%-8s %2s %2s %7lld %5lld %6lld %5lld | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n",
                   dtype.c_str(), ta, tb, static_cast<long long>(key.m), static_cast<long long>(key.n),
                   static_cast<long long>(key.k), static_cast<long long>(key.batch),
-                  row.cublas.c_str(), row.tuned.c_str(), row.speedup.c_str(), row.st.c_str(), row.sc.c_str(),
-                  row.icublas.c_str(), row.ituned.c_str(), row.ispeed.c_str(), row.roof.c_str(), row.note.c_str());
+                  row.base.c_str(), row.tuned.c_str(), row.speedup.c_str(), row.st.c_str(), row.sc.c_str(),
+                  row.ibase.c_str(), row.ituned.c_str(), row.ispeed.c_str(), row.roof.c_str(), row.note.c_str());
       std::fflush(stdout);
     }
   }
+  if (!rows.empty()) {
+    std::printf("%s%-9s %-5s %7s %8s | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n", gemms.empty() ? "" : "\n", "op",
+                "dtype", "rows", "cols", "base_us", "tuned_us", "speedup", "%strm_t", "%strm_c", "iso_base",
+                "iso_tuned", "iso_x", "%roof", "note");
+    std::fflush(stdout);
+  }
+  for (const RowKey& key : rows) {
+    BenchRow row = bench_row_shape(backend, reader, key, a.device);
+    const std::string op(to_string(key.op)), dtype(to_string(key.dtype));
+    row.bar.label = fmt::format("{} {} {}x{}", op, dtype, key.rows, key.cols);
+    bars.push_back(row.bar);
+    std::printf("%-9s %-5s %7lld %8lld | %9s %9s %8s %7s %7s | %9s %9s %8s | %6s  %s\n", op.c_str(), dtype.c_str(),
+                static_cast<long long>(key.rows), static_cast<long long>(key.cols), row.base.c_str(),
+                row.tuned.c_str(), row.speedup.c_str(), row.st.c_str(), row.sc.c_str(), row.ibase.c_str(),
+                row.ituned.c_str(), row.ispeed.c_str(), row.roof.c_str(), row.note.c_str());
+    std::fflush(stdout);
+  }
+  if (!rows.empty())
+    std::printf("(base_us: the framework's kernel (PyTorch's, timed with python3), as the row gate times its "
+                "baseline)\n");
   if (!chart.empty()) {
+    const std::string baseline = chart_baseline(gemms.size(), rows.size());
     write_bar_chart(chart, bars,
                     fmt::format("kdctl bench {}: {} ({}, {} SMs)", std::filesystem::path(file).filename().string(),
-                                dev->name, dev->arch, dev->sms));
-    std::printf("chart: %s (per shape: speedup over cuBLAS, serving and isolated; fraction of a streaming read's "
-                "bandwidth, tuned and cuBLAS)\n",
-                chart.c_str());
+                                dev->name, dev->arch, dev->sms),
+                    baseline);
+    std::printf("chart: %s (per shape: speedup over %s, serving and isolated; fraction of a streaming read's "
+                "bandwidth, tuned and %s)\n",
+                chart.c_str(), baseline.c_str(), baseline.c_str());
   }
   return kOk;
 }
@@ -316,7 +414,11 @@ void setup_verify(CLI::App& sub, std::function<int()>& action) {
   gpu_flags(sub, *a);
   add_socket_flag(sub, a->socket);
   sub.add_flag("--dry-run", *dry, "Report failures without evicting");
-  sub.footer("Exit codes: 0 all passed, 1 some failed (evicted unless --dry-run), 4 no GPU.");
+  sub.footer("Every record of this GPU model is re-gated, GEMM and row-operator (rmsnorm, layernorm, softmax) ones:\n"
+             "a GEMM's time against cuBLAS, a row operator's against the framework's kernel its verdict names\n"
+             "(PyTorch's, timed with python3; the evaluator's f32 stand-in without torch). Verdicts (the baseline\n"
+             "kept) have nothing to run and are listed.\n"
+             "Exit codes: 0 all passed, 1 some failed (evicted unless --dry-run), 4 no GPU.");
   sub.callback([a, dry, &action] { action = [a, dry] { return run_verify(*a, *dry); }; });
 }
 
@@ -324,7 +426,7 @@ void setup_bench(CLI::App& sub, std::function<int()>& action) {
   auto a = std::make_shared<GpuArgs>();
   auto file = std::make_shared<std::string>();
   auto chart = std::make_shared<std::string>("kdispatch-bench.png");
-  sub.add_option("file", *file, "Shape list (as kdctl prewarm reads)")->required();
+  sub.add_option("file", *file, "Shape list (as kdctl prewarm reads: GEMM and row-operator lines)")->required();
   gpu_flags(sub, *a);
   sub.add_option("--chart", *chart, "PNG chart to write (empty: none)")->capture_default_str();
   sub.footer(
@@ -337,6 +439,10 @@ void setup_bench(CLI::App& sub, std::function<int()>& action) {
       "covering n (note \"(range LO..HI)\"), at the grid the range's rule gives n. A range line n=LO..HI is timed at "
       "the range gate's timed n (its ends and middle), one row each, after its range record passed the gate at every n "
       "the range search checks; without a record, cuBLAS at those n.\n"
+      "Row operators' lines (rmsnorm, layernorm, softmax) get a table of their own: a stored kernel is held to the "
+      "gate and timed against the framework's kernel (PyTorch's, with python3, in both regimes; its name follows the "
+      "note), base_us is that kernel's time; without a kernel record (or under a verdict) the framework's kernel is "
+      "timed alone, or the note says why it could not be.\n"
       "Exit codes: 0 the table was printed, 2 a bad shape list (each bad line named FILE:LINE), 4 no GPU.");
   sub.callback([a, file, chart, &action] { action = [a, file, chart] { return run_bench(*a, *file, *chart); }; });
 }

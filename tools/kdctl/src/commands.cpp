@@ -9,7 +9,9 @@ constexpr Command kCommands[] = {
     {"search", "Run one branching search for a key in the foreground and print the tree", setup_search},
     {"validate", "Run the validation gate and timing on your own kernel for a key", setup_validate},
     {"verify", "Re-run the validation gate on this GPU's stored records and evict those that fail", setup_verify},
-    {"bench", "Time tuned kernels against cuBLAS and the roofline for a shape list; table and PNG chart", setup_bench},
+    {"bench", "Time tuned kernels against their baseline (cuBLAS; a row operator's framework kernel) and the roofline "
+              "for a shape list; table and PNG chart",
+     setup_bench},
     {"prewarm", "Queue a shape list on kdispatchd, follow the searches and print the per-shape table", setup_prewarm},
     {"status", "Show kdispatchd's status: search backend, jobs, clients", setup_status},
     {"stop", "Stop kdispatchd gracefully through its socket and wait until it exited", setup_stop},

@@ -112,13 +112,17 @@ std::string fixed(double v, int decimals) {
 }  // namespace
 
 void write_bar_chart(const std::filesystem::path& file, const std::vector<ChartBar>& bars,
-                     const std::string& title) {
+                     const std::string& title, const std::string& baseline) {
   constexpr int kPad = 16, kRow = 24, kBarH = 14, kSpeedW = 420, kRoofW = 300, kGapW = 40;
   std::size_t label_chars = 10;
   for (const ChartBar& b : bars) label_chars = std::max(label_chars, b.label.size());
   const int label_w = static_cast<int>(label_chars) * kCharW + kPad;
   const int speed_x = kPad + label_w, roof_x = speed_x + kSpeedW + kGapW + 6 * kCharW;
-  const int w = roof_x + kRoofW + 3 * kCharW + kPad;
+  // Wide enough for the bars and for the first legend line (its text and three colour swatches).
+  const std::string legend_text = "speedup over " + baseline + ", serving regime: tuned kernel  " + baseline +
+                                  " kept  isolated regime";
+  const int legend_w = 2 * kPad + static_cast<int>(legend_text.size()) * kCharW + 3 * (3 * kScale * 4 + 6);
+  const int w = std::max(roof_x + kRoofW + 3 * kCharW + kPad, legend_w);
   const int header = kPad + 4 * (kCharH + 8) + 8;  // title, two legend lines, tick labels
   const int h = header + static_cast<int>(bars.size()) * kRow + kPad + kCharH;
   Canvas cv(w, h);
@@ -131,11 +135,11 @@ void write_bar_chart(const std::filesystem::path& file, const std::vector<ChartB
   int y = kPad;
   cv.text(kPad, y, title, kBlack);
   y += kCharH + 8;
-  int x = cv.text(kPad, y, "speedup over cuBLAS, serving regime: ");
+  int x = cv.text(kPad, y, "speedup over " + baseline + ", serving regime: ");
   cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kBlue);
   x = cv.text(x + 3 * kScale * 4 + 6, y, "tuned kernel  ");
   cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kLight);
-  x = cv.text(x + 3 * kScale * 4 + 6, y, "cuBLAS kept  ");
+  x = cv.text(x + 3 * kScale * 4 + 6, y, baseline + " kept  ");
   cv.fill(x, x + 3 * kScale * 4, y + kCharH / 2, y + kCharH, kGrey);
   cv.text(x + 3 * kScale * 4 + 6, y, "isolated regime");
   y += kCharH + 8;
@@ -143,7 +147,7 @@ void write_bar_chart(const std::filesystem::path& file, const std::vector<ChartB
   cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kOrange);
   x = cv.text(x + 3 * kScale * 4 + 6, y, "what runs  ");
   cv.fill(x, x + 3 * kScale * 4, y, y + kCharH, kGrey);
-  cv.text(x + 3 * kScale * 4 + 6, y, "cuBLAS");
+  cv.text(x + 3 * kScale * 4 + 6, y, baseline);
   y += kCharH + 8;
 
   // Axes: ticks and their labels above the rows, grid lines through them.

@@ -103,5 +103,23 @@ TEST(PngChart, AnUnwritablePathIsAnError) {
   EXPECT_THROW(kdctl::write_bar_chart(dir.path() / "no-such-dir" / "chart.png", {}, "x"), kd::Error);
 }
 
+// The legend names what the speedups are over (cuBLAS; a row operator's framework kernel, issue 33),
+// and the chart is wide enough for it.
+TEST(PngChart, IsWideEnoughForTheBaselinesName) {
+  TempDir dir;
+  const std::vector<kdctl::ChartBar> bars = {{"layernorm f32 4096x1024", 1.2, true, 0.7, 0.6, 1.1}};
+  const auto cublas = dir.path() / "cublas.png", framework = dir.path() / "framework.png";
+  kdctl::write_bar_chart(cublas, bars, "NVIDIA H100", "cuBLAS");
+  kdctl::write_bar_chart(framework, bars, "NVIDIA H100", "the framework kernel");
+  const Decoded a = decode_rgb(read_text(cublas)), b = decode_rgb(read_text(framework));
+  ASSERT_TRUE(a.error.empty() && b.error.empty()) << a.error << b.error;
+  EXPECT_EQ(a.height, b.height);
+  // The first legend line, in characters 12 pixels wide, fits; the bars alone set cuBLAS's width.
+  const std::string legend = "speedup over the framework kernel, serving regime: tuned kernel  the framework kernel "
+                             "kept  isolated regime";
+  EXPECT_GT(b.width, a.width);
+  EXPECT_GE(b.width, legend.size() * 12);
+}
+
 }  // namespace
 }  // namespace kd::test
