@@ -54,11 +54,12 @@ inline constexpr char kHoldWb[] = "KD_HOLD_WB";          // 1: weight and bias l
 // weight or bias, rmsnorm with a bias).
 std::optional<std::string> row_rejects(const RowShape& shape);
 
-// Round-0 configurations for `shape` (not rejected), 3 to 6, best guess first, each complete and
-// valid on `target`, by the smallest power-of-two row group that holds a row in registers: up to 128
-// threads, several rows per block in such groups; up to 1024, small groups that read x twice when
-// rows are many (8 per SM), else a block per row holding it; beyond, a block per row reading x
-// twice. Rows of at least 128 KiB, fewer than two per SM, are split across blocks instead.
+// Round-0 configurations for `shape` (not rejected), 1 to 6, best guess first, each complete and
+// valid on `target`. Few rows a block holds (decode): a block per row, the widest first. Many rows:
+// the smallest power-of-two group that holds a row in registers (several rows per block when small),
+// then a small group reading x twice, then a wider holding group. Rows no block holds: a block
+// reading x twice, then a cluster holding the row. Rows of at least 128 KiB, fewer than two per SM,
+// are split across blocks instead.
 std::vector<Params> row_seeds(const RowShape& shape, const Target& target);
 
 // `params` with the parameters it lacks filled in: KD_VEC the widest access cols allows, KD_THREADS

@@ -135,11 +135,20 @@ TEST(RowReduce, SeedsFollowTheRowLength) {
   // Short rows: several rows per block first, each held by the smallest group that can (4 lanes for
   // 128 f16 columns, 16 accesses of 8 at most 4 per lane; 1000 f32 columns take 6 accesses of 4 in 42
   // threads, so 64).
-  for (const auto& [s, group] : {std::pair{kSoftmaxF16, 4}, std::pair{kRmsF32, 64}}) {
+  for (auto [s, group] : {std::pair{kSoftmaxF16, 4}, std::pair{kRmsF32, 64}}) {
+    s.rows = 4096;  // many rows (few go to a block per row, below)
     const Params first = completed_seeds(s, t).front();
     EXPECT_EQ(first.at(kRowThreads), group) << name_of(s);
     EXPECT_GT(first.at(kThreads), first.at(kRowThreads)) << name_of(s);
     EXPECT_TRUE(holds_row(s, first)) << name_of(s);
+  }
+  // Few rows a block holds (decode): a block per row, the widest first (one access per thread).
+  const auto decode = completed_seeds(kRmsBf16, t);  // 16 x 4096 bf16: 512 vectors
+  ASSERT_EQ(decode.size(), 3u);
+  for (std::size_t i = 0; i < decode.size(); ++i) {
+    EXPECT_EQ(decode[i].at(kThreads), 512 >> i);
+    EXPECT_EQ(decode[i].at(kRowThreads), decode[i].at(kThreads));
+    EXPECT_TRUE(holds_row(kRmsBf16, decode[i]));
   }
   // Rows of 16 KiB, 16-byte accesses: 4096 of them go first to the smallest group holding one (256
   // threads of 4 accesses, 32 values), with a small group reading x twice among the seeds; 64 of them
