@@ -13,7 +13,7 @@ enum class ExitCode : int {
   ok = 0,
   failure = 1,     // ran and failed: the message names the problem
   usage = 2,       // bad flags, arguments, configuration or input lines: nothing was done
-  not_faster = 3,  // kdctl search/validate: correct, but not faster than cuBLAS by the margin
+  not_faster = 3,  // kdctl search/validate: correct, but not faster than the baseline by the margin
   no_gpu = 4,      // the command needs a GPU and none is usable
 };
 
@@ -26,7 +26,8 @@ inline constexpr ExitCodeInfo kExitCodes[] = {
     {ExitCode::ok, "success"},
     {ExitCode::failure, "the command ran and failed (the message names the problem)"},
     {ExitCode::usage, "usage error: bad flags, arguments, configuration or input lines"},
-    {ExitCode::not_faster, "kdctl search/validate: correct, but not faster than cuBLAS by the margin"},
+    {ExitCode::not_faster, "kdctl search/validate: correct, but not faster than the baseline (cuBLAS, or a row "
+                           "operator's framework kernel) by the margin"},
     {ExitCode::no_gpu, "the command needs a GPU and none is usable"},
 };
 

@@ -135,7 +135,9 @@ void setup_stop(CLI::App& sub, std::function<int()>& action) {
 
 void setup_cancel(CLI::App& sub, std::function<int()>& action) {
   const auto a = command_args(sub, action, run_cancel);
-  sub.add_option("key", a->key, "Key line of the job: a shape line, a full key line or the `linear` shorthand")
+  sub.add_option("key", a->key,
+                 "Key line of the job: a shape line, a full key line or the `linear` shorthand; a GEMM's or a row "
+                 "operator's (rmsnorm, layernorm, softmax)")
       ->required();
   add_daemon_flags(sub, *a);
   sub.footer("A shape line and a full key line (with a device part) name different jobs, as `kdctl status` lists them.\n"

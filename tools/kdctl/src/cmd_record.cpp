@@ -96,7 +96,8 @@ void setup_record(CLI::App& sub, std::function<int()>& action) {
       "key. Output: a prewarm list sorted by calls, each shape after its '# calls=N' line, every recorded n\n"
       "merged into a range the inputs give that holds it, else into its bucket (n=33..64 for n=40 with the\n"
       "default buckets); --buckets off keeps every n. A range that shares an n with another range of an\n"
-      "otherwise equal key is a bad line (FILE:LINE names both).\n"
+      "otherwise equal key is a bad line (FILE:LINE names both). Row operators' lines (rmsnorm, layernorm,\n"
+      "softmax rows= cols=) merge by count and stay exact: no buckets.\n"
       "Exit codes: 0 ok, 1 unreadable input or bad lines (without --keep-going), 2 usage (a bad --buckets).\n");
 }
 

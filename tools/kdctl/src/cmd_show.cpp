@@ -263,7 +263,8 @@ int run_show(const ShowArgs& a) {
 void setup_show(CLI::App& sub, std::function<int()>& action) {
   const auto a = command_args(sub, action, run_show);
   sub.add_option("key", a->key,
-                 "A full key line, a shape line (with --gpu when several GPUs have it), or `prompts` for "
+                 "A full key line, a shape line (a GEMM's or a row operator's: rmsnorm, layernorm, softmax; with "
+                 "--gpu when several GPUs have it), or `prompts` for "
                  "the llm proposer's prompt files; an exact n without a record of its own shows the range "
                  "record serving it, with the n it was checked and timed at")
       ->required();

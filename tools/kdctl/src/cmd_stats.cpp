@@ -261,7 +261,8 @@ void setup_stats(CLI::App& sub, std::function<int()>& action) {
   add_socket_flag(sub, a->socket);
   sub.add_flag("--json", a->json, "Print JSON");
   sub.add_flag("-z,--zero", a->zero, "Zero the client counter totals kept by kdispatchd (needs the daemon)");
-  sub.footer("Client counters come from kdispatchd; without a running daemon they are reported as unavailable.\n"
+  sub.footer("Records are counted per GPU model and per operator (gemm, and the row operators rmsnorm, layernorm,\n"
+             "softmax). Client counters come from kdispatchd; without a running daemon they are reported as unavailable.\n"
              "Exit codes: 0 ok (also without a daemon), 1 no cache or unreadable cache, or --zero without a "
              "daemon, 2 usage.\n");
 }
