@@ -2,7 +2,8 @@
 // API against the real daemon's socket) counts its calls, its background thread reports them, and
 // `kdctl stats` shows them: per live process while it runs, in the totals after it exits (its final
 // report sent from the exit path). On a machine without a GPU every call falls back with no_gpu;
-// with one, the lookups in device 0's primary context miss the empty cache.
+// with one, the lookups in device 0's primary context miss the empty cache. Row operators' calls
+// (issue 33) are counted alike.
 #include <gtest/gtest.h>
 
 #include <poll.h>
@@ -32,19 +33,27 @@ using namespace std::chrono_literals;
 
 constexpr int kCalls = 25;
 
+// What the child calls: GEMM lookups, or (issue 33) a row operator's.
+enum class Calls { gemm, layernorm };
+
 // The child: kd_init on the daemon's socket, kCalls lookups, its own kd_stats written to
 // `report_fd`, then it waits for a byte on `go_fd` and exits through exit() (atexit handlers run:
 // libkdispatch's stop path sends the final report).
-[[noreturn]] void client_process(const DaemonProcess& d, int report_fd, int go_fd) {
+[[noreturn]] void client_process(const DaemonProcess& d, int report_fd, int go_fd, Calls calls = Calls::gemm) {
   const std::string cache = d.cache_dir().string(), socket = d.socket().string();
   (void)gpu_unavailable_reason();  // with a GPU: device 0's primary context becomes current
   kd_options o{cache.c_str(), socket.c_str(), 0, 200};
   if (kd_init(&o) != KD_SUCCESS) _exit(10);
   const kd_gemm_desc desc = test::gemm_desc(KD_OP_N, KD_OP_N, 64, 64, 64, KD_DTYPE_F32);
+  const kd_row_desc row{KD_ROW_LAYERNORM, KD_DTYPE_F32, 4096, 1024, 1, 1};
   for (int i = 0; i < kCalls; ++i) {
     const kd_entry* entry = nullptr;
     kd_fallback_reason reason{};
-    if (kd_gemm_lookup(&desc, nullptr, &entry, &reason) == KD_SUCCESS) kd_gemm_release(entry);
+    if (calls == Calls::gemm) {
+      if (kd_gemm_lookup(&desc, nullptr, &entry, &reason) == KD_SUCCESS) kd_gemm_release(entry);
+    } else if (kd_row_lookup(&row, nullptr, &entry, &reason) == KD_SUCCESS) {
+      kd_gemm_release(entry);
+    }
   }
   kd_stats_t st{};
   kd_stats(&st);
@@ -181,6 +190,49 @@ TEST_F(KdctlClientStats, AClientProcessCountersShowUpLiveThenInTheTotals) {
   EXPECT_EQ(zero.rc, 0) << zero.err;
   EXPECT_NE(zero.out.find("client counters zeroed"), std::string::npos) << zero.out;
   EXPECT_EQ(stats_json().at("clients").at("totals").at("calls"), 0);
+}
+
+// Issue 33: a row operator's calls (kd_row_lookup) are counted and reported as GEMM calls are, and
+// kdctl stats shows them in the totals.
+TEST_F(KdctlClientStats, RowOperatorCallsAreCountedInTheTotals) {
+  int report[2], go[2];
+  ASSERT_EQ(::pipe(report), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    ::close(report[0]);
+    ::close(go[1]);
+    client_process(*daemon_, report[1], go[0], Calls::layernorm);
+  }
+  ::close(report[1]);
+  ::close(go[0]);
+  const auto mine = read_report(report[0]);
+  ::close(report[0]);
+  // Live first (its connection is up and its counts reported), then let it exit.
+  const json live = clients_when([&](const json& c) {
+    return c.value("available", false) && c.at("live").size() == 1 && c.at("live")[0].at("calls") == kCalls;
+  });
+  ::close(go[1]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  ASSERT_TRUE(mine.has_value()) << "the client process reported nothing; daemon log:\n" << daemon_->log();
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "client process status " << status;
+  EXPECT_EQ(mine->at("hits").get<std::uint64_t>() + mine->at("fallbacks").get<std::uint64_t>(), std::uint64_t{kCalls})
+      << *mine;
+  if (cu_device_count() == 0) {
+    EXPECT_EQ(mine->at("no_gpu"), kCalls) << *mine;
+  }
+  EXPECT_EQ(live.at("live").size(), 1u) << live;
+  const json clients = clients_when([&](const json& c) {
+    return c.value("available", false) && c.at("live").empty() && c.at("totals").at("calls") == kCalls;
+  });
+  EXPECT_EQ(clients.at("totals").at("calls"), kCalls) << clients;
+  EXPECT_EQ(clients.at("totals").at("misses"), mine->at("misses")) << clients;
+  const KdctlRun text = run_kdctl(tmp_.path(), {"stats", "--cache-dir", daemon_->cache_dir().string(), "--socket",
+                                                daemon_->socket().string()});
+  ASSERT_EQ(text.rc, 0) << text.err;
+  EXPECT_NE(text.out.find("calls " + std::to_string(kCalls) + ": hits "), std::string::npos) << text.out;
 }
 
 TEST_F(KdctlClientStats, ZeroWithoutADaemonIsExitOne) {

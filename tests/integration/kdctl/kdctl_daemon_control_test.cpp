@@ -1,6 +1,7 @@
 // kdctl's daemon-facing subcommands against the real kdispatchd (issue 28): stop and cancel; a
 // prewarm of 10,000 shapes in batches; import and evict into a cache a live daemon serves (the
-// daemon is told, re-reads the generation and tells its subscribers); and kill -9 of the daemon
+// daemon is told, re-reads the generation and tells its subscribers; GEMM and row operators'
+// records alike); and kill -9 of the daemon
 // during prewarm and during import, 50 times each, losing nothing acknowledged and tearing no record.
 #include <gtest/gtest.h>
 
@@ -245,6 +246,54 @@ TEST_F(KdctlDaemonControl, ImportAndEvictIntoALiveCacheTellTheDaemonAndItsSubscr
   EXPECT_NE(alone.err.find("kdctl import: no kdispatchd answers on " + socket() + ": the cache was written directly"),
             std::string::npos)
       << "said on stderr: " << alone.err;
+}
+
+// Issue 33: row operators' records imported into and evicted from a live daemon's cache: the
+// daemon is told their row lines, and a subscriber receives `published` naming them.
+TEST_F(KdctlDaemonControl, ImportAndEvictOfRowRecordsTellTheDaemonTheirRowLines) {
+  start_daemon();
+  Client subscriber(daemon_->socket());
+  const json sub = subscriber.request({{"type", "subscribe"}});
+  ASSERT_EQ(sub.at("type"), "ok");
+  const std::uint64_t g0 = sub.at("generation");
+
+  const std::string layernorm = full(kLayernorm, kH100), softmax = full(kSoftmax, kH100);
+  const auto archive = write("rows.kda", kdctl::write_archive(
+                                             kH100Part, 1700000000,
+                                             {serialize_record(row_test_record(layernorm, std::chrono::hours(1))),
+                                              serialize_record(row_verdict_record(softmax, std::chrono::hours(1)))}));
+  const KdctlRun r = kdctl({"import", archive.string(), "--cache-dir", cache(), "--socket", socket()});
+  ASSERT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("2 imported, 0 rejected"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("told it; generation " + std::to_string(g0 + 2)), std::string::npos) << r.out;
+  std::vector<std::string> published;
+  while (published.size() < 2) {
+    const auto n = subscriber.receive(std::chrono::seconds(5));
+    if (!n) break;
+    if (n->at("type") == "published") published.push_back(n->at("key").get<std::string>());
+  }
+  std::sort(published.begin(), published.end());
+  EXPECT_EQ(published, (std::vector<std::string>{layernorm, softmax}));
+
+  const KdctlRun stats = kdctl({"stats", "--json", "--cache-dir", cache(), "--socket", socket()});
+  ASSERT_EQ(stats.rc, 0) << stats.err;
+  const json c = json::parse(stats.out).at("cache");
+  EXPECT_EQ(c.at("damaged_records"), 0);
+  EXPECT_EQ(c.at("per_op").at("layernorm").at("records"), 1);
+  EXPECT_EQ(c.at("per_op").at("softmax").at("records"), 1);
+
+  const KdctlRun e = kdctl({"evict", "--cache-dir", cache(), "--socket", socket(), "--key-pattern", "layernorm *"});
+  ASSERT_EQ(e.rc, 0) << e.out << e.err;
+  EXPECT_NE(e.out.find("1 of 2 record(s) evicted"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("told it; generation " + std::to_string(g0 + 3)), std::string::npos) << e.out;
+  std::string evicted;
+  while (auto n = subscriber.receive(std::chrono::seconds(5))) {
+    if (n->at("generation") == g0 + 3) {
+      evicted = n->value("key", "");
+      break;
+    }
+  }
+  EXPECT_EQ(evicted, layernorm);
 }
 
 // A write the daemon was not told about (a kdctl that could not reach it) still reaches the
