@@ -392,41 +392,36 @@ __device__ __forceinline__ void kd_refresh(kd_vec (&v)[KD_CACHE]) {
 // traffic). The passes reduce plain sums and maxima, a few instructions per element, where the merge
 // path's Chan and online updates cost divisions and exponentials at every step: with wide row groups
 // those dominated (an H200 ran 16384 x 8192 bf16 layernorm instruction-bound). rmsnorm needs one pass.
+// Calls f on each of this thread's values of vectors [v0, v1) at `src`, tile by tile, as f32 (the
+// tiles already in `v` when `one_tile`, else loaded into it).
+template <typename F>
+__device__ __forceinline__ void kd_each_value(const kd_vec* src, long long v0, long long v1, int t, bool one_tile,
+                                              kd_vec (&v)[KD_CACHE], F f) {
+  for (long long base = v0; base < v1; base += KD_TILE) {
+    const int n = kd_accesses(base, v1, t);
+    if (!one_tile) kd_load_tile(src + base + t, n, v);
+#pragma unroll
+    for (int i = 0; i < KD_CACHE; ++i)
+      if (i < n)
+#pragma unroll
+        for (int k = 0; k < KD_VEC; ++k) f(kd_f(v[i].e[k]));
+  }
+}
+
 __device__ __forceinline__ kd_stat kd_segment_stat2(const kd_vec* src, long long v0, long long v1, int t, float shift,
                                                     bool one_tile, kd_vec (&v)[KD_CACHE], float* red) {
 #if KD_OP == 0
   (void)shift;
   float ss = 0.f;
-  for (long long base = v0; base < v1; base += KD_TILE) {
-    const int n = kd_accesses(base, v1, t);
-    if (!one_tile) kd_load_tile(src + base + t, n, v);
-#pragma unroll
-    for (int i = 0; i < KD_CACHE; ++i)
-      if (i < n)
-#pragma unroll
-        for (int k = 0; k < KD_VEC; ++k) {
-          const float x = kd_f(v[i].e[k]);
-          ss = fmaf(x, x, ss);
-        }
-  }
+  kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) { ss = fmaf(x, x, ss); });
   return kd_stat{kd_group_float<false>(ss, red)};
 #else
   float a = KD_OP == 1 ? 0.f : KD_NEG_INF;
-  for (long long base = v0; base < v1; base += KD_TILE) {
-    const int n = kd_accesses(base, v1, t);
-    if (!one_tile) kd_load_tile(src + base + t, n, v);
-#pragma unroll
-    for (int i = 0; i < KD_CACHE; ++i)
-      if (i < n)
-#pragma unroll
-        for (int k = 0; k < KD_VEC; ++k) {
 #if KD_OP == 1
-          a += kd_f(v[i].e[k]) - shift;
+  kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) { a += x - shift; });
 #else
-          a = fmaxf(a, kd_f(v[i].e[k]));
+  kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) { a = fmaxf(a, x); });
 #endif
-        }
-  }
   if (one_tile) kd_refresh(v);
 #if KD_OP == 1
   const float count = (float)((v1 - v0) * KD_VEC);
@@ -435,27 +430,17 @@ __device__ __forceinline__ kd_stat kd_segment_stat2(const kd_vec* src, long long
   const float center = kd_group_float<true>(a, red);  // the row's (chunk's) max
 #endif
   float b = 0.f;
-#if KD_FOLD && KD_OP == 2
-  const float folded = -center * KD_LOG2E;
-#endif
-  for (long long base = v0; base < v1; base += KD_TILE) {
-    const int n = kd_accesses(base, v1, t);
-    if (!one_tile) kd_load_tile(src + base + t, n, v);
-#pragma unroll
-    for (int i = 0; i < KD_CACHE; ++i)
-      if (i < n)
-#pragma unroll
-        for (int k = 0; k < KD_VEC; ++k) {
 #if KD_OP == 1
-          const float d = (kd_f(v[i].e[k]) - shift) - center;
-          b = fmaf(d, d, b);
+  kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) {
+    const float d = (x - shift) - center;
+    b = fmaf(d, d, b);
+  });
 #elif KD_FOLD
-          b += kd_ex2(fmaf(kd_f(v[i].e[k]), KD_LOG2E, folded));
+  const float folded = -center * KD_LOG2E;
+  kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) { b += kd_ex2(fmaf(x, KD_LOG2E, folded)); });
 #else
-          b += kd_exp(kd_f(v[i].e[k]) - center);
+  kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) { b += kd_exp(x - center); });
 #endif
-        }
-  }
   if (one_tile) kd_refresh(v);
   b = kd_group_float<false>(b, red);
 #if KD_OP == 1
