@@ -12,7 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -117,10 +119,64 @@ std::vector<std::string> split_on(const std::string& text, char sep) {
   return out;
 }
 
-// The builtin row_reduce family: every seed through the whole gate at transformer shapes and the
-// issue's KernelBench LayerNorm (16 x 64*256*256 in f32), with its serving-regime time against the
-// baseline (PyTorch's kernel where the machine has torch, else the evaluator's stand-in: the last
-// column names it) and the share of the measured copy bandwidth its minimum bytes reach.
+// Parameter sets of the form NAME=V,NAME=V, separated by ';'.
+std::vector<builtin::Params> parse_sets(const std::string& text) {
+  std::vector<builtin::Params> out;
+  for (const std::string& set : split_on(text, ';')) {
+    builtin::Params p;
+    for (const std::string& kv : split_on(set, ',')) {
+      const std::size_t eq = kv.find('=');
+      if (eq == std::string::npos) throw std::invalid_argument("not NAME=V: " + kv);
+      p[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// Puts each of `sets` (completed for the shape) through the whole gate on `line`, prints one table
+// row each (serving-regime time against the baseline, PyTorch's kernel where the machine has torch,
+// else the evaluator's stand-in, which the last column names; the share of the measured copy
+// bandwidth its minimum bytes reach) and expects every one correct. A set invalid for the shape is
+// printed as such, or fails the test when `must_be_valid`. Returns how many were evaluated.
+int gate_row_sets(worker::WorkerParent& parent, const DeviceInfo& dev, const std::string& line,
+                  const std::vector<builtin::Params>& sets, bool must_be_valid) {
+  const builtin::Target target = builtin::Target::from(dev);
+  const auto parsed = parse_op_key(line);
+  EXPECT_TRUE(std::holds_alternative<OpKey>(parsed)) << line;
+  if (!std::holds_alternative<OpKey>(parsed)) return 0;
+  const RowShape shape = std::get<RowKey>(std::get<OpKey>(parsed)).shape();
+  EXPECT_FALSE(builtin::row_rejects(shape).has_value()) << line;
+  int evaluated = 0;
+  for (const builtin::Params& set : sets) {
+    const builtin::Params p = builtin::row_complete(shape, target, set);
+    if (!builtin::row_valid(shape, target, p)) {
+      EXPECT_FALSE(must_be_valid) << builtin::describe(p) << " on " << line;
+      std::printf("%-58s %-70s invalid here\n", line.c_str(), builtin::describe(p).c_str());
+      continue;
+    }
+    const std::string source = builtin::row_render(shape, target, p);
+    const Verdict v = evaluate_source(parent, source, "row_reduce", line, dev.arch);
+    const double cand = v.candidate_time ? v.candidate_time->median_us : 0.0;
+    const double base = v.baseline_time ? v.baseline_time->median_us : 0.0;
+    const double bw = cand > 0.0 && v.floor_us > 0.0 ? 100.0 * v.floor_us / cand : 0.0;
+    std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%%  %s\n", line.c_str(), builtin::describe(p).c_str(),
+                std::string(to_string(v.rule)).c_str(), cand, base, cand > 0.0 ? base / cand : 0.0, bw,
+                v.baseline_name.c_str());
+    EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
+                             << v.detail;
+    ++evaluated;
+  }
+  return evaluated;
+}
+
+void print_table_header() {
+  std::printf("\n%-58s %-70s %-12s %9s %9s %7s %6s\n", "key", "params", "verdict", "cand us", "base us", "ratio",
+              "%bw");
+}
+
+// The builtin row_reduce family: every seed through the whole gate at the shapes and its
+// KernelBench LayerNorm (16 x 64*256*256 in f32), in a table.
 // For tuning the family on a device: KD_ROW_GATE_LINES (key lines separated by ';') replaces the
 // shapes, and KD_ROW_GATE_EXTRA (parameter sets separated by ';', each `NAME=V,NAME=V`) adds those
 // sets, completed, to every shape they are valid for.
@@ -153,53 +209,48 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
   };
   const char* only = std::getenv("KD_ROW_GATE_LINES");
   if (only != nullptr) lines = split_on(only, ';');
-  std::vector<builtin::Params> extra;
-  if (const char* e = std::getenv("KD_ROW_GATE_EXTRA")) {
-    for (const std::string& set : split_on(e, ';')) {
-      builtin::Params p;
-      for (const std::string& kv : split_on(set, ',')) {
-        const std::size_t eq = kv.find('=');
-        ASSERT_NE(eq, std::string::npos) << kv;
-        p[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
-      }
-      extra.push_back(std::move(p));
-    }
-  }
+  const char* extra_text = std::getenv("KD_ROW_GATE_EXTRA");
+  const std::vector<builtin::Params> extra = extra_text != nullptr ? parse_sets(extra_text) : std::vector<builtin::Params>{};
   int evaluated = 0;
-  std::printf("\n%-58s %-70s %-12s %9s %9s %7s %6s\n", "key", "params", "verdict", "cand us", "base us", "ratio",
-              "%bw");
+  print_table_header();
   for (const std::string& line : lines) {
     const auto parsed = parse_op_key(line);
     ASSERT_TRUE(std::holds_alternative<OpKey>(parsed)) << line;
-    const RowShape shape = std::get<RowKey>(std::get<OpKey>(parsed)).shape();
-    ASSERT_FALSE(builtin::row_rejects(shape).has_value()) << line;
-    std::vector<builtin::Params> sets = builtin::row_seeds(shape, target);
-    for (const builtin::Params& e : extra) {
-      builtin::Params p = builtin::row_complete(shape, target, e);
-      if (builtin::row_valid(shape, target, p)) {
-        sets.push_back(std::move(p));
-      } else {
-        std::printf("%-58s %-70s invalid here\n", line.c_str(), builtin::describe(p).c_str());
-      }
-    }
-    for (const builtin::Params& p : sets) {
-      ASSERT_TRUE(builtin::row_valid(shape, target, p)) << builtin::describe(p);
-      const std::string source = builtin::row_render(shape, target, p);
-      const Verdict v = evaluate_source(parent, source, "row_reduce", line, dev.arch);
-      const double cand = v.candidate_time ? v.candidate_time->median_us : 0.0;
-      const double base = v.baseline_time ? v.baseline_time->median_us : 0.0;
-      const double bw = cand > 0.0 && v.floor_us > 0.0 ? 100.0 * v.floor_us / cand : 0.0;
-      std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%%  %s\n", line.c_str(), builtin::describe(p).c_str(),
-                  std::string(to_string(v.rule)).c_str(), cand, base, cand > 0.0 ? base / cand : 0.0, bw,
-                  v.baseline_name.c_str());
-      EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
-                               << v.detail;
-      ++evaluated;
-    }
+    std::vector<builtin::Params> sets = builtin::row_seeds(std::get<RowKey>(std::get<OpKey>(parsed)).shape(), target);
+    const std::size_t seeds = sets.size();
+    evaluated += gate_row_sets(parent, dev, line, sets, /*must_be_valid=*/true);
+    sets.assign(extra.begin(), extra.end());
+    evaluated += gate_row_sets(parent, dev, line, sets, /*must_be_valid=*/false);
+    EXPECT_GE(seeds, 1u) << line;
   }
   if (only == nullptr) {
     EXPECT_GE(evaluated, 18);
   }
+  EXPECT_EQ(parent.restarts(), 0);
+}
+
+// The family's options that no seed takes but the search's moves reach: a TMA-fed shared-memory ring
+// (one at 48 KiB beside the kernel's static memory, which needs the loader's opt-in), weights held in
+// registers across rows, clusters holding a row (layernorm's Chan merge across blocks, softmax's
+// online merge) with and without a ring. Each passed the gate on an H200 in session 25 as a tuning
+// extra; here they stay correct.
+TEST(GpuEvalRowGate, RowReduceOptionsPassTheGate) {
+  KD_REQUIRE_GPU();
+  const DeviceInfo dev = query_device(0);
+  test::TempDir dir;
+  worker::WorkerParent parent(row_gate_worker(dir));
+  parent.ensure_started();
+  const std::pair<const char*, const char*> cases[] = {
+      {"layernorm dtype=bf16 rows=4096 cols=8192 weight=1 bias=1", "KD_THREADS=256,KD_ROW_THREADS=256,KD_STAGES=2"},
+      {"softmax dtype=f32 rows=16384 cols=1024", "KD_THREADS=256,KD_ROW_THREADS=64,KD_STAGES=3"},
+      {"layernorm dtype=f32 rows=4096 cols=1024 weight=1 bias=1", "KD_THREADS=256,KD_ROW_THREADS=128,KD_HOLD_WB=1"},
+      {"softmax dtype=bf16 rows=1024 cols=32768", "KD_THREADS=512,KD_ROW_THREADS=512,KD_CLUSTER=4,KD_STAGES=1"},
+      {"layernorm dtype=bf16 rows=4096 cols=8192 weight=1 bias=1", "KD_THREADS=1024,KD_ROW_THREADS=1024,KD_CLUSTER=2"},
+  };
+  print_table_header();
+  int evaluated = 0;
+  for (const auto& [line, set] : cases) evaluated += gate_row_sets(parent, dev, line, parse_sets(set), true);
+  EXPECT_EQ(evaluated, 5);
   EXPECT_EQ(parent.restarts(), 0);
 }
 

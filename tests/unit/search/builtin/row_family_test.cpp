@@ -264,5 +264,38 @@ TEST(RowReduce, SeedsCompileWithNvrtcWithoutSpills) {
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/false);
 }
 
+// The option sets GpuEvalRowGate.RowReduceOptionsPassTheGate puts through the gate (a ring, one at
+// 48 KiB, held weights, clusters with and without a ring) are valid on sm_90, and their plans ask the
+// ring's shared memory and whole clusters.
+TEST(RowReduce, OptionSetsOfTheGpuTestAreValid) {
+  const Target t;
+  struct Case {
+    RowShape shape;
+    Params set;
+    std::uint32_t smem;
+    long long cluster;
+  };
+  const Case cases[] = {
+      {shape(RowOp::layernorm, DType::bf16, 4096, 8192, true, true), {{kThreads, 256}, {kRowThreads, 256}, {kStages, 2}},
+       2 * 1024 * 16, 1},
+      {shape(RowOp::softmax, DType::f32, 16384, 1024), {{kThreads, 256}, {kRowThreads, 64}, {kStages, 3}},
+       3 * 4 * 256 * 16, 1},
+      {shape(RowOp::layernorm, DType::f32, 4096, 1024, true, true), {{kThreads, 256}, {kRowThreads, 128}, {kHoldWb, 1}},
+       0, 1},
+      {shape(RowOp::softmax, DType::bf16, 1024, 32768), {{kThreads, 512}, {kRowThreads, 512}, {kCluster, 4}, {kStages, 1}},
+       1024 * 16, 4},
+      {shape(RowOp::layernorm, DType::bf16, 4096, 8192, true, true),
+       {{kThreads, 1024}, {kRowThreads, 1024}, {kCluster, 2}}, 0, 2},
+  };
+  for (const Case& c : cases) {
+    const Params p = row_complete(c.shape, t, c.set);
+    ASSERT_TRUE(row_valid(c.shape, t, p)) << name_of(c.shape) << " " << describe(p);
+    const LaunchPlan plan = row_plan(c.shape, t, p);
+    EXPECT_EQ(plan.launches.at(0).smem_bytes, c.smem) << describe(p);
+    EXPECT_EQ(plan.launches.at(0).grid[0] % c.cluster, 0u) << describe(p);
+    EXPECT_TRUE(row_one_tile(c.shape, p)) << describe(p);
+  }
+}
+
 }  // namespace
 }  // namespace kd::builtin
