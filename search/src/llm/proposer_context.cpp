@@ -39,6 +39,9 @@ std::string render_tree(const ProposerContext& context, const TreeLimits& limits
       out += fmt::format("   error: {}\n",
                          one_line(entry.compile_error_excerpt, limits.max_error_chars));
     }
+    if (!entry.gate_detail.empty()) {
+      out += fmt::format("   gate: {}\n", one_line(entry.gate_detail, limits.max_error_chars));
+    }
   }
   if (context.baseline_time_us) out += fmt::format("\n{}.", baseline_sentence(context));
   return out;

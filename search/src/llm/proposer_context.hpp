@@ -24,6 +24,9 @@ struct TreeEntry {
   std::string verdict;                  // a ReplyFate, CandidateStatus or evaluator verdict name
   std::optional<double> time_us;        // measured median, when it ran
   std::string compile_error_excerpt;    // empty unless it failed to compile or check
+  // Why the validation gate rejected it ("trial 5 (mean 1000, std 0.1): max_rel ..."): empty unless
+  // it ran and was rejected. The model learns what broke, not only that something did.
+  std::string gate_detail{};  // (a default, so entries written before it need not name it)
 };
 
 struct ProposerContext {

@@ -19,7 +19,11 @@ ProposerContext LlmSearchProposer::context_for(const search::ProposalContext& ct
   for (const search::Node& n : ctx.tree.nodes()) {
     TreeEntry e{n.idea, n.verdict, std::nullopt, {}};
     if (n.candidate_us > 0) e.time_us = n.candidate_us;
-    if (n.verdict == "compile_failed") e.compile_error_excerpt = n.compile_log.empty() ? n.detail : n.compile_log;
+    if (n.verdict == "compile_failed") {
+      e.compile_error_excerpt = n.compile_log.empty() ? n.detail : n.compile_log;
+    } else if (!n.correct() && n.verdict != "not_evaluated" && !n.verdict.empty()) {
+      e.gate_detail = n.detail;  // wrong_result, guard_band_overwritten, ...: the gate's reason
+    }
     c.tree.push_back(std::move(e));
   }
   return c;

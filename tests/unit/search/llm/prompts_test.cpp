@@ -111,6 +111,19 @@ TEST(Prompts, IdeasPromptCarriesGpuRooflineAndTree) {
   }
 }
 
+// A candidate the gate rejected shows the gate's reason under its line; a correct one does not.
+TEST(Prompts, TreeShowsWhyTheGateRejectedACandidate) {
+  ProposerContext context = sample_context();
+  context.tree = {TreeEntry{"single-pass variance", "wrong_result", std::nullopt, "",
+                            "trial 5 (mean 1000, std 0.1): max_rel 84.4 (allowed 0.00272)"},
+                  TreeEntry{"two-pass variance", "passed", 3.0, "", ""}};
+  const std::string tree = render_tree(context);
+  EXPECT_NE(tree.find("1. [wrong_result] single-pass variance\n   gate: trial 5 (mean 1000, std 0.1): max_rel 84.4"),
+            std::string::npos)
+      << tree;
+  EXPECT_EQ(tree.find("gate:", tree.find("2. [passed")), std::string::npos) << tree;
+}
+
 TEST(Prompts, TreeKeepsTheNewestEntries) {
   ProposerContext context = sample_context();
   for (int i = 0; i < 10; ++i) context.tree.push_back(TreeEntry{"idea " + std::to_string(i), "ok", 1.0, ""});
