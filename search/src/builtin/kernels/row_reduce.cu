@@ -596,32 +596,8 @@ __device__ __forceinline__ float kd_shift_of(const kd_vec* xr) {
 #endif
 }
 
-#if KD_STAGES > 0
 // The ring's mbarriers and bulk copies (sm_90).
-__device__ __forceinline__ unsigned kd_smem_addr(const void* p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void kd_mbar_init(unsigned long long* bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(kd_smem_addr(bar)));
-}
-__device__ __forceinline__ void kd_mbar_expect_tx(unsigned long long* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(kd_smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void kd_mbar_wait(unsigned long long* bar, unsigned parity) {
-  asm volatile(
-      "{\n .reg .pred p;\n"
-      "kd_wait_%=:\n"
-      " mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n"
-      " @!p bra kd_wait_%=;\n}\n" ::"r"(kd_smem_addr(bar)),
-      "r"(parity)
-      : "memory");
-}
-__device__ __forceinline__ void kd_bulk_copy(void* dst, const void* src, unsigned bytes, unsigned long long* bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                   kd_smem_addr(dst)),
-               "l"(src), "r"(bytes), "r"(kd_smem_addr(bar))
-               : "memory");
-}
-#endif
+#include "bulk_copy.cuh"
 
 #if KD_SPLIT == 1
 
@@ -676,7 +652,7 @@ extern "C" __global__ void __launch_bounds__(KD_THREADS, KD_MIN_BLOCKS) KD_ROW_C
     if (bytes > 0) kd_bulk_copy(ring + k * stage_vecs, x + r0 * nvec + c0, bytes, &kd_full[k]);
   };
   if (threadIdx.x == 0) {
-    for (int k = 0; k < KD_STAGES; ++k) kd_mbar_init(&kd_full[k]);
+    for (int k = 0; k < KD_STAGES; ++k) kd_mbar_init(&kd_full[k], 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     for (int k = 0; k < KD_STAGES && first + k * step < args.rows; ++k) fill(k, first + k * step);
   }
