@@ -68,12 +68,26 @@ Verdict evaluate_source(worker::WorkerParent& parent, const std::string& source,
   return parent.evaluate(r, 60s);
 }
 
-TEST(GpuEvalRowGate, RuleBreakersAreRejectedByNameAndCorrectKernelsPass) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  test::TempDir dir;
-  worker::WorkerParent parent(row_gate_worker(dir));
-  parent.ensure_started();
+// Every test here: a GPU, and a worker of its own over a temporary cache, started.
+class GpuEvalRowGate : public ::testing::Test {
+protected:
+  void SetUp() override {
+    KD_REQUIRE_GPU();
+    dev_ = query_device(0);
+    worker_.emplace(row_gate_worker(dir_));
+    worker_->ensure_started();
+  }
+  worker::WorkerParent& parent() { return *worker_; }
+
+  DeviceInfo dev_;
+
+private:
+  test::TempDir dir_;
+  std::optional<worker::WorkerParent> worker_;
+};
+
+TEST_F(GpuEvalRowGate, RuleBreakersAreRejectedByNameAndCorrectKernelsPass) {
+  worker::WorkerParent& parent = this->parent();
   struct Case {
     const char* kernel;
     const char* key;
@@ -92,7 +106,7 @@ TEST(GpuEvalRowGate, RuleBreakersAreRejectedByNameAndCorrectKernelsPass) {
   };
   std::printf("\n%-28s %-56s %-24s %s\n", "kernel", "key", "verdict", "detail");
   for (const Case& c : cases) {
-    const Verdict v = evaluate_source(parent, std::string(test::test_kernel(c.kernel)), c.kernel, c.key, dev.arch);
+    const Verdict v = evaluate_source(parent, std::string(test::test_kernel(c.kernel)), c.kernel, c.key, dev_.arch);
     std::printf("%-28s %-56s %-24s %s\n", c.kernel, c.key, std::string(to_string(v.rule)).c_str(),
                 v.detail.substr(0, 140).c_str());
     if (c.expect) {
@@ -180,13 +194,9 @@ void print_table_header() {
 // For tuning the family on a device: KD_ROW_GATE_LINES (key lines separated by ';') replaces the
 // shapes, and KD_ROW_GATE_EXTRA (parameter sets separated by ';', each `NAME=V,NAME=V`) adds those
 // sets, completed, to every shape they are valid for.
-TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  const builtin::Target target = builtin::Target::from(dev);
-  test::TempDir dir;
-  worker::WorkerParent parent(row_gate_worker(dir));
-  parent.ensure_started();
+TEST_F(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
+  const builtin::Target target = builtin::Target::from(dev_);
+  worker::WorkerParent& parent = this->parent();
   // The shapes (rows 1-16384, hidden 1024-8192, softmax over 128-65536, bf16 and f32), the
   // decode-sized ones, and the KernelBench LayerNorm.
   std::vector<std::string> lines = {
@@ -218,9 +228,9 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
     ASSERT_TRUE(std::holds_alternative<OpKey>(parsed)) << line;
     std::vector<builtin::Params> sets = builtin::row_seeds(std::get<RowKey>(std::get<OpKey>(parsed)).shape(), target);
     const std::size_t seeds = sets.size();
-    evaluated += gate_row_sets(parent, dev, line, sets, /*must_be_valid=*/true);
+    evaluated += gate_row_sets(parent, dev_, line, sets, /*must_be_valid=*/true);
     sets.assign(extra.begin(), extra.end());
-    evaluated += gate_row_sets(parent, dev, line, sets, /*must_be_valid=*/false);
+    evaluated += gate_row_sets(parent, dev_, line, sets, /*must_be_valid=*/false);
     EXPECT_GE(seeds, 1u) << line;
   }
   if (only == nullptr) {
@@ -234,12 +244,8 @@ TEST(GpuEvalRowGate, RowReduceSeedsPassTheGate) {
 // registers across rows, clusters holding a row (layernorm's Chan merge across blocks, softmax's
 // online merge) with and without a ring. Each passed the gate on an H200 in session 25 as a tuning
 // extra; here they stay correct.
-TEST(GpuEvalRowGate, RowReduceOptionsPassTheGate) {
-  KD_REQUIRE_GPU();
-  const DeviceInfo dev = query_device(0);
-  test::TempDir dir;
-  worker::WorkerParent parent(row_gate_worker(dir));
-  parent.ensure_started();
+TEST_F(GpuEvalRowGate, RowReduceOptionsPassTheGate) {
+  worker::WorkerParent& parent = this->parent();
   const std::pair<const char*, const char*> cases[] = {
       {"layernorm dtype=bf16 rows=4096 cols=8192 weight=1 bias=1", "KD_THREADS=256,KD_ROW_THREADS=256,KD_STAGES=2"},
       {"softmax dtype=f32 rows=16384 cols=1024", "KD_THREADS=256,KD_ROW_THREADS=64,KD_STAGES=3"},
@@ -249,7 +255,7 @@ TEST(GpuEvalRowGate, RowReduceOptionsPassTheGate) {
   };
   print_table_header();
   int evaluated = 0;
-  for (const auto& [line, set] : cases) evaluated += gate_row_sets(parent, dev, line, parse_sets(set), true);
+  for (const auto& [line, set] : cases) evaluated += gate_row_sets(parent, dev_, line, parse_sets(set), true);
   EXPECT_EQ(evaluated, 5);
   EXPECT_EQ(parent.restarts(), 0);
 }
