@@ -7,10 +7,45 @@
 // tests/gpu/eval/kernels/row_simple.cuh), and one that writes every output as zero.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
 #include <string>
 #include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cuda/device.hpp"
+#include "kdctl_runner.hpp"
+#include "support/temp_dir.hpp"
 
 namespace kd::test {
+
+// A test that runs the real kdctl on a cache of its own (tmp_/cache) for device 0 (dev_): the
+// derived test's SetUp requires the GPU, sets dev_ and stores the records it needs.
+class KdctlCacheOnGpu : public ::testing::Test {
+protected:
+  std::filesystem::path cache() const { return tmp_.path() / "cache"; }
+  // kdctl ARGS... --cache-dir <the cache>, run in the temporary directory.
+  KdctlRun kdctl(std::vector<std::string> args) {
+    args.insert(args.end(), {"--cache-dir", cache().string()});
+    return run_kdctl(tmp_.path(), args);
+  }
+  // The shapes of the cache's records, sorted (kdctl ls --json).
+  std::vector<std::string> stored_shapes() {
+    std::vector<std::string> shapes;
+    const KdctlRun r = kdctl({"ls", "--json"});
+    EXPECT_EQ(r.rc, 0) << r.err;
+    for (const auto& rec : nlohmann::json::parse(r.out)) shapes.push_back(rec.at("shape").get<std::string>());
+    std::sort(shapes.begin(), shapes.end());
+    return shapes;
+  }
+
+  TempDir tmp_;
+  DeviceInfo dev_;
+};
 
 inline const std::string kShape512 =
     "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=512 n=256 k=384 lda=512 ldb=384 ldc=512 batch=1 "

@@ -38,7 +38,7 @@ std::vector<std::string> lines_starting(const std::string& text, const std::stri
   return out;
 }
 
-class KdctlRowsOnGpu : public ::testing::Test {
+class KdctlRowsOnGpu : public KdctlCacheOnGpu {
 protected:
   void SetUp() override {
     KD_REQUIRE_GPU();
@@ -49,22 +49,6 @@ protected:
     writer.commit_record(
         compiled_record(on_device(kBadRow, dev_), row_zeros_kernel(kRowPlan), dev_.arch, "gpu-kdctl-rows"));
   }
-  std::filesystem::path cache() const { return tmp_.path() / "cache"; }
-  KdctlRun kdctl(std::vector<std::string> args) {
-    args.insert(args.end(), {"--cache-dir", cache().string()});
-    return run_kdctl(tmp_.path(), args);
-  }
-  std::vector<std::string> stored_shapes() {
-    std::vector<std::string> shapes;
-    const KdctlRun r = kdctl({"ls", "--json"});
-    EXPECT_EQ(r.rc, 0) << r.err;
-    for (const auto& rec : nlohmann::json::parse(r.out)) shapes.push_back(rec.at("shape").get<std::string>());
-    std::sort(shapes.begin(), shapes.end());
-    return shapes;
-  }
-
-  TempDir tmp_;
-  DeviceInfo dev_;
 };
 
 TEST_F(KdctlRowsOnGpu, VerifyRegatesRowRecordsAgainstTheFrameworksKernelAndEvictsTheFailure) {

@@ -38,7 +38,7 @@ constexpr const char* kPlan =
 const std::string kNaiveSource = naive_f32_kernel(kPlan);  // correct
 const std::string kZerosSource = zeros_kernel(kPlan);       // wrong: writes every output, all zeros
 
-class KdctlOnGpu : public ::testing::Test {
+class KdctlOnGpu : public KdctlCacheOnGpu {
 protected:
   void SetUp() override {
     KD_REQUIRE_GPU();
@@ -47,23 +47,6 @@ protected:
     writer.commit_record(compiled_record(on_device(kGood, dev_), kNaiveSource, dev_.arch, "gpu-kdctl-test"));
     writer.commit_record(compiled_record(on_device(kBad, dev_), kZerosSource, dev_.arch, "gpu-kdctl-test"));
   }
-  std::filesystem::path cache() const { return tmp_.path() / "cache"; }
-  KdctlRun kdctl(std::vector<std::string> args) {
-    args.insert(args.end(), {"--cache-dir", cache().string()});
-    return run_kdctl(tmp_.path(), args);
-  }
-  std::vector<std::string> stored_shapes() {
-    std::vector<std::string> shapes;
-    const KdctlRun r = kdctl({"ls", "--json"});
-    EXPECT_EQ(r.rc, 0) << r.err;
-    const auto listed = nlohmann::json::parse(r.out);
-    for (const auto& rec : listed) shapes.push_back(rec.at("shape").get<std::string>());
-    std::sort(shapes.begin(), shapes.end());
-    return shapes;
-  }
-
-  TempDir tmp_;
-  DeviceInfo dev_;
 };
 
 TEST_F(KdctlOnGpu, VerifyEvictsTheRecordThatFailsTheGate) {
