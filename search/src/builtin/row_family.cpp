@@ -88,16 +88,7 @@ std::optional<std::string> row_rejects(const RowShape& s) {
 }
 
 namespace {
-std::vector<Params> all_seeds(const RowShape& s, const Target& t);
-}  // namespace
-
-std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
-  std::vector<Params> out = all_seeds(s, t);
-  if (out.size() > 6) out.resize(6);  // the best guesses come first
-  return out;
-}
-
-namespace {
+// Every seed row_seeds would propose, best guess first.
 std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
   const long long vec = widest_vec(s), nvec = s.cols / vec, most = most_accesses(s, vec);
   std::vector<Params> out;
@@ -186,6 +177,12 @@ std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
 }
 
 }  // namespace
+
+std::vector<Params> row_seeds(const RowShape& s, const Target& t) {
+  std::vector<Params> out = all_seeds(s, t);
+  if (out.size() > 6) out.resize(6);  // the best guesses come first
+  return out;
+}
 
 Params row_complete(const RowShape& s, const Target& t, Params p) {
   if (!p.contains(kVec)) p[kVec] = widest_vec(s);
