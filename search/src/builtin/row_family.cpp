@@ -75,10 +75,23 @@ long long split_for(const RowShape& s, const Target& t, long long threads, long 
 }  // namespace
 
 long long row_cache_values(DType dtype) { return dtype_bytes(dtype) == 2 ? kRowCacheValues16 : kRowCacheValues; }
+long long row_cache_values_max(DType dtype) {
+  return dtype_bytes(dtype) == 2 ? kRowCacheValuesMax16 : kRowCacheValuesMax;
+}
 
 bool row_one_tile(const RowShape& s, const Params& p) {
   return param(p, kSplit) <= 1 && chunk_vecs(s, p) <= param(p, kRowThreads) * param(p, kCache);
 }
+
+namespace {
+// Every block's chunk is exactly one full tile: every cluster block's chunk alike, every access of
+// every thread in bounds (the kernel drops its bounds checks).
+bool row_full_tile(const RowShape& s, const Params& p) {
+  const long long nvec = s.cols / std::max(1LL, param(p, kVec));
+  const long long cluster = p.contains(kCluster) ? std::max(1LL, param(p, kCluster)) : 1LL;
+  return row_one_tile(s, p) && nvec % cluster == 0 && nvec / cluster == param(p, kRowThreads) * param(p, kCache);
+}
+}  // namespace
 
 std::optional<std::string> row_rejects(const RowShape& s) {
   if (s.rows < 1 || s.cols < 1) return fmt::format("empty tensor ({} rows of {} columns)", s.rows, s.cols);
@@ -92,14 +105,33 @@ namespace {
 std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
   const long long vec = widest_vec(s), nvec = s.cols / vec, most = most_accesses(s, vec);
   std::vector<Params> out;
-  auto add = [&](long long threads, long long row_threads, long long cache, long long split) {
-    Params p{{kThreads, threads}, {kRowThreads, row_threads}, {kVec, vec},   {kCache, cache},   {kSplit, split},
-             {kPdl, t.cc_major >= 9 ? 1 : 0}, {kCluster, 1}, {kStages, 0}, {kHoldWb, 0}};
+  const long long deepest = std::max(1LL, row_cache_values_max(s.dtype) / vec);
+  auto add = [&](long long threads, long long row_threads, long long cache, long long split, long long prefetch = 0,
+                 long long no_l1 = 0) {
+    Params p{{kThreads, threads},
+             {kRowThreads, row_threads},
+             {kVec, vec},
+             {kCache, cache},
+             {kSplit, split},
+             {kPdl, t.cc_major >= 9 ? 1 : 0},
+             {kCluster, 1},
+             {kStages, 0},
+             {kHoldWb, 0},
+             {kPrefetch, prefetch},
+             {kNoL1, no_l1}};
     if (row_valid(s, t, p) && std::find(out.begin(), out.end(), p) == out.end()) out.push_back(std::move(p));
   };
-  // Groups of `row_threads` holding their rows in registers, `threads / row_threads` rows per block.
-  auto held = [&](long long threads, long long row_threads) {
-    add(threads, row_threads, ceil_div(nvec, row_threads), 1);
+  // Groups of `row_threads` holding their rows in registers, `threads / row_threads` rows per block
+  // (the next row prefetched into L2 when `prefetch`: blocks that loop over several rows).
+  auto held = [&](long long threads, long long row_threads, long long prefetch = 0, long long no_l1 = 0) {
+    if (ceil_div(nvec, row_threads) <= most)
+      add(threads, row_threads, ceil_div(nvec, row_threads), 1, prefetch, no_l1);
+  };
+  // Half the group, each thread holding up to twice the values (a deep tile): more bytes per thread
+  // in flight, rows narrower or two long rows per SM.
+  auto deep = [&](long long threads, long long row_threads) {
+    const long long cache = ceil_div(nvec, row_threads);
+    if (cache > most && cache <= deepest) add(threads, row_threads, cache, 1);
   };
   // The smallest row group that holds a row.
   const long long group = std::max(32LL, pow2_ceil(ceil_div(nvec, most)));
@@ -120,8 +152,10 @@ std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
     // block per row with the fewest accesses per thread first (H200, 16 x 4096 bf16 rmsnorm: 512
     // threads of one access 1.84 us, 256 of two 1.93 us, 128 of four 2.32 us).
     const long long widest = std::clamp(pow2_ceil(nvec), 32LL, 1024LL);
-    for (long long w = widest; w >= std::max(32LL, widest / 4); w /= 2)
-      if (w * most >= nvec) held(w, w);
+    for (long long w = widest; w >= std::max(32LL, widest / 4); w /= 2) {
+      held(w, w);
+      deep(w, w);  // a row a block holds only deep: half the threads, two rows per SM in flight
+    }
     if (out.size() >= 3) return out;  // else the short-row seeds below join them
   }
   // Rows a group narrower than a warp holds (f32 up to 384 columns): several rows per warp, each lane
@@ -132,9 +166,15 @@ std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
     if (2 * narrow < 32) held(256, std::max(4LL, 2 * narrow));
   }
   if (group <= 128) {
-    // Short rows: several per block, in the smallest group that holds one, then in wider ones.
+    // Short rows: several per block, in the smallest group that holds one (its next row prefetched,
+    // then not), in half of it with deep tiles, in smaller blocks (x past L1 where weights are read
+    // for every row), then in wider groups (H200, plain launches: 4096 x 1024 f32 layernorm, 32 lanes
+    // of 32 values 10.3 us, 64 of 16 11.1 us; 16384 x 1024 bf16 layernorm, a warp per row 22.1 us,
+    // 21.7 prefetching, 19.6 in blocks of 128 with x past L1).
+    held(std::max(256LL, group), group, 1);
     held(std::max(256LL, group), group);
-    held(std::max(128LL, group), group);
+    if (group / 2 >= 4) deep(256, group / 2);
+    held(std::max(128LL, group), group, 0, s.weight || s.bias ? 1 : 0);
     held(std::max(256LL, 2 * group), 2 * group);
     held(std::max(512LL, 4 * group), 4 * group);
     return out;
@@ -143,18 +183,22 @@ std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
     // A block of `threads` holding its row with about four accesses per thread.
     const long long threads = std::clamp(pow2_ceil(ceil_div(nvec, 4)), group, 1024LL);
     if (s.rows >= kManyRowsPerSm * t.sms) {
-      // Many rows: the smallest group holding a row, each thread with the most bytes in flight, then
-      // a small group reading x twice (the second time from L2), then a wider group holding it (H200,
-      // 16384 x 8192 bf16 layernorm: 256 threads holding 32 values 170 us, 128 threads reading twice
-      // 209 us, 512 threads holding 16 values 250 us).
+      // Many rows: the smallest group holding a row, each thread with the most bytes in flight, its
+      // next row prefetched and not; then a small group reading x twice (the second time from L2),
+      // half the group with deep tiles and a wider group holding it (H200, 16384 x 8192 bf16
+      // layernorm, plain launches: 256 threads of 32 values 146.7 us, 141.5 prefetching; 128 of 64
+      // values 144.3 us; session 25: 128 threads reading twice 209 us, 512 of 16 values 250 us).
+      held(std::max(256LL, group), group, 1);
       held(std::max(256LL, group), group);
       add(128, 128, most, 1);
+      if (group / 2 >= 32) deep(std::max(128LL, group / 2), group / 2);
       held(std::min(1024LL, std::max(256LL, 2 * group)), std::min(1024LL, 2 * group));
       return out;
     }
     // Few rows: a block per row holding it, then one row per half of a larger block, then fewer
     // accesses; the last reads x twice with a small block.
     held(threads, threads);
+    deep(threads / 2, threads / 2);
     held(std::min(1024LL, 2 * threads), threads);
     held(std::min(1024LL, 2 * threads), std::min(1024LL, 2 * threads));
     add(128, 128, most, 1);
@@ -168,8 +212,8 @@ std::vector<Params> all_seeds(const RowShape& s, const Target& t) {
   add(256, 256, most, 1);
   const long long cluster = pow2_ceil(ceil_div(nvec, 512 * most));
   if (cluster <= 8 && t.cc_major >= 9) {
-    Params p{{kThreads, 512}, {kRowThreads, 512}, {kVec, vec}, {kSplit, 1}, {kPdl, 1}, {kCluster, cluster},
-             {kStages, 0}, {kHoldWb, 0}};
+    Params p{{kThreads, 512}, {kRowThreads, 512}, {kVec, vec},   {kSplit, 1},
+             {kPdl, 1},         {kCluster, cluster}, {kStages, 0}, {kHoldWb, 0}, {kPrefetch, 0}, {kNoL1, 0}};
     p = row_complete(s, t, std::move(p));
     if (row_valid(s, t, p) && row_one_tile(s, p)) out.push_back(std::move(p));
   }
@@ -193,6 +237,8 @@ Params row_complete(const RowShape& s, const Target& t, Params p) {
   if (!p.contains(kCluster)) p[kCluster] = 1;
   if (!p.contains(kStages)) p[kStages] = 0;
   if (!p.contains(kHoldWb)) p[kHoldWb] = 0;
+  if (!p.contains(kPrefetch)) p[kPrefetch] = 0;
+  if (!p.contains(kNoL1)) p[kNoL1] = 0;
   if (!p.contains(kCache)) {
     const long long vec = std::max(1LL, p[kVec]);
     const long long segment = ceil_div(s.cols / vec, std::max(1LL, p[kSplit]) * std::max(1LL, p[kCluster]));
@@ -209,7 +255,7 @@ bool row_valid(const RowShape& s, const Target& t, const Params& p) {
   // Row groups of 4, 8 or 16 lanes share a warp (short rows); wider ones are whole warps.
   if (row_threads < 4 || (row_threads % 32 != 0 && 32 % row_threads != 0) || threads % row_threads) return false;
   if (vec < 1 || (vec & (vec - 1)) || vec * elem_bytes(s) > kAccessBytes || s.cols % vec) return false;
-  if (cache < 1 || vec * cache > row_cache_values(s.dtype)) return false;
+  if (cache < 1 || vec * cache > row_cache_values_max(s.dtype)) return false;
   if (pdl != 0 && pdl != 1) return false;
   if (pdl == 1 && t.cc_major < 9) return false;  // griddepcontrol is sm_90's
   if (split < 1 || split > kMaxGridY) return false;
@@ -224,6 +270,11 @@ bool row_valid(const RowShape& s, const Target& t, const Params& p) {
   if (stages > 0 && (t.cc_major < 9 || split > 1 || vec * elem_bytes(s) != kAccessBytes ||
                      ring_bytes(s, p) > std::min<long long>(kRowRingBytes, t.smem_optin_bytes)))
     return false;
+  const long long prefetch = param(p, kPrefetch);
+  if (prefetch != 0 && prefetch != 1) return false;
+  if (prefetch == 1 && (t.cc_major < 9 || split > 1 || stages > 0)) return false;  // a bulk prefetch, sm_90
+  const long long no_l1 = param(p, kNoL1);
+  if (no_l1 != 0 && no_l1 != 1) return false;
   if (hold != 0 && hold != 1) return false;
   if (hold == 1) {
     const long long operands = (s.weight ? 1 : 0) + (s.bias ? 1 : 0);
@@ -275,8 +326,10 @@ std::string row_render(const RowShape& s, const Target& t, const Params& p) {
   src << fmt::format("// shape: {} rows={} cols={} dtype={} weight={} bias={}\n", kOpNames.at(op), s.rows, s.cols,
                      kDTypeNames.at(dt), s.weight ? 1 : 0, s.bias ? 1 : 0);
   src << "// kdispatch:plan " << plan_to_json(row_plan(s, t, p)) << "\n";
-  src << fmt::format("#define KD_OP {}\n#define KD_DT {}\n#define KD_HAS_W {}\n#define KD_HAS_B {}\n#define KD_ONE_TILE {}\n",
-                     op, dt, s.weight ? 1 : 0, s.bias ? 1 : 0, row_one_tile(s, p) ? 1 : 0);
+  src << fmt::format(
+      "#define KD_OP {}\n#define KD_DT {}\n#define KD_HAS_W {}\n#define KD_HAS_B {}\n#define KD_ONE_TILE {}\n"
+      "#define KD_FULL_TILE {}\n",
+      op, dt, s.weight ? 1 : 0, s.bias ? 1 : 0, row_one_tile(s, p) ? 1 : 0, row_full_tile(s, p) ? 1 : 0);
   for (const auto& [name, value] : p) src << "#define " << name << " " << value << "\n";
   src << embedded_kernel("row_reduce.cu");
   return src.str();
@@ -344,6 +397,30 @@ std::optional<Params> stages_x2(const Params& p) {
   out[kStages] = param(p, kStages) == 0 ? 2 : 2 * param(p, kStages);
   return out;
 }
+std::optional<Params> prefetch_on(const Params& p) {
+  if (param(p, kPrefetch) == 1) return std::nullopt;
+  Params out = p;
+  out[kPrefetch] = 1;
+  return out;
+}
+std::optional<Params> prefetch_off(const Params& p) {
+  if (param(p, kPrefetch) == 0) return std::nullopt;
+  Params out = p;
+  out[kPrefetch] = 0;
+  return out;
+}
+std::optional<Params> no_l1_on(const Params& p) {
+  if (param(p, kNoL1) == 1) return std::nullopt;
+  Params out = p;
+  out[kNoL1] = 1;
+  return out;
+}
+std::optional<Params> no_l1_off(const Params& p) {
+  if (param(p, kNoL1) == 0) return std::nullopt;
+  Params out = p;
+  out[kNoL1] = 0;
+  return out;
+}
 std::optional<Params> stages_off(const Params& p) {
   if (param(p, kStages) == 0) return std::nullopt;
   Params out = p;
@@ -367,6 +444,10 @@ const std::vector<RowMove>& row_moves() {
       {"row_cluster_half", "half the cluster blocks per row", cluster_half},
       {"row_ring_x2", "twice the shared-memory ring stages (two from none)", stages_x2},
       {"row_ring_off", "no shared-memory ring", stages_off},
+      {"row_prefetch_on", "each row group prefetches its next row into L2", prefetch_on},
+      {"row_prefetch_off", "no prefetch of the next row", prefetch_off},
+      {"row_x_past_l1", "x, read once, bypasses L1 (left to the weights)", no_l1_on},
+      {"row_x_through_l1", "x read through L1", no_l1_off},
   };
   return moves;
 }

@@ -22,6 +22,7 @@
 #include "compile/nvrtc_compiler.hpp"
 #include "cuda/device.hpp"
 #include "eval/evaluator.hpp"
+#include "eval/row_problem.hpp"
 #include "key/row_key.hpp"
 #include "support/gpu.hpp"
 #include "support/temp_dir.hpp"
@@ -174,9 +175,16 @@ int gate_row_sets(worker::WorkerParent& parent, const DeviceInfo& dev, const std
     const double cand = v.candidate_time ? v.candidate_time->median_us : 0.0;
     const double base = v.baseline_time ? v.baseline_time->median_us : 0.0;
     const double bw = cand > 0.0 && v.floor_us > 0.0 ? 100.0 * v.floor_us / cand : 0.0;
-    std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%%  %s\n", line.c_str(), builtin::describe(p).c_str(),
-                std::string(to_string(v.rule)).c_str(), cand, base, cand > 0.0 ? base / cand : 0.0, bw,
-                v.baseline_name.c_str());
+    // The same bytes at the rate a streaming read of x (and the weight) reaches in the same regime:
+    // the bandwidth a kernel of this size can reach there, launch and tail included.
+    const double read_bytes = static_cast<double>(shape.rows * shape.cols + (shape.weight ? shape.cols : 0)) *
+                              static_cast<double>(dtype_bytes(shape.dtype));
+    const double stream = cand > 0.0 && v.stream_us > 0.0
+                              ? 100.0 * (static_cast<double>(row_min_bytes(shape)) / cand) / (read_bytes / v.stream_us)
+                              : 0.0;
+    std::printf("%-58s %-70s %-12s %9.2f %9.2f %6.2fx %5.0f%% %5.0f%%  %s\n", line.c_str(),
+                builtin::describe(p).c_str(), std::string(to_string(v.rule)).c_str(), cand, base,
+                cand > 0.0 ? base / cand : 0.0, bw, stream, v.baseline_name.c_str());
     EXPECT_TRUE(v.correct()) << builtin::describe(p) << " on " << line << ": " << to_string(v.rule) << " "
                              << v.detail;
     ++evaluated;
@@ -185,8 +193,8 @@ int gate_row_sets(worker::WorkerParent& parent, const DeviceInfo& dev, const std
 }
 
 void print_table_header() {
-  std::printf("\n%-58s %-70s %-12s %9s %9s %7s %6s\n", "key", "params", "verdict", "cand us", "base us", "ratio",
-              "%bw");
+  std::printf("\n%-58s %-70s %-12s %9s %9s %7s %6s %6s\n", "key", "params", "verdict", "cand us", "base us", "ratio",
+              "%bw", "%strm");
 }
 
 // The builtin row_reduce family: every seed through the whole gate at the shapes and its

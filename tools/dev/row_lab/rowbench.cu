@@ -17,7 +17,7 @@ int main(int argc, char** argv) {
     int smem = (int)(KD_STAGES * rpb * chunk * 16);
     if (smem > 48 * 1024) cudaFuncSetAttribute(kd_row_main, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     int occ = 0; cudaOccupancyMaxActiveBlocksPerMultiprocessor(&occ, kd_row_main, KD_THREADS, smem);
-    long long waves = KD_STAGES > 0 ? 1 : 4;
+    long long waves = KD_STAGES > 0 ? 1 : (getenv("WAVES") ? atoll(getenv("WAVES")) : 4);
     long long grid = std::min((rows + rpb - 1) / rpb, std::max(1LL, waves * sms * occ / KD_CLUSTER)) * KD_CLUSTER;
     int copies = std::max<long long>(2, std::min<long long>(8, (200LL << 20) / (long long)(n * eb) + 1));
     std::vector<void*> xs(copies);
@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
     cudaEventRecord(s1); cudaEventSynchronize(s1);
     float ms; cudaEventElapsedTime(&ms, s0, s1);
     double us = ms * 1000 / iters, bytes = 2.0 * n * eb;
-    printf("%-22s %6lld x %-6lld grid %6lld smem %6d regs %3d occ %2d : %9.2f us %5.2f TB/s\n", VARIANT, rows, cols, grid, smem, fa.numRegs, occ, us, bytes / us / 1e6);
+    printf("%-22s w%lld %6lld x %-6lld grid %6lld smem %6d regs %3d occ %2d : %9.2f us %5.2f TB/s\n", VARIANT, waves, rows, cols, grid, smem, fa.numRegs, occ, us, bytes / us / 1e6);
     for (auto p : xs) cudaFree(p);
     cudaFree(w); cudaFree(b); cudaFree(y); cudaFree(ws);
   }

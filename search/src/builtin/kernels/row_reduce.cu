@@ -14,6 +14,11 @@
 //    however the threads revisit it;
 //  - KD_HOLD_WB 1 loads each thread's weight and bias once, before the row loop (rows held in one
 //    tile: the thread's columns are the same in every row), instead of once per row;
+//  - KD_PREFETCH 1 has one lane of each group ask the L2 for the group's next row (a bulk prefetch)
+//    as it starts a row, so DRAM streams through the group's reduce and write phases;
+//  - KD_NO_L1 1 reads x (read once) past L1, which then keeps the weight and bias;
+//  - a row read twice from global memory keeps its lines in L2 between the reads (evict_last on the
+//    first, evict-first on the second);
 //  - KD_SPLIT > 1 cuts each row into KD_SPLIT chunks, one block each: kd_row_partial writes every
 //    chunk's statistics to the workspace, kd_row_finish merges all of its row's partials (every block
 //    of the row alike, in one order, so they agree bit for bit) and writes its chunk of y.
@@ -29,9 +34,11 @@
 //   held per thread   KD_SPLIT blocks per row (> 1: KD_ROW_THREADS == KD_THREADS)   KD_PDL 0|1
 //   KD_CLUSTER blocks per row in a cluster (1, or 2..8 with KD_ROW_THREADS == KD_THREADS, KD_SPLIT 1)
 //   KD_HOLD_WB 0|1 (1 only where every row is one tile)   KD_STAGES 0 | 1..8 (16-byte KD_VEC accesses)
+//   KD_PREFETCH 0|1 (KD_SPLIT 1, no ring)   KD_NO_L1 0|1
 //   KD_ONE_TILE 0|1: set by the host from the shape (1: every block's row chunk is one tile). One-tile
 //   rows (and ring-staged ones) take exact two-pass statistics of plain sums and maxima; rows read
-//   from global memory tile by tile merge per-tile statistics as below.
+//   from global memory tile by tile merge per-tile statistics as below. KD_FULL_TILE 0|1: set by the
+//   host (1: every chunk is exactly one full tile, so no access needs a bounds check).
 // Plan: KD_SPLIT == 1: kd_row_main, grid [<= ceil(rows / rows per block) * KD_CLUSTER, a multiple of
 //   KD_CLUSTER], block [KD_THREADS]; with KD_STAGES, dynamic shared memory KD_STAGES * rows per block *
 //   ceil(cols / KD_VEC / KD_CLUSTER) * 16 bytes.
@@ -80,9 +87,20 @@
 #ifndef KD_STAGES
 #define KD_STAGES 0
 #endif
+#ifndef KD_PREFETCH
+#define KD_PREFETCH 0
+#endif
+#ifndef KD_NO_L1
+#define KD_NO_L1 0
+#endif
 // Set by the host, not searched: 1 when every row chunk of the keyed shape is one tile.
 #ifndef KD_ONE_TILE
 #define KD_ONE_TILE 0
+#endif
+// Set by the host, not searched: 1 when every live thread's tile is full (the row chunk is exactly
+// KD_ROW_THREADS * KD_CACHE vectors), so the per-access bounds checks compile away.
+#ifndef KD_FULL_TILE
+#define KD_FULL_TILE 0
 #endif
 
 #if KD_THREADS % KD_ROW_THREADS != 0 || (KD_ROW_THREADS % 32 != 0 && 32 % KD_ROW_THREADS != 0)
@@ -102,6 +120,12 @@
 #endif
 #if KD_STAGES > 0 && KD_SPLIT > 1
 #error "staged rows are read in one launch"
+#endif
+#if KD_PREFETCH > 0 && (KD_SPLIT > 1 || KD_STAGES > 0)
+#error "prefetched rows are read from global memory in one launch"
+#endif
+#if KD_FULL_TILE && !KD_ONE_TILE
+#error "a full tile is one tile"
 #endif
 
 #define KD_NEG_INF __uint_as_float(0xff800000u)  // NVRTC has no <math.h> INFINITY
@@ -135,9 +159,10 @@ __device__ __forceinline__ float kd_exp(float d) {
 // 16-bit softmax: the exponential's argument folded into one fused multiply-add, exp2(x log2 e -
 // max log2 e) on the hardware unit (about 25 instructions per element had made 16-bit softmax
 // instruction-bound on an H200); the fold rounds the row's max once, a few f32 ulps, far below a
-// 16-bit output's. 16-bit layernorm keeps its exact x - shift - mean: a folded mean would cost
-// output bits where the mean is large against the deviations (the gate's mean-1000 rows). Affine
-// outputs take y * w + b as one fused multiply-add (one rounding instead of two).
+// 16-bit output's. Layernorm takes x - mean with the mean rounded once to f32 (as the framework's
+// kernel does), never a mean folded into x * scale: that would cost output bits where the mean is
+// large against the deviations (the gate's mean-1000 rows). Affine 16-bit outputs take y * w + b as
+// one fused multiply-add (one rounding instead of two).
 #define KD_FOLD (KD_DT != 2)
 #if KD_FOLD
 __device__ __forceinline__ float kd_ex2(float t) {
@@ -148,28 +173,89 @@ __device__ __forceinline__ float kd_ex2(float t) {
 #define KD_LOG2E 1.4426950408889634f
 #endif
 
-__device__ __forceinline__ float kd_f(float v) { return v; }
-__device__ __forceinline__ float kd_f(__half v) { return __half2float(v); }
-__device__ __forceinline__ float kd_f(__nv_bfloat16 v) { return __bfloat162float(v); }
-__device__ __forceinline__ void kd_round(float v, float& out) { out = v; }
-__device__ __forceinline__ void kd_round(float v, __half& out) { out = __float2half_rn(v); }
-__device__ __forceinline__ void kd_round(float v, __nv_bfloat16& out) { out = __float2bfloat16_rn(v); }
-
-struct alignas(sizeof(kd_t) * KD_VEC) kd_vec {
-  kd_t e[KD_VEC];
-};
 template <int Bytes> struct kd_word;
 template <> struct kd_word<2> { typedef unsigned short type; };
 template <> struct kd_word<4> { typedef unsigned type; };
 template <> struct kd_word<8> { typedef uint2 type; };
 template <> struct kd_word<16> { typedef uint4 type; };
-typedef kd_word<sizeof(kd_vec)>::type kd_word_t;
+typedef kd_word<sizeof(kd_t) * KD_VEC>::type kd_word_t;
+
+// KD_VEC elements, held as the whole words one access moves. Registers hold words, never 16-bit
+// halves: with an array of 16-bit elements the compiler kept each half in a register of its own and
+// merged them back with byte permutes around every predicated load (H200 SASS of 16-bit layernorm:
+// about a third of its instructions, and a spill).
+struct alignas(sizeof(kd_t) * KD_VEC) kd_vec {
+  kd_word_t w;
+};
+
+// A vector's elements as f32: bf16 by a shift or a mask of its word, f16 by the paired conversion.
+__device__ __forceinline__ void kd_floats(const kd_vec& v, float (&f)[KD_VEC]) {
+#if KD_DT == 2
+  memcpy(f, &v.w, sizeof f);
+#elif KD_VEC == 1
+#if KD_DT == 1
+  f[0] = __uint_as_float((unsigned)v.w << 16);
+#else
+  f[0] = __half2float(__ushort_as_half(v.w));
+#endif
+#else
+  unsigned w[KD_VEC / 2];
+  memcpy(w, &v.w, sizeof w);
+#pragma unroll
+  for (int j = 0; j < KD_VEC / 2; ++j) {
+#if KD_DT == 1
+    // Volatile: converted again at each use, never kept across passes in 32 more registers.
+    unsigned lo, hi;
+    asm volatile("shl.b32 %0, %1, 16;" : "=r"(lo) : "r"(w[j]));
+    asm volatile("and.b32 %0, %1, 0xffff0000;" : "=r"(hi) : "r"(w[j]));
+    f[2 * j] = __uint_as_float(lo);
+    f[2 * j + 1] = __uint_as_float(hi);
+#else
+    __half2 h;
+    memcpy(&h, &w[j], sizeof h);
+    const float2 p = __half22float2(h);
+    f[2 * j] = p.x;
+    f[2 * j + 1] = p.y;
+#endif
+  }
+#endif
+}
+
+// f32 values rounded to nearest into a vector (16-bit pairs by one paired conversion).
+__device__ __forceinline__ void kd_pack_floats(const float (&f)[KD_VEC], kd_vec& out) {
+#if KD_DT == 2
+  memcpy(&out.w, f, sizeof f);
+#elif KD_VEC == 1
+#if KD_DT == 1
+  out.w = __bfloat16_as_ushort(__float2bfloat16_rn(f[0]));
+#else
+  out.w = __half_as_ushort(__float2half_rn(f[0]));
+#endif
+#else
+  unsigned w[KD_VEC / 2];
+#pragma unroll
+  for (int j = 0; j < KD_VEC / 2; ++j) {
+#if KD_DT == 1
+    const __nv_bfloat162 p = __floats2bfloat162_rn(f[2 * j], f[2 * j + 1]);
+#else
+    const __half2 p = __floats2half2_rn(f[2 * j], f[2 * j + 1]);
+#endif
+    memcpy(&w[j], &p, sizeof p);
+  }
+  memcpy(&out.w, w, sizeof w);
+#endif
+}
+
+// The first element of a vector.
+__device__ __forceinline__ float kd_first(const kd_vec& v) {
+  float f[KD_VEC];
+  kd_floats(v, f);
+  return f[0];
+}
 
 // y is written once and not read here again: streaming stores keep x (re-read) and the weights in L2.
 __device__ __forceinline__ void kd_store_streaming(kd_vec* p, const kd_vec& v) {
-  kd_word_t w;
-  memcpy(&w, &v, sizeof w);
-  __stcs(reinterpret_cast<kd_word_t*>(p), w);
+  __stcs(&p->w, v.w);
 }
 
 // ---- statistics: identity, symmetric merge (merge(a, b) == merge(b, a) bit for bit, so every lane of
@@ -235,6 +321,10 @@ __device__ __forceinline__ kd_stat kd_unpack(float4 v) { return {v.x, v.y}; }
 // How many of this thread's KD_CACHE accesses in the tile at vector `base` fall before v1 (access i
 // is vector base + t + i * KD_ROW_THREADS). Small ints keep the unrolled bounds checks cheap.
 __device__ __forceinline__ int kd_accesses(long long base, long long v1, int t) {
+#if KD_FULL_TILE
+  (void)t;
+  return v1 > base ? KD_CACHE : 0;  // a live row's tile is full, a dead one (v0 == v1) empty
+#endif
   const long long left = v1 - base - t;
   if (left <= 0) return 0;
   return left >= KD_TILE ? KD_CACHE : (int)((left + KD_ROW_THREADS - 1) / KD_ROW_THREADS);
@@ -245,6 +335,75 @@ __device__ __forceinline__ void kd_load_tile(const kd_vec* p, int n, kd_vec (&v)
   for (int i = 0; i < KD_CACHE; ++i)
     if (i < n) v[i] = p[i * KD_ROW_THREADS];
 }
+// A tile of x from global memory, read once. KD_NO_L1: its 16-byte accesses bypass L1, which keeps
+// the weight and bias every row reads again (H200, 16384 x 1024 bf16 layernorm, a warp per row: 21.3
+// -> 19.6 us; but 2-5% slower on softmax and on long rows, so the search decides).
+__device__ __forceinline__ void kd_load_tile_once(const kd_vec* p, int n, kd_vec (&v)[KD_CACHE]) {
+#if KD_NO_L1 && __CUDA_ARCH__ >= 800
+  if (sizeof(kd_vec) == 16) {
+#pragma unroll
+    for (int i = 0; i < KD_CACHE; ++i)
+      if (i < n) {
+        unsigned w[4];
+        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                     : "l"(p + i * KD_ROW_THREADS));
+        memcpy(&v[i], w, sizeof(kd_vec));
+      }
+    return;
+  }
+#endif
+  kd_load_tile(p, n, v);
+}
+#ifndef KD_L2HINT
+#define KD_L2HINT (KD_SPLIT == 1)
+#endif
+// A row read twice from global memory: the first read asks the L2 to keep the lines (evict_last),
+// the second marks them evict-first as it consumes them, so the rows in flight stay in L2 between
+// the two reads while y streams past them.
+__device__ __forceinline__ void kd_load_tile_keep(const kd_vec* p, int n, kd_vec (&v)[KD_CACHE]) {
+#if KD_L2HINT && __CUDA_ARCH__ >= 800
+  if (sizeof(kd_vec) == 16) {
+    unsigned long long policy;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#pragma unroll
+    for (int i = 0; i < KD_CACHE; ++i)
+      if (i < n) {
+        unsigned w[4];
+        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                     : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                     : "l"(p + i * KD_ROW_THREADS), "l"(policy));
+        memcpy(&v[i], w, sizeof(kd_vec));
+      }
+    return;
+  }
+#endif
+  kd_load_tile(p, n, v);
+}
+__device__ __forceinline__ void kd_load_tile_last(const kd_vec* p, int n, kd_vec (&v)[KD_CACHE]) {
+#if KD_L2HINT
+#pragma unroll
+  for (int i = 0; i < KD_CACHE; ++i)
+    if (i < n) {
+      v[i].w = __ldcs(&p[i * KD_ROW_THREADS].w);
+    }
+#else
+  kd_load_tile(p, n, v);
+#endif
+}
+
+// Calls f on each value of the first n of this thread's accesses in `v`, as f32.
+template <typename F>
+__device__ __forceinline__ void kd_tile_each(const kd_vec (&v)[KD_CACHE], int n, F f) {
+#pragma unroll
+  for (int i = 0; i < KD_CACHE; ++i)
+    if (i < n) {
+      float x[KD_VEC];
+      kd_floats(v[i], x);
+#pragma unroll
+      for (int k = 0; k < KD_VEC; ++k) f(x[k]);
+    }
+}
 
 // Folds the first n of this thread's accesses in `v` into its statistics `s`.
 __device__ __forceinline__ void kd_tile_add(kd_stat& s, const kd_vec (&v)[KD_CACHE], int n, float shift) {
@@ -252,53 +411,30 @@ __device__ __forceinline__ void kd_tile_add(kd_stat& s, const kd_vec (&v)[KD_CAC
 #if KD_OP == 0
   (void)shift;
   float ss = 0.f;
-#pragma unroll
-  for (int i = 0; i < KD_CACHE; ++i)
-    if (i < n)
-#pragma unroll
-      for (int k = 0; k < KD_VEC; ++k) {
-        const float x = kd_f(v[i].e[k]);
-        ss = fmaf(x, x, ss);
-      }
+  kd_tile_each(v, n, [&](float x) { ss = fmaf(x, x, ss); });
   s.ss += ss;
 #elif KD_OP == 1
   // Two passes over registers: the tile's own mean, then squared deviations from it.
   float sum = 0.f;
-#pragma unroll
-  for (int i = 0; i < KD_CACHE; ++i)
-    if (i < n)
-#pragma unroll
-      for (int k = 0; k < KD_VEC; ++k) sum += kd_f(v[i].e[k]) - shift;
+  kd_tile_each(v, n, [&](float x) { sum += x - shift; });
   const float count = (float)(n * KD_VEC);
   const float mean = sum / count;
   float m2 = 0.f;
-#pragma unroll
-  for (int i = 0; i < KD_CACHE; ++i)
-    if (i < n)
-#pragma unroll
-      for (int k = 0; k < KD_VEC; ++k) {
-        const float d = (kd_f(v[i].e[k]) - shift) - mean;
-        m2 = fmaf(d, d, m2);
-      }
+  kd_tile_each(v, n, [&](float x) {
+    const float d = (x - shift) - mean;
+    m2 = fmaf(d, d, m2);
+  });
   s = kd_merge(s, kd_stat{count, mean, m2});
 #else
   (void)shift;
   // Exponents relative to the running max, so the sum is rescaled (one more rounding) only when the
   // max grows, not once per tile.
   float m = s.max;
-#pragma unroll
-  for (int i = 0; i < KD_CACHE; ++i)
-    if (i < n)
-#pragma unroll
-      for (int k = 0; k < KD_VEC; ++k) m = fmaxf(m, kd_f(v[i].e[k]));
+  kd_tile_each(v, n, [&](float x) { m = fmaxf(m, x); });
   // Nothing but -inf so far (a masked stretch) adds nothing; exp(-inf - -inf) would be a NaN.
   if (m == KD_NEG_INF) return;
   float sum = s.sum == 0.f ? 0.f : s.sum * expf(s.max - m);
-#pragma unroll
-  for (int i = 0; i < KD_CACHE; ++i)
-    if (i < n)
-#pragma unroll
-      for (int k = 0; k < KD_VEC; ++k) sum += kd_exp(kd_f(v[i].e[k]) - m);
+  kd_tile_each(v, n, [&](float x) { sum += kd_exp(x - m); });
   s = {m, sum};
 #endif
 }
@@ -310,7 +446,7 @@ __device__ __forceinline__ kd_stat kd_segment_stat(const kd_vec* xr, long long v
   kd_stat s = kd_none();
   for (long long base = v0; base < v1; base += KD_TILE) {
     const int n = kd_accesses(base, v1, t);
-    kd_load_tile(xr + base + t, n, v);
+    kd_load_tile_keep(xr + base + t, n, v);
     kd_tile_add(s, v, n, shift);
   }
   return s;
@@ -397,14 +533,14 @@ __device__ __forceinline__ void kd_refresh(kd_vec (&v)[KD_CACHE]) {
 template <typename F>
 __device__ __forceinline__ void kd_each_value(const kd_vec* src, long long v0, long long v1, int t, bool one_tile,
                                               kd_vec (&v)[KD_CACHE], F f) {
+  if (one_tile) {
+    kd_tile_each(v, kd_accesses(v0, v1, t), f);
+    return;
+  }
   for (long long base = v0; base < v1; base += KD_TILE) {
     const int n = kd_accesses(base, v1, t);
-    if (!one_tile) kd_load_tile(src + base + t, n, v);
-#pragma unroll
-    for (int i = 0; i < KD_CACHE; ++i)
-      if (i < n)
-#pragma unroll
-        for (int k = 0; k < KD_VEC; ++k) f(kd_f(v[i].e[k]));
+    kd_load_tile(src + base + t, n, v);
+    kd_tile_each(v, n, f);
   }
 }
 
@@ -431,8 +567,11 @@ __device__ __forceinline__ kd_stat kd_segment_stat2(const kd_vec* src, long long
 #endif
   float b = 0.f;
 #if KD_OP == 1
+  // Squared deviations from the mean rounded once to f32: its rounding adds (its error)^2 per element,
+  // an ulp of the mean squared, nothing against the deviations.
+  const float mean = shift + center;
   kd_each_value(src, v0, v1, t, one_tile, v, [&](float x) {
-    const float d = (x - shift) - center;
+    const float d = x - mean;
     b = fmaf(d, d, b);
   });
 #elif KD_FOLD
@@ -543,10 +682,16 @@ __device__ __forceinline__ void kd_segment_write(const kd_row_args& args, const 
 #if KD_FOLD && KD_OP == 2
   const float offset = -nm.center * KD_LOG2E;  // y = exp2(x log2 e + offset) * scale
 #endif
-  for (long long base = v0; base < v1; base += KD_TILE) {
+#if KD_OP == 1
+  // The row's mean in f32, as the framework's kernel takes it: y = (x - mean) * scale, one rounding
+  // of the mean (an ulp of it, far below the deviations' bits) and one of the difference.
+  const float center = shift + nm.center;
+#endif
+  // One tile of y from the vectors at `base` (x again unless `held`).
+  auto tile = [&](long long base) {
     const int n = kd_accesses(base, v1, t);
     const long long at = base + t;
-    if (!held) kd_load_tile(xr + at, n, v);
+    if (!held) kd_load_tile_last(xr + at, n, v);
 #pragma unroll
     for (int i = 0; i < KD_CACHE; ++i) {
       if (i >= n) continue;
@@ -556,40 +701,54 @@ __device__ __forceinline__ void kd_segment_write(const kd_row_args& args, const 
 #if KD_HAS_B
       const kd_vec b = use_wb ? wb.b[i] : static_cast<const kd_vec*>(args.bias)[at + i * KD_ROW_THREADS];
 #endif
-      kd_vec out;
-#pragma unroll
-      for (int k = 0; k < KD_VEC; ++k) {
-        const float x = kd_f(v[i].e[k]);
-#if KD_OP == 0
-        float y = x * nm.scale;
-#elif KD_OP == 1
-        float y = ((x - shift) - nm.center) * nm.scale;
-#elif KD_FOLD
-        float y = kd_ex2(fmaf(x, KD_LOG2E, offset)) * nm.scale;
-#else
-        float y = kd_exp(x - nm.center) * nm.scale;
-#endif
-#if KD_HAS_W && KD_HAS_B && KD_FOLD
-        y = fmaf(y, kd_f(w.e[k]), kd_f(b.e[k]));
-#else
+      float x[KD_VEC], y[KD_VEC];
+      kd_floats(v[i], x);
 #if KD_HAS_W
-        y *= kd_f(w.e[k]);
+      float wf[KD_VEC];
+      kd_floats(w, wf);
 #endif
 #if KD_HAS_B
-        y += kd_f(b.e[k]);
+      float bf[KD_VEC];
+      kd_floats(b, bf);
+#endif
+#pragma unroll
+      for (int k = 0; k < KD_VEC; ++k) {
+#if KD_OP == 0
+        y[k] = x[k] * nm.scale;
+#elif KD_OP == 1
+        y[k] = (x[k] - center) * nm.scale;
+#elif KD_FOLD
+        y[k] = kd_ex2(fmaf(x[k], KD_LOG2E, offset)) * nm.scale;
+#else
+        y[k] = kd_exp(x[k] - nm.center) * nm.scale;
+#endif
+#if KD_HAS_W && KD_HAS_B && KD_FOLD
+        y[k] = fmaf(y[k], wf[k], bf[k]);
+#else
+#if KD_HAS_W
+        y[k] *= wf[k];
+#endif
+#if KD_HAS_B
+        y[k] += bf[k];
 #endif
 #endif
-        kd_round(y, out.e[k]);
       }
+      kd_vec out;
+      kd_pack_floats(y, out);
       kd_store_streaming(yr + at + i * KD_ROW_THREADS, out);
     }
+  };
+  if (held) {
+    tile(v0);  // the segment's only tile (an empty one in a dead row: no accesses)
+  } else {
+    for (long long base = v0; base < v1; base += KD_TILE) tile(base);
   }
 }
 
 // The shift layernorm's statistics are taken relative to: the row's first element.
 __device__ __forceinline__ float kd_shift_of(const kd_vec* xr) {
 #if KD_OP == 1
-  return kd_f(xr[0].e[0]);
+  return kd_first(xr[0]);
 #else
   (void)xr;
   return 0.f;
@@ -598,6 +757,15 @@ __device__ __forceinline__ float kd_shift_of(const kd_vec* xr) {
 
 // The ring's mbarriers and bulk copies (sm_90).
 #include "bulk_copy.cuh"
+
+// Asks the L2 for the whole 16-byte-aligned part of [p, p + bytes) (cp.async.bulk.prefetch, sm_90):
+// one instruction of one lane fetches a row chunk ahead while its group still works on the row
+// before, so DRAM streams through the group's reduce and write phases.
+__device__ __forceinline__ void kd_prefetch_l2(const void* p, long long bytes) {
+  const unsigned long long a = reinterpret_cast<unsigned long long>(p);
+  const unsigned long long lo = (a + 15) & ~15ull, hi = (a + (unsigned long long)bytes) & ~15ull;
+  if (hi > lo) asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(lo), "r"((unsigned)(hi - lo)) : "memory");
+}
 
 #if KD_SPLIT == 1
 
@@ -659,11 +827,22 @@ extern "C" __global__ void __launch_bounds__(KD_THREADS, KD_MIN_BLOCKS) KD_ROW_C
   __syncthreads();
   long long it = 0;
 #endif
+#if KD_PREFETCH > 0
+  // The group's chunk of the row KD_PREFETCH row steps ahead, asked of the L2 by one lane.
+  auto prefetch = [&](long long row) {
+    if (t == 0 && row < args.rows)
+      kd_prefetch_l2(static_cast<const kd_vec*>(args.x) + row * nvec + c0, (c1 - c0) * (long long)sizeof(kd_vec));
+  };
+  for (int k = 1; k < KD_PREFETCH; ++k) prefetch(first + group + k * step);
+#endif
   // Every group runs every iteration (a group past the last row with an empty segment), so the block
   // (and cluster) barriers are reached by all threads.
   for (long long row0 = first; row0 < args.rows; row0 += step) {
     const long long row = row0 + group;
     const bool live = row < args.rows;
+#if KD_PREFETCH > 0
+    prefetch(row + KD_PREFETCH * step);
+#endif
     const long long at = (live ? row : 0) * nvec;
     const kd_vec* xr = static_cast<const kd_vec*>(args.x) + at;
     kd_vec* yr = static_cast<kd_vec*>(args.y) + at;
@@ -682,7 +861,12 @@ extern "C" __global__ void __launch_bounds__(KD_THREADS, KD_MIN_BLOCKS) KD_ROW_C
     // The exact two passes where they read registers or shared memory; from global memory the merge
     // path reads x once for the statistics (twice in all, with y).
     if (one_tile || KD_STAGES > 0) {
-      if (one_tile) kd_load_tile(src + v0 + t, kd_accesses(v0, v1, t), v);
+      if (one_tile) {
+        if (KD_STAGES > 0)
+          kd_load_tile(src + v0 + t, kd_accesses(v0, v1, t), v);  // from the ring
+        else
+          kd_load_tile_once(src + v0 + t, kd_accesses(v0, v1, t), v);
+      }
       s = kd_segment_stat2(src, v0, v1, t, shift, one_tile, v, redf);
     } else {
       s = kd_row_reduce(kd_segment_stat(src, v0, v1, t, shift, v), red);
@@ -742,7 +926,7 @@ extern "C" __global__ void __launch_bounds__(KD_THREADS, KD_MIN_BLOCKS) kd_row_f
   kd_vec v[KD_CACHE];
   // A chunk of one tile is loaded first, so its latency overlaps the partials' merge.
   const bool held = c.v1 - c.v0 <= KD_TILE;
-  if (held) kd_load_tile(xr + c.v0 + threadIdx.x, kd_accesses(c.v0, c.v1, threadIdx.x), v);
+  if (held) kd_load_tile_once(xr + c.v0 + threadIdx.x, kd_accesses(c.v0, c.v1, threadIdx.x), v);
   const float shift = kd_shift_of(xr);
   // Every block of the row merges the same partials in the same order: the same statistics.
   const float4* partials = static_cast<const float4*>(args.workspace) + row * KD_SPLIT;

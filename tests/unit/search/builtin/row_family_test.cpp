@@ -180,7 +180,8 @@ TEST(RowReduce, SeedsFollowTheRowLength) {
 
 TEST(RowReduce, ValidRejectsIllegalParameters) {
   const Target t;
-  const Params good = completed_seeds(kLnBf16, t).front();
+  Params good = completed_seeds(kLnBf16, t).front();
+  good[kPrefetch] = 0;  // the first seed prefetches; a ring (below) may not
   ASSERT_TRUE(row_valid(kLnBf16, t, good));
   auto with = [&](const char* name, long long value) {
     Params p = good;
@@ -196,13 +197,24 @@ TEST(RowReduce, ValidRejectsIllegalParameters) {
   EXPECT_FALSE(row_valid(kLnBf16, t, split)) << "a split row takes whole blocks";
   EXPECT_FALSE(row_valid(kLnBf16, t, with(kSplit, 100000)));
   EXPECT_FALSE(row_valid(kLnBf16, t, with(kPdl, 2)));
-  // The register cache: 32 elements of a 16-bit dtype per thread (4 accesses of 8 bf16), 24 of f32.
-  EXPECT_TRUE(row_valid(kLnBf16, t, with(kCache, 4)));
-  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCache, 5)));
+  // The register cache: at most 64 elements of a 16-bit dtype per thread (8 accesses of 8 bf16), 32
+  // of f32 (deep tiles; the seeds' default depth is 32 and 24).
+  EXPECT_TRUE(row_valid(kLnBf16, t, with(kCache, 8)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kCache, 9)));
   const Params f32 = completed_seeds(kSoftmaxF32, t).front();
   Params deep = f32;
-  deep[kCache] = 7;
-  EXPECT_FALSE(row_valid(kSoftmaxF32, t, deep)) << "28 f32 values";
+  deep[kCache] = 8;
+  EXPECT_TRUE(row_valid(kSoftmaxF32, t, deep)) << "32 f32 values";
+  deep[kCache] = 9;
+  EXPECT_FALSE(row_valid(kSoftmaxF32, t, deep)) << "36 f32 values";
+  // The L2 prefetch of the next row: 0 or 1, sm_90, one launch without a ring.
+  EXPECT_TRUE(row_valid(kLnBf16, t, with(kPrefetch, 1)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kPrefetch, 2)));
+  Params ring_prefetch = with(kPrefetch, 1);
+  ring_prefetch[kStages] = 2;
+  EXPECT_FALSE(row_valid(kLnBf16, t, ring_prefetch)) << "a ring streams its rows itself";
+  EXPECT_TRUE(row_valid(kLnBf16, t, with(kNoL1, 1)));
+  EXPECT_FALSE(row_valid(kLnBf16, t, with(kNoL1, 2)));
   // Clusters: 2, 4 or 8 whole blocks per row, never split; a ring within kRowRingBytes, 16-byte
   // accesses only; held weights only where the row is one tile and they fit 64 bytes.
   Params cl = with(kCluster, 2);
@@ -249,6 +261,14 @@ TEST(RowReduce, RenderDefinesTheShapeAndParameters) {
     EXPECT_NE(src.find(line), std::string::npos) << line;
   EXPECT_NE(src.find("#define KD_SPLIT " + std::to_string(p.at(kSplit)) + "\n"), std::string::npos);
   EXPECT_NE(src.find(std::string(embedded_kernel("row_reduce.cu"))), std::string::npos);
+  EXPECT_NE(src.find("#define KD_FULL_TILE 0\n"), std::string::npos) << "split rows are read tile by tile";
+  // A row chunk of exactly one full tile drops the kernel's bounds checks; a shorter one keeps them.
+  const Params ln = completed_seeds(kLnBf16, t).front();  // 8192 bf16: 256 threads x 4 accesses of 8
+  ASSERT_EQ(kLnBf16.cols, ln.at(kRowThreads) * ln.at(kCache) * ln.at(kVec));
+  EXPECT_NE(row_render(kLnBf16, t, ln).find("#define KD_FULL_TILE 1\n"), std::string::npos);
+  RowShape shorter = kLnBf16;
+  shorter.cols -= 8;
+  EXPECT_NE(row_render(shorter, t, ln).find("#define KD_FULL_TILE 0\n"), std::string::npos);
 }
 
 // Every seed of two shapes (the KernelBench split layernorm in f32, the warp-per-row softmax in f16)
