@@ -3,8 +3,10 @@
 # Usage: tools/dev/row_lab/row_lab.sh build VARIANTS_FILE OUT_DIR   (here: one binary per variant)
 #        tools/dev/row_lab/row_lab.sh run OUT_DIR ROWS:COLS...      (on the device: every variant)
 # VARIANTS_FILE: one variant per line, `NAME -DKD_OP=1 -DKD_DT=1 ...` (the kernel's KD_* macros;
-# KD_ONE_TILE=1 where every row chunk is one tile, as row_render sets it). Each prints its time and
-# TB/s (x read and y written once) per shape; shapes a variant cannot run print an error line.
+# KD_ONE_TILE=1 where every row chunk is one tile and KD_FULL_TILE=1 where it is exactly one full
+# tile, as row_render sets them). Each prints its time and TB/s (x read and y written once) per
+# shape; shapes a variant cannot run print an error line. WAVES=N in the environment of `run` caps
+# the grid at N waves of resident blocks (default 4, row_plan's cap; a ring variant always takes 1).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../../.." && pwd)
