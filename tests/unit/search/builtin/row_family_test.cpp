@@ -272,15 +272,28 @@ TEST(RowReduce, RenderDefinesTheShapeAndParameters) {
 }
 
 // Every seed of two shapes (the KernelBench split layernorm in f32, the warp-per-row softmax in f16)
-// and the first of the bf16 rmsnorm: every op, dtype and entry point, sub-warp groups too, at most 12
-// NVRTC programs.
+// and the first of the bf16 rmsnorm: every op, dtype and entry point, sub-warp groups too; then
+// session 26's paths: a long row read twice with its L2 policy, a full tile prefetching its next
+// row, x read past L1, and a deep f32 tile. At most 16 NVRTC programs.
 TEST(RowReduce, SeedsCompileWithNvrtcWithoutSpills) {
   const Target t;
   std::vector<std::string> sources;
   for (const RowShape& s : {kKernelBench, kSoftmaxF16})
     for (const Params& p : completed_seeds(s, t)) sources.push_back(row_render(s, t, p));
   sources.push_back(row_render(kRmsBf16, t, completed_seeds(kRmsBf16, t).front()));
-  EXPECT_LE(sources.size(), 12u);
+  sources.push_back(row_render(kSoftmaxF32, t, completed_seeds(kSoftmaxF32, t).front()));
+  const Params ln = completed_seeds(kLnBf16, t).front();
+  ASSERT_EQ(ln.at(kPrefetch), 1);
+  sources.push_back(row_render(kLnBf16, t, ln));
+  const RowShape short_rows = shape(RowOp::layernorm, DType::bf16, 16384, 1024, true, true);
+  const Params past_l1 = row_complete(short_rows, t, {{kThreads, 128}, {kRowThreads, 32}, {kNoL1, 1}});
+  ASSERT_TRUE(row_valid(short_rows, t, past_l1));
+  sources.push_back(row_render(short_rows, t, past_l1));
+  const RowShape ln_f32 = shape(RowOp::layernorm, DType::f32, 4096, 1024, true, true);
+  const Params deep = row_complete(ln_f32, t, {{kThreads, 256}, {kRowThreads, 32}, {kCache, 8}});
+  ASSERT_TRUE(row_valid(ln_f32, t, deep));
+  sources.push_back(row_render(ln_f32, t, deep));
+  EXPECT_LE(sources.size(), 16u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/false);
 }
 
