@@ -397,34 +397,12 @@ std::optional<Params> stages_x2(const Params& p) {
   out[kStages] = param(p, kStages) == 0 ? 2 : 2 * param(p, kStages);
   return out;
 }
-std::optional<Params> prefetch_on(const Params& p) {
-  if (param(p, kPrefetch) == 1) return std::nullopt;
+// Name set to Value; nullopt where it already is (absent counts as 0).
+template <const char* Name, long long Value>
+std::optional<Params> set_to(const Params& p) {
+  if (param(p, Name) == Value) return std::nullopt;
   Params out = p;
-  out[kPrefetch] = 1;
-  return out;
-}
-std::optional<Params> prefetch_off(const Params& p) {
-  if (param(p, kPrefetch) == 0) return std::nullopt;
-  Params out = p;
-  out[kPrefetch] = 0;
-  return out;
-}
-std::optional<Params> no_l1_on(const Params& p) {
-  if (param(p, kNoL1) == 1) return std::nullopt;
-  Params out = p;
-  out[kNoL1] = 1;
-  return out;
-}
-std::optional<Params> no_l1_off(const Params& p) {
-  if (param(p, kNoL1) == 0) return std::nullopt;
-  Params out = p;
-  out[kNoL1] = 0;
-  return out;
-}
-std::optional<Params> stages_off(const Params& p) {
-  if (param(p, kStages) == 0) return std::nullopt;
-  Params out = p;
-  out[kStages] = 0;
+  out[Name] = Value;
   return out;
 }
 
@@ -443,11 +421,11 @@ const std::vector<RowMove>& row_moves() {
       {"row_cluster_x2", "twice the cluster blocks per row", cluster_x2},
       {"row_cluster_half", "half the cluster blocks per row", cluster_half},
       {"row_ring_x2", "twice the shared-memory ring stages (two from none)", stages_x2},
-      {"row_ring_off", "no shared-memory ring", stages_off},
-      {"row_prefetch_on", "each row group prefetches its next row into L2", prefetch_on},
-      {"row_prefetch_off", "no prefetch of the next row", prefetch_off},
-      {"row_x_past_l1", "x, read once, bypasses L1 (left to the weights)", no_l1_on},
-      {"row_x_through_l1", "x read through L1", no_l1_off},
+      {"row_ring_off", "no shared-memory ring", set_to<kStages, 0>},
+      {"row_prefetch_on", "each row group prefetches its next row into L2", set_to<kPrefetch, 1>},
+      {"row_prefetch_off", "no prefetch of the next row", set_to<kPrefetch, 0>},
+      {"row_x_past_l1", "x, read once, bypasses L1 (left to the weights)", set_to<kNoL1, 1>},
+      {"row_x_through_l1", "x read through L1", set_to<kNoL1, 0>},
   };
   return moves;
 }

@@ -335,21 +335,28 @@ __device__ __forceinline__ void kd_load_tile(const kd_vec* p, int n, kd_vec (&v)
   for (int i = 0; i < KD_CACHE; ++i)
     if (i < n) v[i] = p[i * KD_ROW_THREADS];
 }
+// Loads the first n of this thread's accesses at p (16-byte vectors) with load(address, words).
+template <typename Load>
+__device__ __forceinline__ void kd_load_tile_words(const kd_vec* p, int n, kd_vec (&v)[KD_CACHE], Load load) {
+#pragma unroll
+  for (int i = 0; i < KD_CACHE; ++i)
+    if (i < n) {
+      unsigned w[4];
+      load(p + i * KD_ROW_THREADS, w);
+      memcpy(&v[i], w, sizeof(kd_vec));
+    }
+}
 // A tile of x from global memory, read once. KD_NO_L1: its 16-byte accesses bypass L1, which keeps
 // the weight and bias every row reads again (H200, 16384 x 1024 bf16 layernorm, a warp per row: 21.3
 // -> 19.6 us; but 2-5% slower on softmax and on long rows, so the search decides).
 __device__ __forceinline__ void kd_load_tile_once(const kd_vec* p, int n, kd_vec (&v)[KD_CACHE]) {
 #if KD_NO_L1 && __CUDA_ARCH__ >= 800
   if (sizeof(kd_vec) == 16) {
-#pragma unroll
-    for (int i = 0; i < KD_CACHE; ++i)
-      if (i < n) {
-        unsigned w[4];
-        asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                     : "l"(p + i * KD_ROW_THREADS));
-        memcpy(&v[i], w, sizeof(kd_vec));
-      }
+    kd_load_tile_words(p, n, v, [](const kd_vec* a, unsigned (&w)[4]) {
+      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                   : "l"(a));
+    });
     return;
   }
 #endif
@@ -366,15 +373,11 @@ __device__ __forceinline__ void kd_load_tile_keep(const kd_vec* p, int n, kd_vec
   if (sizeof(kd_vec) == 16) {
     unsigned long long policy;
     asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-#pragma unroll
-    for (int i = 0; i < KD_CACHE; ++i)
-      if (i < n) {
-        unsigned w[4];
-        asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-                     : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                     : "l"(p + i * KD_ROW_THREADS), "l"(policy));
-        memcpy(&v[i], w, sizeof(kd_vec));
-      }
+    kd_load_tile_words(p, n, v, [policy](const kd_vec* a, unsigned (&w)[4]) {
+      asm volatile("ld.global.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                   : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+                   : "l"(a), "l"(policy));
+    });
     return;
   }
 #endif
