@@ -2,9 +2,9 @@
 // x 384 and a 256 x 256 x 384 one, ta=N tb=N, beta = 0) and two kernels behind a
 // `// kdispatch:plan` line of [32, 8] blocks: a correct naive GEMM, one thread per output
 // (tests/gpu/eval/kernels/naive_f32_nn.cu without batch and bias), and one that writes every
-// output as zero (which the gate must fail). Row operators (issue 33): two f32 layernorm shapes and
-// a correct two-pass kd_row_args kernel (a block of 256 threads per row, as
-// tests/gpu/eval/kernels/row_simple.cuh), and one that writes every output as zero.
+// output as zero (which the gate must fail). Row operators (issue 33): two f32 layernorm shapes, the
+// gate's correct layernorm kernel (tests/gpu/eval/kernels/row_layernorm_f32.cu) and one that writes
+// every output as zero.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +20,7 @@
 #include "cuda/device.hpp"
 #include "kdctl_runner.hpp"
 #include "support/temp_dir.hpp"
+#include "test_kernels.hpp"
 
 namespace kd::test {
 
@@ -86,47 +87,11 @@ extern "C" __global__ void kd_main(kd_gemm_args p) {
 inline const std::string kRowShape256 = "layernorm dtype=f32 rows=256 cols=1024 weight=1 bias=1";
 inline const std::string kRowShape128 = "layernorm dtype=f32 rows=128 cols=1024 weight=1 bias=1";
 
-// `plan_line`: a plan of [256, 1, 1] blocks, any grid (the kernels stride over rows by the grid).
-inline std::string layernorm_f32_kernel(std::string_view plan_line) {
-  return std::string(plan_line) + R"(
-#include <kdispatch/rowop.cuh>
-__device__ float kd_block_sum(float v, float* sh) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xFFFFFFFFu, v, o);
-  __syncthreads();
-  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
-  __syncthreads();
-  float t = 0.f;
-  for (int i = 0; i < 8; ++i) t += sh[i];
-  return t;
-}
-extern "C" __global__ void __launch_bounds__(256) kd_main(kd_row_args a) {
-  __shared__ float sh[8];
-  const float* x = (const float*)a.x;
-  const float* w = (const float*)a.weight;
-  const float* b = (const float*)a.bias;
-  float* y = (float*)a.y;
-  const float n = (float)a.cols;
-  for (long long r = blockIdx.x; r < a.rows; r += gridDim.x) {
-    const float* xr = x + r * a.cols;
-    float* yr = y + r * a.cols;
-    float s = 0.f;
-    for (long long c = threadIdx.x; c < a.cols; c += 256) s += xr[c];
-    const float mean = kd_block_sum(s, sh) / n;
-    float q = 0.f;
-    for (long long c = threadIdx.x; c < a.cols; c += 256) q += (xr[c] - mean) * (xr[c] - mean);
-    const float rstd = rsqrtf(kd_block_sum(q, sh) / n + a.eps);
-    for (long long c = threadIdx.x; c < a.cols; c += 256) {
-      float v = (xr[c] - mean) * rstd;
-      if (w != nullptr) v *= w[c];
-      if (b != nullptr) v += b[c];
-      yr[c] = v;
-    }
-    __syncthreads();
-  }
-}
-)";
-}
+// The gate's correct f32 layernorm (tests/gpu/eval/kernels/row_layernorm_f32.cu: a block of 256
+// threads per row, two passes, weight and bias when given), behind its own plan line.
+inline std::string layernorm_f32_kernel() { return std::string(test_kernel("row_layernorm_f32")); }
 
+// `plan_line`: a plan of [256, 1, 1] blocks, any grid (the kernel strides over rows by the grid).
 inline std::string row_zeros_kernel(std::string_view plan_line) {
   return std::string(plan_line) + R"(
 #include <kdispatch/rowop.cuh>

@@ -45,7 +45,7 @@ protected:
     dev_ = query_device(0);
     CacheWriter writer(cache());  // closed before kdctl opens the cache
     writer.commit_record(
-        compiled_record(on_device(kGoodRow, dev_), layernorm_f32_kernel(kRowPlan), dev_.arch, "gpu-kdctl-rows"));
+        compiled_record(on_device(kGoodRow, dev_), layernorm_f32_kernel(), dev_.arch, "gpu-kdctl-rows"));
     writer.commit_record(
         compiled_record(on_device(kBadRow, dev_), row_zeros_kernel(kRowPlan), dev_.arch, "gpu-kdctl-rows"));
   }
@@ -99,7 +99,7 @@ TEST_F(KdctlRowsOnGpu, BenchTimesRowLinesInTheirOwnTable) {
 // validate holds a row key's kernel to kd_row_args (not kd_gemm_args) and names its baseline.
 TEST_F(KdctlRowsOnGpu, ValidateGatesARowKernel) {
   const auto kernel = tmp_.path() / "layernorm.cu";
-  write_text(kernel, layernorm_f32_kernel(kRowPlan));
+  write_text(kernel, layernorm_f32_kernel());
   const KdctlRun r = run_kdctl(tmp_.path(), {"validate", "--key", kGoodRow, "--kernel", kernel.string()});
   std::printf("%s", r.out.c_str());
   EXPECT_TRUE(r.rc == 0 || r.rc == 3) << "correct, faster or not:\n" << r.out << r.err;

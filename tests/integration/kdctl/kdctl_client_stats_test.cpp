@@ -97,6 +97,34 @@ protected:
   }
   // Polls kdctl stats --json until `pred(clients)` holds (5 s at most: reports go out at once on
   // connecting, then every 2 s while counters change).
+  // A forked client process (client_process): `report` reads what it reports, closing `go` lets it
+  // exit; finish_client() does that and returns its wait status.
+  struct Client {
+    pid_t pid = -1;
+    int report = -1, go = -1;
+  };
+  void start_client(Calls calls, Client& c) {
+    int report[2], go[2];
+    ASSERT_EQ(::pipe(report), 0);
+    ASSERT_EQ(::pipe(go), 0);
+    c.pid = ::fork();
+    ASSERT_GE(c.pid, 0);
+    if (c.pid == 0) {
+      ::close(report[0]);
+      ::close(go[1]);
+      client_process(*daemon_, report[1], go[0], calls);
+    }
+    ::close(report[1]);
+    ::close(go[0]);
+    c.report = report[0];
+    c.go = go[1];
+  }
+  static int finish_client(const Client& c) {
+    ::close(c.go);
+    int status = 0;
+    ::waitpid(c.pid, &status, 0);
+    return status;
+  }
   template <class Pred>
   json clients_when(Pred pred) {
     json clients;
@@ -114,26 +142,12 @@ protected:
 };
 
 TEST_F(KdctlClientStats, AClientProcessCountersShowUpLiveThenInTheTotals) {
-  int report[2], go[2];
-  ASSERT_EQ(::pipe(report), 0);
-  ASSERT_EQ(::pipe(go), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(report[0]);
-    ::close(go[1]);
-    client_process(*daemon_, report[1], go[0]);
-  }
-  ::close(report[1]);
-  ::close(go[0]);
-  const auto finish_child = [&] {
-    ::close(go[1]);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    return status;
-  };
-  const auto mine = read_report(report[0]);
-  ::close(report[0]);
+  Client client;
+  ASSERT_NO_FATAL_FAILURE(start_client(Calls::gemm, client));
+  const pid_t child = client.pid;
+  const auto finish_child = [&] { return finish_client(client); };
+  const auto mine = read_report(client.report);
+  ::close(client.report);
   if (!mine) {
     finish_child();
     FAIL() << "the client process reported nothing; daemon log:\n" << daemon_->log();
@@ -195,27 +209,15 @@ TEST_F(KdctlClientStats, AClientProcessCountersShowUpLiveThenInTheTotals) {
 // Issue 33: a row operator's calls (kd_row_lookup) are counted and reported as GEMM calls are, and
 // kdctl stats shows them in the totals.
 TEST_F(KdctlClientStats, RowOperatorCallsAreCountedInTheTotals) {
-  int report[2], go[2];
-  ASSERT_EQ(::pipe(report), 0);
-  ASSERT_EQ(::pipe(go), 0);
-  const pid_t child = ::fork();
-  ASSERT_GE(child, 0);
-  if (child == 0) {
-    ::close(report[0]);
-    ::close(go[1]);
-    client_process(*daemon_, report[1], go[0], Calls::layernorm);
-  }
-  ::close(report[1]);
-  ::close(go[0]);
-  const auto mine = read_report(report[0]);
-  ::close(report[0]);
+  Client client;
+  ASSERT_NO_FATAL_FAILURE(start_client(Calls::layernorm, client));
+  const auto mine = read_report(client.report);
+  ::close(client.report);
   // Live first (its connection is up and its counts reported), then let it exit.
   const json live = clients_when([&](const json& c) {
     return c.value("available", false) && c.at("live").size() == 1 && c.at("live")[0].at("calls") == kCalls;
   });
-  ::close(go[1]);
-  int status = 0;
-  ::waitpid(child, &status, 0);
+  const int status = finish_client(client);
   ASSERT_TRUE(mine.has_value()) << "the client process reported nothing; daemon log:\n" << daemon_->log();
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "client process status " << status;
   EXPECT_EQ(mine->at("hits").get<std::uint64_t>() + mine->at("fallbacks").get<std::uint64_t>(), std::uint64_t{kCalls})

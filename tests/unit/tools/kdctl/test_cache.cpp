@@ -4,6 +4,13 @@
 #include "tree/search_tree.hpp"
 
 namespace kd::test {
+namespace {
+// The Unix time `age` before now, as a record's created_unix_s.
+std::int64_t unix_seconds_ago(std::chrono::seconds age) {
+  const auto now = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  return (now - age).count();
+}
+}  // namespace
 
 std::string bf16_shape(int m) {
   const std::string ms = std::to_string(m);
@@ -34,9 +41,7 @@ Record test_record(const std::string& key_line, std::chrono::seconds age, std::s
   r.nvrtc_version = "13.0";
   r.driver_version = 13000;
   r.cublas_version = 130100;
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::system_clock::now().time_since_epoch());
-  r.created_unix_s = (now - age).count();
+  r.created_unix_s = unix_seconds_ago(age);
   return r;
 }
 
@@ -101,9 +106,7 @@ Record row_verdict_record(const std::string& key_line, std::chrono::seconds age)
   r.proposer = "vendor";
   r.idea = "best correct candidate 30.0 us did not beat the baseline 25.0 us by the margin";
   r.search_version = 1;
-  const auto now = std::chrono::duration_cast<std::chrono::seconds>(
-      std::chrono::system_clock::now().time_since_epoch());
-  r.created_unix_s = (now - age).count();
+  r.created_unix_s = unix_seconds_ago(age);
   return r;
 }
 
