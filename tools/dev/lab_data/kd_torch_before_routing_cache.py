@@ -1,0 +1,194 @@
+"""PyTorch routing: the CUDA kernels of aten::native_layer_norm, aten::_softmax and (where torch has
+it) aten::_fused_rms_norm replaced by kernels that ask kdispatch first (kd_row) and run the original
+kernel on a fallback or on any call they do not cover. See README.md for what is covered.
+
+enable() registers the overrides once per process (torch.library, dispatch key CUDA); disable()
+removes them (torch restores its kernels). stats() counts what the overrides did.
+"""
+import collections
+import threading
+import warnings
+
+import torch
+
+import kdispatch
+
+_ROW_DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
+
+_lock = threading.Lock()
+_library = None
+_counts = collections.Counter()
+_routed = []
+
+
+def stats():
+    """What the overrides did since enable(): "hit", "fallback:<reason>" (kdispatch's reason name),
+    "uncovered:<cause>" (the call went to the original kernel without asking kdispatch)."""
+    return dict(_counts)
+
+
+def routed_ops():
+    """The aten operators enable() routed (empty before enable() or when it registered nothing)."""
+    return list(_routed)
+
+
+def _uncovered(cause):
+    _counts["uncovered:" + cause] += 1
+    return False
+
+
+def _grad_needed(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def _row_dtype(x, *params):
+    """The kdispatch dtype of x when x and every given param are CUDA tensors of that dtype, contiguous."""
+    dtype = _ROW_DTYPES.get(x.dtype)
+    if dtype is None:
+        return _uncovered("dtype")
+    if not x.is_cuda:
+        return _uncovered("device")
+    if not x.is_contiguous():
+        return _uncovered("layout")
+    for p in params:
+        if p is None:
+            continue
+        if p.dtype != x.dtype:
+            return _uncovered("mixed_dtype")
+        if not p.is_contiguous() or p.device != x.device:
+            return _uncovered("layout")
+    return dtype
+
+
+def _run(op, dtype, x, weight, bias, y, rows, cols, eps):
+    """kd_row on the current stream; True when the tuned kernel was launched into y."""
+    if rows < 1 or cols < 1:
+        return _uncovered("empty")
+    desc = kdispatch.row_desc(op, dtype, rows, cols, weight is not None, bias is not None)
+    stream = torch.cuda.current_stream(x.device).cuda_stream
+    rc, reason = kdispatch.row(desc, x.data_ptr(), weight.data_ptr() if weight is not None else 0,
+                               bias.data_ptr() if bias is not None else 0, y.data_ptr(), eps, stream)
+    if rc == kdispatch.KD_SUCCESS:
+        _counts["hit"] += 1
+        return True
+    _counts["fallback:" + (kdispatch.reason_name(reason) if rc == kdispatch.KD_FALLBACK else f"code{rc}")] += 1
+    return False
+
+
+def _leading(shape, trailing):
+    rows = 1
+    for d in shape[:len(shape) - trailing]:
+        rows *= d
+    return rows
+
+
+def _stat_shape(x, normalized_ndim):
+    return list(x.shape[:x.dim() - normalized_ndim]) + [1] * normalized_ndim
+
+
+def _stat_dtype(x):
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
+
+
+def _layer_norm(original):
+    def kernel(keyset, x, normalized_shape, weight, bias, eps):
+        n = len(normalized_shape)
+        if _grad_needed(x, weight, bias):
+            _uncovered("grad")
+        elif n < 1 or n > x.dim() or list(x.shape[x.dim() - n:]) != list(normalized_shape):
+            _uncovered("shape")
+        else:
+            dtype = _row_dtype(x, weight, bias)
+            if dtype:
+                cols = _leading(normalized_shape, 0)
+                y = torch.empty_like(x, memory_format=torch.contiguous_format)
+                if _run("layernorm", dtype, x, weight, bias, y, x.numel() // max(cols, 1), cols, eps):
+                    # Not computed: autograd does not need them here, and layer_norm discards them.
+                    stat = torch.empty(_stat_shape(x, n), dtype=_stat_dtype(x), device=x.device)
+                    return y, stat, torch.empty_like(stat)
+        return original.call_boxed(keyset, x, normalized_shape, weight, bias, eps)
+    return kernel
+
+
+def _softmax(original):
+    def kernel(keyset, x, dim, half_to_float):
+        if half_to_float:
+            _uncovered("half_to_float")
+        elif x.dim() == 0 or dim not in (-1, x.dim() - 1):
+            _uncovered("dim")
+        else:
+            dtype = _row_dtype(x)
+            if dtype:
+                cols = x.shape[-1]
+                y = torch.empty_like(x, memory_format=torch.contiguous_format)
+                if _run("softmax", dtype, x, None, None, y, x.numel() // max(cols, 1), cols, 0.0):
+                    return y
+        return original.call_boxed(keyset, x, dim, half_to_float)
+    return kernel
+
+
+def _rms_norm(original):
+    def kernel(keyset, x, normalized_shape, weight, eps):
+        n = len(normalized_shape)
+        if _grad_needed(x, weight):
+            _uncovered("grad")
+        elif n < 1 or n > x.dim() or list(x.shape[x.dim() - n:]) != list(normalized_shape):
+            _uncovered("shape")
+        else:
+            dtype = _row_dtype(x, weight)
+            if dtype:
+                cols = _leading(normalized_shape, 0)
+                y = torch.empty_like(x, memory_format=torch.contiguous_format)
+                # torch's default eps: the epsilon of the f32 arithmetic of every routed dtype.
+                e = torch.finfo(torch.float32).eps if eps is None else eps
+                if _run("rmsnorm", dtype, x, weight, None, y, x.numel() // max(cols, 1), cols, e):
+                    return y, torch.empty(_stat_shape(x, n), dtype=_stat_dtype(x), device=x.device)
+        return original.call_boxed(keyset, x, normalized_shape, weight, eps)
+    return kernel
+
+
+# (aten operator, its override's factory); an operator this torch lacks is skipped.
+_OVERRIDES = [
+    ("native_layer_norm", _layer_norm),
+    ("_softmax", _softmax),
+    ("_fused_rms_norm", _rms_norm),
+]
+
+
+def enable():
+    """Registers the overrides (once; later calls return the same list). Loads libkdispatch.so
+    first (raises kdispatch.KdispatchLibraryError when it cannot). Returns the routed operators;
+    an operator is skipped, with a warning, when torch cannot give its original CUDA kernel."""
+    global _library
+    with _lock:
+        if _library is not None:
+            return list(_routed)
+        kdispatch.load()
+        get_kernel = getattr(torch.library, "get_kernel", None)
+        if get_kernel is None:
+            warnings.warn("kdispatch.torch: this torch has no torch.library.get_kernel (torch >= 2.9), so the "
+                          "original kernels could not run on a fallback; nothing is routed")
+            return []
+        library = torch.library.Library("aten", "IMPL")
+        for name, factory in _OVERRIDES:
+            if not hasattr(torch.ops.aten, name):
+                continue
+            try:
+                original = get_kernel(f"aten::{name}", "CUDA")
+                library.impl(name, factory(original), "CUDA", with_keyset=True)
+            except Exception as e:  # noqa: BLE001 - any failure leaves torch's own kernel in place
+                warnings.warn(f"kdispatch.torch: aten::{name} not routed: {e}")
+                continue
+            _routed.append(name)
+        _library = library
+        return list(_routed)
+
+
+def disable():
+    """Removes the overrides; torch's own kernels run again."""
+    global _library
+    with _lock:
+        if _library is not None:
+            _library._destroy()
+            _library = None
+            _routed.clear()

@@ -1,0 +1,49 @@
+"""Routing overhead of kdispatch.torch (lab, GPU machine, untested so far): eager fp32 BERT (4 layers,
+32 x 128) and bare softmax / layer_norm calls, plain against routed with an empty cache (every row
+call falls back: no_entry), torch.py before the routing cache ("old", tools/dev/lab_data) against the
+package's ("new"). One mode per process. Run with KDISPATCH_LIB=bundle/lib/libkdispatch.so,
+KD_CACHE_DIR an empty directory and KD_SOCKET a path no daemon serves."""
+import os, subprocess, sys, time, json
+mode = sys.argv[1] if len(sys.argv) > 1 else None
+if mode is None:
+    out = {}
+    for m in ["plain", "old", "new", "plain", "old", "new"]:
+        r = subprocess.run([sys.executable, __file__, m], capture_output=True, text=True)
+        print(m, r.stdout.strip(), r.stderr.strip()[-300:] if r.returncode else "", flush=True)
+    sys.exit(0)
+import torch
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
+if mode == "old":
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lab_data"))
+    import kd_torch_before_routing_cache as kt
+    kt.enable()
+elif mode == "new":
+    import kdispatch.torch as kt
+    kt.enable()
+dev = torch.device("cuda")
+from transformers import BertConfig, BertModel
+cfg = BertConfig(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16, intermediate_size=4096,
+                 attn_implementation="eager")
+model = BertModel(cfg).to(dev).eval()
+ids = torch.randint(0, cfg.vocab_size, (32, 128), device=dev)
+x = torch.randn(65536, 128, device=dev)
+h = torch.randn(4096, 1024, device=dev)
+ln = torch.nn.LayerNorm(1024).to(dev)
+res = {}
+with torch.no_grad():
+    for name, fn, n in [("bert_ms", lambda: model(input_ids=ids).last_hidden_state, 20),
+                        ("softmax_us", lambda: torch.softmax(x, -1), 400),
+                        ("layernorm_us", lambda: ln(h), 400)]:
+        for _ in range(5): fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(n): fn()
+        host = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        wall = time.perf_counter() - t0
+        scale = 1e3 if name.endswith("ms") else 1e6
+        res[name] = round(wall / n * scale, 2)
+        res[name.replace("_ms", "").replace("_us", "") + "_host_us"] = round(host / n * 1e6, 1)
+if mode in ("old", "new"):
+    res["stats"] = kt.stats()
+print(json.dumps(res))
