@@ -87,17 +87,19 @@ def _run(op, dtype, x, weight, bias, rows, cols, eps):
     if rows < 1 or cols < 1:
         _uncovered("empty")
         return None
-    key = (op, dtype, rows, cols, weight is not None, bias is not None)
+    shape = (op, dtype, rows, cols, weight is not None, bias is not None)
+    device = x.get_device()
+    key = (device,) + shape  # records are per GPU model: an answer holds for its device only
     skip = _skip.get(key)
     if skip is not None and skip[0] > 0:
         skip[0] -= 1
         _counts[skip[1]] += 1
         return None
-    desc = _descs.get(key)
+    desc = _descs.get(shape)
     if desc is None:
-        desc = _descs[key] = kdispatch.row_desc(*key)
+        desc = _descs[shape] = kdispatch.row_desc(*shape)
     if _raw_stream is not None:
-        stream = _raw_stream(x.get_device())
+        stream = _raw_stream(device)
     else:
         stream = torch.cuda.current_stream(x.device).cuda_stream
     y = torch.empty_like(x, memory_format=torch.contiguous_format)
