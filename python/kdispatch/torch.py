@@ -2,10 +2,13 @@
 it) aten::_fused_rms_norm replaced by kernels that ask kdispatch first (kd_row) and run the original
 kernel on a fallback or on any call they do not cover. See README.md for what is covered.
 
-enable() registers the overrides once per process (torch.library, dispatch key CUDA); disable()
+enable() registers the overrides once per process (dispatch key CUDA): native C++ ones
+(_torch_native.cpp, built once against this torch and cached; see _native.py) when they build,
+else Python ones (torch.library), which cost 15-20 us of host time per routed call. disable()
 removes them (torch restores its kernels). stats() counts what the overrides did.
 """
 import collections
+import os
 import threading
 import warnings
 
@@ -16,7 +19,9 @@ import kdispatch
 _ROW_DTYPES = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 
 _lock = threading.Lock()
-_library = None
+_library = None  # the Python overrides' torch.library.Library while they are registered
+_native = None  # the native overrides (_native.Native) once loaded
+_native_on = False
 _counts = collections.Counter()
 _routed = []
 
@@ -36,10 +41,21 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 
 def stats():
-    """What the overrides did since enable(): "hit", "fallback:<reason>" (kdispatch's reason name;
-    no_entry and vendor_chosen answers also count the calls that reused them), "uncovered:<cause>"
-    (the call went to the original kernel without asking kdispatch)."""
-    return dict(_counts)
+    """What the overrides did since the process enabled them: "hit", "fallback:<reason>"
+    (kdispatch's reason name; for the Python overrides, no_entry and vendor_chosen answers also
+    count the calls that reused them), "uncovered:<cause>" (the call went to the original kernel
+    without asking kdispatch)."""
+    out = collections.Counter(_counts)
+    if _native is not None:
+        out.update(_native.counts())
+    return dict(out)
+
+
+def mode():
+    """"native" (the C++ overrides), "python" (the torch.library ones), or None (not enabled)."""
+    if _native_on:
+        return "native"
+    return "python" if _library is not None else None
 
 
 def routed_ops():
@@ -197,15 +213,36 @@ _OVERRIDES = [
 ]
 
 
-def enable():
+def enable(native=None):
     """Registers the overrides (once; later calls return the same list). Loads libkdispatch.so
-    first (raises kdispatch.KdispatchLibraryError when it cannot). Returns the routed operators;
-    an operator is skipped, with a warning, when torch cannot give its original CUDA kernel."""
-    global _library
+    first (raises kdispatch.KdispatchLibraryError when it cannot). Returns the routed operators.
+
+    native: None (the default) registers the native overrides, building them on first use, and
+    falls back to the Python ones with a warning that names the cause when they cannot be built;
+    True raises kdispatch._native.NativeBuildError instead; False registers the Python ones. The
+    environment variable KD_TORCH_NATIVE=0 makes the default False. An operator is skipped, with
+    a warning, when torch cannot give its original CUDA kernel."""
+    global _library, _native, _native_on
     with _lock:
-        if _library is not None:
+        if _native_on or _library is not None:
             return list(_routed)
         kdispatch.load()
+        if native is None:
+            native = None if os.environ.get("KD_TORCH_NATIVE", "1") != "0" else False
+        if native is not False:
+            from . import _native as native_mod
+            try:
+                if _native is None:
+                    _native = native_mod.Native(torch, verbose=os.environ.get("KD_TORCH_NATIVE_VERBOSE") == "1")
+                _routed[:] = _native.enable()
+                _native_on = True
+                return list(_routed)
+            except native_mod.NativeBuildError as e:
+                if native:
+                    raise
+                warnings.warn(f"kdispatch.torch: the native overrides are unavailable ({e}); using the Python "
+                              "ones, which add 15-20 us of host time per routed call (set KD_TORCH_NATIVE=0 to "
+                              "choose them without this warning)")
         get_kernel = getattr(torch.library, "get_kernel", None)
         if get_kernel is None:
             warnings.warn("kdispatch.torch: this torch has no torch.library.get_kernel (torch >= 2.9), so the "
@@ -228,9 +265,12 @@ def enable():
 
 def disable():
     """Removes the overrides; torch's own kernels run again."""
-    global _library
+    global _library, _native_on
     with _lock:
+        if _native_on:
+            _native.disable()
+            _native_on = False
         if _library is not None:
             _library._destroy()
             _library = None
-            _routed.clear()
+        _routed.clear()
