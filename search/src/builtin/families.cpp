@@ -45,20 +45,31 @@ long long bulk_scratch(const GemmKey& key, const Params& p) {
 long long bulk_stage(const GemmKey& key, const Params& p) {
   return param(p, "KD_ROWS") * (param(p, "KD_KC") * static_cast<long long>(dtype_bytes(key.a)) + kBulkRowPad);
 }
+// B's columns in shared memory with KD_BSMEM: n rows of k elements plus the row pad.
+long long bulk_b_bytes(const GemmKey& key, const Params& p) {
+  return param(p, "KD_BSMEM") ? key.n * (key.k * static_cast<long long>(dtype_bytes(key.b)) + kBulkRowPad) : 0;
+}
+// Whether B fits one mbarrier transaction (tx counts stop below 2^20) and leaves two stages.
+bool bulk_b_fits(const GemmKey& key, const Target& t, const Params& p) {
+  const long long cps = std::max(1LL, param(p, "KD_CTAS_PER_SM"));
+  return key.n * key.k * dtype_bytes(key.b) < (1LL << 20) &&
+         bulk_b_bytes(key, p) + 2 * bulk_stage(key, p) + bulk_scratch(key, p) + 1024 <= t.smem_optin_bytes / cps;
+}
 // Fills KD_STAGES (as deep as the shared memory of KD_CTAS_PER_SM blocks allows, at most 6) and KD_NT.
 Params bulk_complete(const GemmKey& key, const Target& t, Params p) {
   const long long cps = std::max(1LL, param(p, "KD_CTAS_PER_SM"));
-  const long long budget = t.smem_optin_bytes / cps - 1024 - bulk_scratch(key, p);
-  p["KD_STAGES"] = std::min(6LL, budget / std::max(1LL, bulk_stage(key, p)));
   p["KD_NT"] = ceil_div(key.n, 8);
+  const long long budget = t.smem_optin_bytes / cps - 1024 - bulk_scratch(key, p) - bulk_b_bytes(key, p);
+  p["KD_STAGES"] = std::min(6LL, budget / std::max(1LL, bulk_stage(key, p)));
   return p;
 }
 std::optional<std::string> bulk_rejects(const GemmKey& key) { return rejects_linear_layout(key, 32); }
 std::vector<Params> bulk_seeds(const GemmKey& key, const Target& t) {
   std::vector<Params> out;
-  auto add = [&](long long rows, long long kc, long long warps, long long cps) {
-    out.push_back(bulk_complete(key, t, {{"KD_ROWS", rows}, {"KD_KC", kc}, {"KD_WARPS", warps},
-                                         {"KD_CTAS_PER_SM", cps}}));
+  auto add = [&](long long rows, long long kc, long long warps, long long cps, long long bsmem = 0) {
+    Params p{{"KD_ROWS", rows}, {"KD_KC", kc}, {"KD_WARPS", warps}, {"KD_CTAS_PER_SM", cps}};
+    if (bsmem) p["KD_BSMEM"] = 1;  // absent means 0, as in the kernel
+    if (bsmem == 0 || bulk_b_fits(key, t, p)) out.push_back(bulk_complete(key, t, p));
   };
   if (key.a == DType::f32) {
     add(32, 512, 8, 1);
@@ -70,6 +81,9 @@ std::vector<Params> bulk_seeds(const GemmKey& key, const Target& t) {
   } else {
     add(32, 512, 4, 2);
     add(32, 1024, 8, 1);
+    // B held in shared memory (session 27, H100 lab, cold L2: 128256 x 16 x 4096 at 98% of the copy
+    // bandwidth against 95% re-reading B, cuBLAS 91%); two 1024-wide stages beside it.
+    add(16, 1024, 8, 1, 1);
   }
   return out;
 }
@@ -79,7 +93,9 @@ bool bulk_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (rows % 16 || rows < 16 || rows > 64 || kc % 32 || kc < 128 || kc > 4096) return false;
   if (warps < 1 || warps > 16 || stages < 2 || stages > 6 || cps < 1 || cps > 4) return false;
   if (param(p, "KD_NT") != ceil_div(key.n, 8)) return false;
-  return stages * bulk_stage(key, p) + bulk_scratch(key, p) + 1024 <= t.smem_optin_bytes / cps;
+  const long long bsmem = param(p, "KD_BSMEM");
+  if (bsmem < 0 || bsmem > 1 || (bsmem && !bulk_b_fits(key, t, p))) return false;
+  return stages * bulk_stage(key, p) + bulk_scratch(key, p) + bulk_b_bytes(key, p) + 1024 <= t.smem_optin_bytes / cps;
 }
 LaunchPlan bulk_plan(const GemmKey& key, const Target& t, const Params& p) {
   const long long blocks = ceil_div(key.m, param(p, "KD_ROWS"));
@@ -87,7 +103,7 @@ LaunchPlan bulk_plan(const GemmKey& key, const Target& t, const Params& p) {
   s.entry = "kd_skinny_bulk";
   s.grid = {u32(std::min(blocks, t.sms * param(p, "KD_CTAS_PER_SM"))), 1, u32(key.batch)};
   s.block = {u32(32 * (param(p, "KD_WARPS") + 1)), 1, 1};
-  s.smem_bytes = u32(param(p, "KD_STAGES") * bulk_stage(key, p) + bulk_scratch(key, p));
+  s.smem_bytes = u32(param(p, "KD_STAGES") * bulk_stage(key, p) + bulk_scratch(key, p) + bulk_b_bytes(key, p));
   return LaunchPlan{{s}, 0};
 }
 

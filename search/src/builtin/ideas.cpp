@@ -33,6 +33,14 @@ std::string bulk_rows_half(const GemmKey& key, const Target& t, const Params& p)
                      param(p, kRows) / 2, ceil_div(key.m, param(p, kRows) / 2),
                      ceil_div(key.m, param(p, kRows)), t.sms);
 }
+std::string bulk_bsmem_on(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("copy B's {} columns into shared memory once per block: each of the {}-row blocks "
+                     "re-reads {} KB of B from L2 today", key.n, param(p, kRows),
+                     key.n * key.k * dtype_bytes(key.b) / 1024);
+}
+std::string bulk_bsmem_off(const GemmKey&, const Target&, const Params&) {
+  return "read B from L2 again: its shared memory goes back to a deeper ring of A stages";
+}
 std::string bulk_warps_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("double the consumer warps to {}: more shared-memory load bandwidth per stage",
                      2 * param(p, kWarps));
@@ -143,6 +151,8 @@ const IdeaMove kIdeas[] = {
     {"skinny_bulk", "bulk.warps_half", bulk_warps_half, scale_param<kWarps, 1, 2, 1, 16>},
     {"skinny_bulk", "bulk.ctas_two", bulk_ctas_two, scale_param<kCtasPerSm, 2, 1, 1, 2>},
     {"skinny_bulk", "bulk.ctas_one", bulk_ctas_one, scale_param<kCtasPerSm, 1, 2, 1, 2>},
+    {"skinny_bulk", "bulk.bsmem_on", bulk_bsmem_on, step_param<kBsmem, 1, 0, 1>},
+    {"skinny_bulk", "bulk.bsmem_off", bulk_bsmem_off, step_param<kBsmem, -1, 0, 1>},
     {"skinny_mma", "mma.unroll_double", mma_unroll_double, scale_param<kUnroll, 2, 1, 1, 8>},
     {"skinny_mma", "mma.unroll_half", mma_unroll_half, scale_param<kUnroll, 1, 2, 1, 8>},
     {"skinny_mma", "mma.splitk_double", mma_splitk_double, scale_param<kWarpsK, 2, 1, 1, 16>},

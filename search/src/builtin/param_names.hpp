@@ -36,6 +36,7 @@ inline constexpr char kKc[] = "KD_KC";
 inline constexpr char kRows[] = "KD_ROWS";
 inline constexpr char kWarps[] = "KD_WARPS";
 inline constexpr char kCtasPerSm[] = "KD_CTAS_PER_SM";
+inline constexpr char kBsmem[] = "KD_BSMEM";
 inline constexpr char kUnroll[] = "KD_UNROLL";
 inline constexpr char kWarpsK[] = "KD_WARPS_K";
 // Every family.

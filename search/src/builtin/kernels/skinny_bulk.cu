@@ -15,8 +15,12 @@
 //   KD_IN_T, KD_OUT_T as skinny_mma   KD_ROWS rows per block (16, 32, 64)   KD_NT n8 tiles (1..4)
 //   KD_KC k elements per stage (multiple of 32)   KD_STAGES ring depth (2..6)
 //   KD_WARPS consumer warps (1..16)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_BSMEM 0|1: B's n columns copied once per CTA into shared memory (rows of k elements + 64
+//     bytes) and read from there, instead of every row block reading them again from L2: at
+//     n = 16 those rereads are half as many bytes as A itself. n * k elements below 2^20 bytes.
 // Plan: grid = [min(row blocks, SMs * ctas per SM), 1, batch], block = [32 * (KD_WARPS + 1)],
-//   smem = KD_STAGES * KD_ROWS * (KD_KC * 2 + 64) + reduction scratch (see kd_skinny_bulk_smem).
+//   smem = KD_STAGES * KD_ROWS * (KD_KC * 2 + 64) + reduction scratch (+ n * (k * 2 + 64) with
+//   KD_BSMEM); see bulk_plan in families.cpp.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -31,6 +35,9 @@
 #define KD_WARPS 8
 #define KD_BETA_ZERO 1
 #define KD_BIAS 0
+#endif
+#ifndef KD_BSMEM
+#define KD_BSMEM 0
 #endif
 
 #define KD_MT (KD_ROWS / 16)
@@ -103,6 +110,13 @@ kd_skinny_bulk(kd_gemm_args args) {
   __shared__ unsigned long long full_bar[KD_STAGES], empty_bar[KD_STAGES];
   constexpr int kVals = KD_MT * KD_NT * 4;
   float* scratch = reinterpret_cast<float*>(smem + KD_STAGES * KD_STAGE_BYTES);  // [KD_WARPS][kVals][32]
+#if KD_BSMEM
+  __shared__ unsigned long long b_bar;
+  // B's columns after the scratch, each k elements and 64 bytes of padding (a quarter-warp's eight
+  // 16-byte loads from eight columns then hit distinct banks, as A's padded rows do).
+  unsigned char* b_smem = reinterpret_cast<unsigned char*>(scratch + KD_WARPS * kVals * 32);
+  const long long b_row_bytes = args.k * KD_ELEM + 64;
+#endif
 
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
@@ -119,6 +133,9 @@ kd_skinny_bulk(kd_gemm_args args) {
       kd_mbar_init(&full_bar[s], 1);
       kd_mbar_init(&empty_bar[s], KD_WARPS);
     }
+#if KD_BSMEM
+    kd_mbar_init(&b_bar, 1);
+#endif
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -126,6 +143,13 @@ kd_skinny_bulk(kd_gemm_args args) {
   if (warp == KD_WARPS) {
     // Producer: one lane streams every stage this CTA will consume, in consumption order.
     if (lane == 0) {
+#if KD_BSMEM
+      // All of B first. Copying it a k chunk at a time beside A's first stages, each chunk with
+      // its barrier, was no faster at KD_KC = 1024 and 25-30% slower at 512 (session 27, H100).
+      kd_mbar_expect_tx(&b_bar, static_cast<unsigned>(n * k * KD_ELEM));
+      for (long long c = 0; c < n; ++c)
+        kd_bulk_copy(b_smem + c * b_row_bytes, B + c * args.ldb, static_cast<unsigned>(k * KD_ELEM), &b_bar);
+#endif
       long long seq = 0;
       for (long long rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
         const long long row0 = rb * KD_ROWS;
@@ -147,6 +171,9 @@ kd_skinny_bulk(kd_gemm_args args) {
 
   // Consumers.
   const int quad = lane & 3, group = lane >> 2;
+#if KD_BSMEM
+  kd_mbar_wait(&b_bar, 0);
+#endif
   long long seq = 0;
   for (long long rb = blockIdx.x; rb < row_blocks; rb += gridDim.x) {
     float acc[KD_MT][KD_NT][4];
@@ -178,8 +205,14 @@ kd_skinny_bulk(kd_gemm_args args) {
 #pragma unroll
         for (int nt = 0; nt < KD_NT; ++nt) {
           const long long col = nt * 8 + group;
+#if KD_BSMEM
+          const uint4 b = (in_k && col < n)
+                              ? *reinterpret_cast<const uint4*>(b_smem + col * b_row_bytes + (k0 + kk) * KD_ELEM)
+                              : make_uint4(0, 0, 0, 0);
+#else
           const uint4 b = (in_k && col < n) ? __ldg(reinterpret_cast<const uint4*>(B + col * args.ldb + k0 + kk))
                                             : make_uint4(0, 0, 0, 0);
+#endif
 #pragma unroll
           for (int mt = 0; mt < KD_MT; ++mt)
             kd_mma_chunk(acc[mt][nt], av[mt][0], av[mt][1], b, static_cast<KD_IN_T*>(nullptr));

@@ -98,6 +98,40 @@ TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {
   EXPECT_FALSE(find_family("simt_tiled")->rejects(nn).has_value());
 }
 
+// KD_BSMEM keeps B's columns in shared memory beside the ring: seeded for 16-bit n > 8 keys whose B
+// fits with two stages, never where it cannot (k = 14336 at n = 16 is 459 KB), and the plan's
+// shared memory counts it. The seed compiles and passes the contract checks.
+TEST(BuiltinFamilies, SkinnyBulkHoldsBInSharedMemoryOnlyWhereItFits) {
+  const Target t;
+  const Family* bulk = find_family("skinny_bulk");
+  const GemmKey up = std::get<GemmKey>(parse_key("linear dtype=bf16 tokens=16 in=4096 out=28672"));
+  const GemmKey down = std::get<GemmKey>(parse_key("linear dtype=bf16 tokens=16 in=14336 out=4096"));
+  std::optional<Params> held;
+  for (const Params& raw : bulk->seeds(up, t))
+    if (raw.count("KD_BSMEM") && raw.at("KD_BSMEM") == 1) held = bulk->complete(up, t, raw);
+  ASSERT_TRUE(held.has_value());
+  ASSERT_TRUE(bulk->valid(up, t, *held));
+  EXPECT_GE(held->at("KD_STAGES"), 2);
+  const LaunchSpec s = bulk->plan(up, t, *held).launches.front();
+  const long long b_bytes = 16 * (4096 * 2 + 64);
+  EXPECT_GE(s.smem_bytes, b_bytes + held->at("KD_STAGES") * held->at("KD_ROWS") * (held->at("KD_KC") * 2 + 64));
+  EXPECT_LE(s.smem_bytes + 1024, t.smem_optin_bytes);
+
+  for (const Params& raw : bulk->seeds(down, t)) {
+    EXPECT_FALSE(raw.count("KD_BSMEM") && raw.at("KD_BSMEM") != 0) << "B of 14336 x 16 cannot fit";
+    Params on = bulk->complete(down, t, raw);
+    on["KD_BSMEM"] = 1;
+    EXPECT_FALSE(bulk->valid(down, t, bulk->complete(down, t, on)));
+  }
+
+  const std::string source = render(*bulk, up, t, *held);
+  const auto plan = std::get<LaunchPlan>(parse_plan_from_source(source));
+  const search::CompileOutput out = search::compile_cuda({.source = source, .name = "bsmem.cu", .arch = t.arch});
+  ASSERT_EQ(out.status, search::CompileStatus::ok) << out.log;
+  const auto rejection = search::check_compiled(plan, out.ptx, out.cubin, t.arch);
+  EXPECT_FALSE(rejection) << (rejection ? rejection->message : "");
+}
+
 TEST(IdeaCatalogue, MovesStayValidAndChangeTheParameters) {
   const Target t;
   int applied = 0;
