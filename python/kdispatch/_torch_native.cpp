@@ -16,6 +16,7 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/native_layer_norm_cuda_dispatch.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
 #include <torch/library.h>
 
 #if __has_include(<ATen/ops/_fused_rms_norm_cuda_dispatch.h>)
@@ -244,6 +245,15 @@ std::tuple<at::Tensor, at::Tensor> rms_norm(const at::Tensor& x, at::IntArrayRef
 }
 #endif
 
+// Drops the dispatcher's "Overriding a previously registered kernel" warning while the overrides
+// register (replacing torch's CUDA kernels is what enable() asks for); passes every other warning on.
+struct QuietOverride final : c10::WarningHandler {
+  c10::WarningHandler* next = c10::WarningUtils::get_warning_handler();
+  void process(const c10::Warning& w) override {
+    if (w.msg().find("Overriding a previously registered kernel") == std::string::npos) next->process(w);
+  }
+};
+
 void copy_error(const char* what, char* err, size_t err_len) {
   if (err == nullptr || err_len == 0) return;
   std::strncpy(err, what, err_len - 1);
@@ -259,6 +269,8 @@ extern "C" int kd_torch_native_enable(const kd_torch_native_api* api, char* rout
   try {
     g_library.reset();
     g_api = *api;
+    QuietOverride quiet;
+    c10::WarningUtils::WarningHandlerGuard guard(&quiet);
     auto lib = std::make_unique<torch::Library>(torch::Library::IMPL, "aten", c10::DispatchKey::CUDA, __FILE__,
                                                 __LINE__);
     std::string names = "native_layer_norm,_softmax";

@@ -254,7 +254,9 @@ def enable(native=None):
                 continue
             try:
                 original = get_kernel(f"aten::{name}", "CUDA")
-                library.impl(name, factory(original), "CUDA", with_keyset=True)
+                with warnings.catch_warnings():  # replacing torch's CUDA kernel is the point
+                    warnings.filterwarnings("ignore", message="(?s).*Overriding a previously registered kernel")
+                    library.impl(name, factory(original), "CUDA", with_keyset=True)
             except Exception as e:  # noqa: BLE001 - any failure leaves torch's own kernel in place
                 warnings.warn(f"kdispatch.torch: aten::{name} not routed: {e}")
                 continue

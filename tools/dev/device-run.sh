@@ -3,7 +3,7 @@
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
 #         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu search-duty
-#         e2e-variable e2e-train
+#         e2e-variable e2e-train e2e-rows torch-overrides
 # multi-gpu-prewarm: kdctl prewarm of a shape list on one GPU, then on every GPU, timed, with a
 # worker killed mid-way (tools/dev/device-multi-gpu.sh; KD_MG_* budgets). remote-gpu: two daemons
 # sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*). search-duty: an
@@ -18,7 +18,8 @@
 # ms per step both ways, loss and gradients compared; KD_E2E_* budgets, KD_E2E_TRAIN_ARGS (extra script options).
 # e2e-rows: issue 33's workloads (tests/e2e/rows_e2e.py): BERT and a bf16 decode loop with layer norm, softmax and
 # RMSNorm routed through python/'s kdispatch.torch on top of the shim, against the shim alone and plain torch;
-# KD_E2E_* budgets.
+# KD_E2E_* budgets. torch-overrides: tests/e2e/torch_overrides_check.py (kdispatch.torch's uncovered calls and
+# fallbacks against torch's own kernels, both override modes).
 # tma-gate: the wg_tma trial family's seeds through the validation gate (GpuEvalBuiltin), with times.
 # KDISPATCH_TRIAL_FAMILIES=wg_tma in the environment lets fullfile's daemon seed the trial family.
 # fullfile: a real kdispatchd tunes tools/shapes/llama3-8b.txt (issue 6's file; fullfile:SHAPES another
@@ -167,6 +168,12 @@ for stage in "$@"; do
         --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-rows.log" 2>&1
       summary+=("e2e-rows rc=$? in $(( $(date +%s) - t0 )) s")
       kill "$dpid"; wait "$dpid" 2>/dev/null
+      ;;
+    torch-overrides)
+      # kdispatch.torch's C++ and Python overrides against torch's kernels: every uncovered call and
+      # fallback gives torch's exact result and is counted (tests/e2e/torch_overrides_check.py).
+      KDISPATCH_LIB="$bundle/lib/libkdispatch.so" python3 tests/e2e/torch_overrides_check.py >"$logs/torch-overrides.log" 2>&1
+      summary+=("torch-overrides rc=$?: $(grep -c '^PASS' "$logs/torch-overrides.log") checks passed, $(grep -c '^FAIL' "$logs/torch-overrides.log") failed")
       ;;
     e2e-train)
       e2e_daemon e2e-train --search-duty-cycle 1
