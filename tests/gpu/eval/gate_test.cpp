@@ -600,6 +600,33 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
   expect_no_restarts();
 }
 
+// skinny_bulk with B's columns held in shared memory (KD_BSMEM, session 27): the seed of a decode
+// shape, a ragged f16 strided batch with bias and beta != 0 whose k is not a multiple of the chunk
+// (n = 13: the second n8 tile half past n), and 9 bf16 columns into an f32 C, through the whole gate.
+TEST_F(GpuEvalBuiltin, SkinnyBulkBInSharedMemoryPassesTheGate) {
+  const builtin::Family* f = builtin::find_family("skinny_bulk");
+  ASSERT_NE(f, nullptr);
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=28672 n=16 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f16 b=f16 c=f16 compute=f32 ta=T tb=N m=1000 n=13 k=1000 lda=1000 ldb=1000 ldc=1000 batch=2 "
+           "stride_a=1000000 stride_b=13000 stride_c=13000 epilogue=bias beta0=0",
+           "gemm a=bf16 b=bf16 c=f32 compute=f32 ta=T tb=N m=3000 n=9 k=2048 lda=2048 ldb=2048 ldc=3000 batch=1 "
+           "epilogue=none beta0=1"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f->rejects(key).has_value()) << line;
+    builtin::Params p = f->complete(key, t, {{"KD_ROWS", 16}, {"KD_KC", 1024}, {"KD_WARPS", 8},
+                                             {"KD_CTAS_PER_SM", 1}, {"KD_BSMEM", 1}});
+    ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
+    ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "skinny_bulk bsmem", line, p));
+    ++evaluated;
+  }
+  EXPECT_EQ(evaluated, 3);
+  expect_no_restarts();
+}
+
 // wg_tiled's m64n32 tiles (17-47 columns: decode batches and token buckets above 16 in f32): every
 // seed through the whole gate, with its time against cuBLAS: a Linear layer at 32 tokens, a ragged 24,
 // and a strided batch of ta = N with bias and beta at 40 columns (two column tiles).
