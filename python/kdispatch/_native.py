@@ -122,7 +122,6 @@ class Native:
         api = _Api(addr(lib.kd_row_lookup), addr(lib.kd_row_launch), addr(lib.kd_gemm_release), KD_SUCCESS,
                    KD_FALLBACK, (ctypes.c_int * 3)(*(ROW_OPS[o] for o in ("rmsnorm", "layernorm", "softmax"))),
                    (ctypes.c_int * 3)(*(DTYPES[d] for d in ("f16", "bf16", "f32"))))
-        self._api = api  # the library copies it; kept for clarity of ownership
         routed = ctypes.create_string_buffer(256)
         err = ctypes.create_string_buffer(1024)
         if self._so.kd_torch_native_enable(ctypes.byref(api), routed, len(routed), err, len(err)) != 0:
