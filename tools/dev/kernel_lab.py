@@ -12,12 +12,17 @@ wgmma); "err_floor" (default
 1e-6) added to 2x cuBLAS's norm error. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
 "workspace": bytes of device workspace handed in the args (not zeroed, poisoned once). A launch with
-"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it."""
+"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it.
+
+--serving adds the gate's serving regime (design.md, "Timing"): R back-to-back calls captured in one
+CUDA graph, each on its own copy of A (the copies together at least 3x the L2), per-call time =
+replay time / R, for the variant, cuBLAS and a streaming read of the same bytes (`strm`)."""
 import ctypes, json, os, subprocess, sys, tempfile, concurrent.futures as cf
 import torch
 
 src, cfg_path = sys.argv[1], sys.argv[2]
 out_dir = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else tempfile.mkdtemp()
+serving = "--serving" in sys.argv
 here = os.path.dirname(os.path.abspath(__file__))
 inc = os.path.join(here, "../../libdispatch/include")
 cfg = json.load(open(cfg_path))
@@ -50,7 +55,8 @@ def load(cubin, entry):
     mod = ctypes.c_void_p(); fn = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), data), "load " + cubin)
     ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, entry.encode()), "get " + entry)
-    ck(cu.cuFuncSetAttribute(fn, 8, 232448 - 1024), "smem opt-in")  # MAX_DYNAMIC_SHARED_SIZE_BYTES
+    # MAX_DYNAMIC_SHARED_SIZE_BYTES; refused for some kernels that use none (then nothing to opt into).
+    cu.cuFuncSetAttribute(fn, 8, 232448 - 1024)
     return fn
 
 class LaunchAttr(ctypes.Structure):  # CUlaunchAttribute: id, 4 bytes of padding, a 64-byte value union
@@ -91,6 +97,53 @@ bw_us = timed(lambda: big2.copy_(big), 10)
 bw = 2 * (1 << 30) / (bw_us * 1e-6)
 print(f"copy bandwidth {bw/1e12:.2f} TB/s", flush=True)
 
+# The serving regime: calls(stream) issues R calls, each on its own weight copy; captured once.
+def graph_time(calls, reps=7):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        calls(s.cuda_stream)  # warm-up outside the capture (cuBLAS heuristics, module loads)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g, stream=s):
+        n = calls(s.cuda_stream)
+    g.replay(); torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record(); g.replay(); b.record(); b.synchronize()
+        ts.append(a.elapsed_time(b) * 1000 / n)
+    ts.sort()
+    return ts[len(ts) // 2]
+
+STREAM_SRC = r"""
+extern "C" __global__ void kd_stream_read(const uint4* p, long long n16, unsigned* sink) {
+  unsigned acc = 0;
+  const long long step = (long long)gridDim.x * blockDim.x;
+  long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+  for (; i + 3 * step < n16; i += 4 * step) {
+    uint4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+                   : "=r"(v[j].x), "=r"(v[j].y), "=r"(v[j].z), "=r"(v[j].w) : "l"(p + i + j * step));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < n16; i += step) { uint4 v = p[i]; acc ^= v.x ^ v.y ^ v.z ^ v.w; }
+  if (acc == 0x9e3779b9u) sink[0] = acc;
+}
+"""
+stream_fn = None
+if serving:
+    with open(os.path.join(out_dir, "stream_read.cu"), "w") as f:
+        f.write(STREAM_SRC)
+    subprocess.run(["nvcc", "-arch=sm_90", "-cubin", "-o", os.path.join(out_dir, "stream_read.cubin"),
+                    os.path.join(out_dir, "stream_read.cu")], check=True)
+    stream_fn = load(os.path.join(out_dir, "stream_read.cubin"), "kd_stream_read")
+    sms = torch.cuda.get_device_properties(dev).multi_processor_count
+    l2 = torch.cuda.get_device_properties(dev).L2_cache_size
+
 DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 rows = []
 for case in cfg["cases"]:
@@ -115,6 +168,28 @@ for case in cfg["cases"]:
     ref = (X.double() @ Wop.double())                                # n x m == C^T (C is m x n col-major)
     out = torch.empty(n, m, device=dev, dtype=dt)
     base = timed(lambda: torch.mm(X, Wop, out=out))
+    if serving:
+        wbytes = W.numel() * W.element_size()
+        copies = max(2, -(-3 * l2 // wbytes))
+        Ws = [W] + [W.clone() for _ in range(copies - 1)]
+        reps = copies * max(1, -(-24 // copies))
+        Wops = [w.t() if ta == "T" else w for w in Ws]
+        def mm_calls(stream):
+            for i in range(reps):
+                torch.mm(X, Wops[i % copies], out=out)
+            return reps
+        base_srv = graph_time(mm_calls)
+        sink = torch.zeros(1, dtype=torch.int32, device=dev)
+        def stream_calls(stream):
+            for i in range(reps):
+                p = (ctypes.c_void_p * 1)(Ws[i % copies].data_ptr())
+                n16 = ctypes.c_longlong(wbytes // 16); sp = ctypes.c_void_p(sink.data_ptr())
+                params = (ctypes.c_void_p * 3)(ctypes.addressof(p), ctypes.addressof(n16), ctypes.addressof(sp))
+                ck(cu.cuLaunchKernel(stream_fn, sms * 4, 1, 1, 512, 1, 1, 0, ctypes.c_void_p(stream), params, None), "stream")
+            return reps
+        strm = graph_time(stream_calls)
+        print(f"{case['dtype']} {m}x{n}x{k}: serving cuBLAS {base_srv:.2f} us ({strm / base_srv * 100:.0f}% strm), "
+              f"streaming read {strm:.2f} us, {copies} copies x {reps // copies}", flush=True)
     err_base = ((out.double() - ref).norm() / ref.norm()).item()
     maxrel_base = ((out.double() - ref).abs().max() / ref.abs().max()).item()
     floor = case.get("err_floor", 1e-6)
@@ -138,14 +213,31 @@ for case in cfg["cases"]:
         maxrel = ((out.double() - ref).abs().max() / ref.abs().max()).item()
         ok = err == err and err <= 2 * err_base + floor and (floor >= 1e-6 or maxrel <= 2 * maxrel_base + floor)
         t = timed(run)
+        srv, t_rank = "", t
+        if serving:
+            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, k, m, 0, 0, 0, 1, 1.0, 0.0, 0)
+                       for w in Ws]
+            def var_calls(stream, fns=fns, launches=launches, argsets=argsets):
+                for i in range(reps):
+                    for j, (f, l) in enumerate(zip(fns, launches)):
+                        launch(f, l["grid"], l["block"], l.get("smem", 0), argsets[i % copies], stream,
+                               l.get("pdl", False) or (j == 0 and var.get("pdl_first", False)))
+                return reps
+            ts_ = graph_time(var_calls)
+            srv = f" | serving {ts_:.2f}us vs cublas {base_srv:.2f}us x{base_srv/ts_:.3f} {strm/ts_*100:.0f}%strm"
+            t_rank = ts_
         shown = {kk: vv for kk, vv in var.items() if kk not in ("launches",)}
         print(f"{name} {shown} err={err:.2e} (cublas {err_base:.2e}) maxrel={maxrel:.2e} (cublas {maxrel_base:.2e}) {t:.1f}us vs cublas {base:.1f}us "
-              f"x{base/t:.2f} {nbytes/(t*1e-6)/bw*100:.0f}%bw {2*m*n*k/(t*1e-6)/1e12:.1f}TFLOP/s {'OK' if ok else 'WRONG'}", flush=True)
-        if ok and (best is None or t < best[0]):
-            best = (t, shown)
+              f"x{base/t:.2f} {nbytes/(t*1e-6)/bw*100:.0f}%bw {2*m*n*k/(t*1e-6)/1e12:.1f}TFLOP/s {'OK' if ok else 'WRONG'}{srv}", flush=True)
+        if ok and (best is None or t_rank < best[0]):
+            best = (t_rank, shown)
     if best:
-        rows.append((case["dtype"], m, n, k, base, best[0], base / best[0], nbytes / (best[0] * 1e-6) / bw * 100,
-                     nbytes / (base * 1e-6) / bw * 100, best[1]))
-print("\ndtype  m      n   k      cublas_us  best_us  speedup  %bw(best)  %bw(cublas)  config")
+        # Serving: ranked by the serving time, with cuBLAS's serving time and % of the streaming read.
+        b0, ref = (base_srv, nbytes / (strm * 1e-6)) if serving else (base, bw)
+        rows.append((case["dtype"], m, n, k, b0, best[0], b0 / best[0], nbytes / (best[0] * 1e-6) / ref * 100,
+                     nbytes / (b0 * 1e-6) / ref * 100, best[1]))
+unit = "%strm" if serving else "%bw"
+print(f"\n{'serving regime' if serving else 'isolated, cold L2'}")
+print(f"dtype  m      n   k      cublas_us  best_us  speedup  {unit}(best)  {unit}(cublas)  config")
 for r in rows:
-    print(f"{r[0]:5s} {r[1]:6d} {r[2]:3d} {r[3]:6d} {r[4]:9.1f} {r[5]:8.1f} {r[6]:7.2f}x {r[7]:8.0f}% {r[8]:10.0f}%  {r[9]}")
+    print(f"{r[0]:5s} {r[1]:6d} {r[2]:3d} {r[3]:6d} {r[4]:9.2f} {r[5]:8.2f} {r[6]:7.3f}x {r[7]:8.0f}% {r[8]:10.0f}%  {r[9]}")
