@@ -107,6 +107,41 @@ LaunchPlan bulk_plan(const GemmKey& key, const Target& t, const Params& p) {
   return LaunchPlan{{s}, 0};
 }
 
+// ---- simt_gemv --------------------------------------------------------------------------------
+// At most four columns of B: each element of A costs KD_NMAX fmaf plus its conversion, and past
+// four the CUDA cores, not HBM, would set the pace.
+constexpr long long kGemvMaxN = 4;
+std::optional<std::string> gemv_rejects(const GemmKey& key) { return rejects_linear_layout(key, kGemvMaxN); }
+// Session 28, H100 lab in the serving regime: k split over 4 warps with 2 loads in flight per lane
+// led every n = 1 shape (14336x1x4096 bf16 at 93% of a streaming read, 1.06x cuBLAS; f32 at 97%,
+// 1.10x; 4096x1x14336 bf16 1.11x); whole rows per warp kept too few loads in flight for small m.
+// KD_NMAX is the key's n (a range key's largest), fixed at seeding, so one record serves every n
+// of a range.
+std::vector<Params> gemv_seeds(const GemmKey& key, const Target&) {
+  auto seed = [&](long long warps, long long ksplit, long long unroll) {
+    return Params{{"KD_WARPS", warps}, {"KD_KSPLIT", ksplit}, {"KD_RPW", 1}, {"KD_UNROLL", unroll},
+                  {"KD_NMAX", std::max<long long>(1, key.n)}};
+  };
+  return {seed(8, 4, 2), seed(4, 4, 2), seed(8, 2, 2), seed(16, 4, 2), seed(8, 1, 2)};
+}
+Params gemv_complete(const GemmKey&, const Target&, Params p) { return p; }
+bool gemv_valid(const GemmKey& key, const Target&, const Params& p) {
+  const long long warps = param(p, "KD_WARPS"), ksplit = param(p, "KD_KSPLIT"), rpw = param(p, "KD_RPW");
+  const long long unroll = param(p, "KD_UNROLL"), nmax = param(p, "KD_NMAX");
+  if (warps < 1 || warps > 16 || ksplit < 1 || ksplit > 8 || warps % ksplit) return false;
+  if (rpw < 1 || rpw > 2 || unroll < 1 || unroll > 16 || rpw * unroll > 16) return false;
+  return key.n >= 1 && key.n <= nmax && nmax <= kGemvMaxN;
+}
+LaunchPlan gemv_plan(const GemmKey& key, const Target&, const Params& p) {
+  const long long rows_per_cta = param(p, "KD_WARPS") / param(p, "KD_KSPLIT") * param(p, "KD_RPW");
+  LaunchSpec s;
+  s.entry = "kd_simt_gemv";
+  // One CTA per row group: the grid-wide row loop runs once unless m passes the grid's x limit.
+  s.grid = {u32(std::min(ceil_div(key.m, rows_per_cta), 0x7fffffffLL)), 1, u32(key.batch)};
+  s.block = {u32(32 * param(p, "KD_WARPS")), 1, 1};
+  return LaunchPlan{{s}, 0};
+}
+
 // ---- skinny_mma -------------------------------------------------------------------------------
 std::optional<std::string> mma_rejects(const GemmKey& key) {
   if (key.a == DType::f32) return "f16/bf16 inputs only (f32 goes to skinny_bulk's 3xTF32)";
@@ -164,6 +199,7 @@ Params mma_complete(const GemmKey& key, const Target&, Params p) {
 Params simt_complete(const GemmKey&, const Target&, Params p) { return p; }
 
 const Family kFamilies[] = {
+    {"simt_gemv", "kd_simt_gemv", {}, gemv_rejects, gemv_seeds, gemv_complete, gemv_valid, gemv_plan, false, true},
     {"skinny_bulk", "kd_skinny_bulk", {}, bulk_rejects, bulk_seeds, bulk_complete, bulk_valid, bulk_plan,
      false, true},
     {"skinny_mma", "kd_skinny_mma", {}, mma_rejects, mma_seeds, mma_complete, mma_valid, mma_plan, false, true},
@@ -172,17 +208,19 @@ const Family kFamilies[] = {
 };
 
 // Row order is seed order, and seeds are evaluated in order: a round that reaches the wall-time
-// budget leaves the rest unevaluated. The tensor-core families come first (on large shapes one
-// evaluation of a scalar seed costs what several of theirs do); wg_tiled needs sm_90 and rejects
+// budget leaves the rest unevaluated. simt_gemv comes first, then the tensor-core families (on large
+// shapes one evaluation of a scalar seed costs what several of theirs do); wg_tiled needs sm_90 and rejects
 // what it cannot serve, so elsewhere tc_tiled leads. wg_tma (a trial, see Family::trial) leads the 16-bit
 // keys it serves when enabled.
 std::vector<Family> with_sources() {
-  // These rows carry their sources.
-  std::vector<Family> out = {wg_tma_family(), wg_tiled_family(), tc_tiled_family()};
-  for (const Family& f : kFamilies) {
-    out.push_back(f);
-    out.back().source = embedded_kernel(std::string(f.name) + ".cu");
-  }
+  auto embedded = [](Family f) {
+    f.source = embedded_kernel(std::string(f.name) + ".cu");
+    return f;
+  };
+  // simt_gemv leads the keys it serves (n <= 4), where it streamed A fastest (session 28), and
+  // rejects the others at once. These three rows carry their sources.
+  std::vector<Family> out = {embedded(kFamilies[0]), wg_tma_family(), wg_tiled_family(), tc_tiled_family()};
+  for (std::size_t i = 1; i < std::size(kFamilies); ++i) out.push_back(embedded(kFamilies[i]));
   return out;
 }
 

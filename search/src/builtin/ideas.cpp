@@ -72,6 +72,28 @@ std::string mma_splitk_half(const GemmKey&, const Target&, const Params& p) {
 std::string mma_mt_double(const GemmKey&, const Target&, const Params&) {
   return "two m16 tiles per warp: each B fragment feeds twice the rows";
 }
+std::string gemv_ksplit_double(const GemmKey& key, const Target&, const Params& p) {
+  return fmt::format("split each row's k over {} warps: more loads in flight for {} rows", 2 * param(p, kKsplit),
+                     key.m);
+}
+std::string gemv_ksplit_half(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("split each row's k over {} warps: fewer shared-memory sums per row", param(p, kKsplit) / 2);
+}
+std::string gemv_unroll_double(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("{} loads in flight per lane: more bytes per warp before its first use", 2 * param(p, kUnroll));
+}
+std::string gemv_unroll_half(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("{} loads in flight per lane: fewer registers, more resident warps", param(p, kUnroll) / 2);
+}
+std::string gemv_warps_double(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("{} warps per block: fewer, larger blocks", 2 * param(p, kWarps));
+}
+std::string gemv_warps_half(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("{} warps per block: finer blocks for the last wave", param(p, kWarps) / 2);
+}
+std::string gemv_rpw_two(const GemmKey&, const Target&, const Params&) {
+  return "two rows per warp: each load of B feeds both rows";
+}
 std::string simt_bk_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("double BK to {} to halve the barriers per output tile", 2 * param(p, kBk));
 }
@@ -135,6 +157,7 @@ std::optional<Params> pdl_off(const GemmKey&, const Target&, const Params& p) {
 }
 // Ids are per family: implement() finds a move by its id alone.
 const IdeaMove kPdlIdeas[] = {
+    {"simt_gemv", "gemv.pdl_on", pdl_on_text, pdl_on},     {"simt_gemv", "gemv.pdl_off", pdl_off_text, pdl_off},
     {"skinny_bulk", "bulk.pdl_on", pdl_on_text, pdl_on},   {"skinny_bulk", "bulk.pdl_off", pdl_off_text, pdl_off},
     {"skinny_mma", "mma.pdl_on", pdl_on_text, pdl_on},     {"skinny_mma", "mma.pdl_off", pdl_off_text, pdl_off},
     {"simt_tiled", "simt.pdl_on", pdl_on_text, pdl_on},    {"simt_tiled", "simt.pdl_off", pdl_off_text, pdl_off},
@@ -143,6 +166,13 @@ const IdeaMove kPdlIdeas[] = {
 };
 
 const IdeaMove kIdeas[] = {
+    {"simt_gemv", "gemv.ksplit_double", gemv_ksplit_double, scale_param<kKsplit, 2, 1, 1, 8>},
+    {"simt_gemv", "gemv.ksplit_half", gemv_ksplit_half, scale_param<kKsplit, 1, 2, 1, 8>},
+    {"simt_gemv", "gemv.unroll_double", gemv_unroll_double, scale_param<kUnroll, 2, 1, 1, 16>},
+    {"simt_gemv", "gemv.unroll_half", gemv_unroll_half, scale_param<kUnroll, 1, 2, 1, 16>},
+    {"simt_gemv", "gemv.warps_double", gemv_warps_double, scale_param<kWarps, 2, 1, 1, 16>},
+    {"simt_gemv", "gemv.warps_half", gemv_warps_half, scale_param<kWarps, 1, 2, 1, 16>},
+    {"simt_gemv", "gemv.rpw_two", gemv_rpw_two, scale_param<kRpw, 2, 1, 1, 2>},
     {"skinny_bulk", "bulk.kc_double", bulk_kc_double, scale_param<kKc, 2, 1, 128, 4096>},
     {"skinny_bulk", "bulk.kc_half", bulk_kc_half, scale_param<kKc, 1, 2, 128, 4096>},
     {"skinny_bulk", "bulk.rows_double", bulk_rows_double, scale_param<kRows, 2, 1, 16, 64>},

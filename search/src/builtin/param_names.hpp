@@ -39,6 +39,9 @@ inline constexpr char kCtasPerSm[] = "KD_CTAS_PER_SM";
 inline constexpr char kBsmem[] = "KD_BSMEM";
 inline constexpr char kUnroll[] = "KD_UNROLL";
 inline constexpr char kWarpsK[] = "KD_WARPS_K";
+inline constexpr char kKsplit[] = "KD_KSPLIT";
+inline constexpr char kRpw[] = "KD_RPW";
+inline constexpr char kNmax[] = "KD_NMAX";
 // Every family.
 inline constexpr char kPdl[] = "KD_PDL";
 

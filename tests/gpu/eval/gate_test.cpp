@@ -627,6 +627,46 @@ TEST_F(GpuEvalBuiltin, SkinnyBulkBInSharedMemoryPassesTheGate) {
   expect_no_restarts();
 }
 
+// simt_gemv (session 28): every seed of a bf16 decode shape and of a strict f32 one through the
+// whole gate, then a ragged f16 strided batch of 3 columns with bias and beta != 0 (k not a multiple
+// of a warp's load span, m not a multiple of the rows per block) and 2 bf16 columns into an f32 C,
+// each with k split over 4 warps.
+TEST_F(GpuEvalBuiltin, SimtGemvPassesTheGate) {
+  const builtin::Family* f = builtin::find_family("simt_gemv");
+  ASSERT_NE(f, nullptr);
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=14336 n=1 k=4096 lda=4096 ldb=4096 ldc=14336 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=1 k=14336 lda=14336 ldb=14336 ldc=4096 batch=1 "
+           "epilogue=none beta0=1"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f->rejects(key).has_value()) << line;
+    for (const builtin::Params& raw : f->seeds(key, t)) {
+      const builtin::Params p = f->complete(key, t, raw);
+      ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "simt_gemv seed", line, p));
+      ++evaluated;
+    }
+  }
+  for (const char* line : {
+           "gemm a=f16 b=f16 c=f16 compute=f32 ta=T tb=N m=1001 n=3 k=1000 lda=1000 ldb=1000 ldc=1001 batch=2 "
+           "stride_a=1001000 stride_b=3000 stride_c=3003 epilogue=bias beta0=0",
+           "gemm a=bf16 b=bf16 c=f32 compute=f32 ta=T tb=N m=3000 n=2 k=2056 lda=2056 ldb=2056 ldc=3000 batch=1 "
+           "epilogue=none beta0=1"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f->rejects(key).has_value()) << line;
+    const builtin::Params p = f->complete(
+        key, t, {{"KD_WARPS", 8}, {"KD_KSPLIT", 4}, {"KD_RPW", 2}, {"KD_UNROLL", 2}, {"KD_NMAX", 4}});
+    ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
+    ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "simt_gemv k split", line, p));
+    ++evaluated;
+  }
+  EXPECT_EQ(evaluated, 12);
+  expect_no_restarts();
+}
+
 // wg_tiled's m64n32 tiles (17-47 columns: decode batches and token buckets above 16 in f32): every
 // seed through the whole gate, with its time against cuBLAS: a Linear layer at 32 tokens, a ragged 24,
 // and a strided batch of ta = N with bias and beta at 40 columns (two column tiles).

@@ -85,7 +85,8 @@ TEST(BuiltinFamilies, DependentFirstLaunchSeedsPassTheCompiledContractChecks) {
   }
   std::set<std::string> covered;
   for (const auto& [family, key] : first_key) covered.insert(family);
-  EXPECT_EQ(covered, (std::set<std::string>{"skinny_bulk", "skinny_mma", "simt_tiled", "tc_tiled", "wg_tiled"}));
+  EXPECT_EQ(covered,
+            (std::set<std::string>{"simt_gemv", "skinny_bulk", "skinny_mma", "simt_tiled", "tc_tiled", "wg_tiled"}));
 }
 
 TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {
@@ -101,6 +102,47 @@ TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {
 // KD_BSMEM keeps B's columns in shared memory beside the ring: seeded for 16-bit n > 8 keys whose B
 // fits with two stages, never where it cannot (k = 14336 at n = 16 is 459 KB), and the plan's
 // shared memory counts it. The seed compiles and passes the contract checks.
+// simt_gemv serves the linear layout up to 4 columns; its seeds split k over warps and its plan
+// gives each CTA KD_WARPS / KD_KSPLIT rows.
+TEST(BuiltinFamilies, SimtGemvServesFourColumnsAtMostAndSplitsK) {
+  const Family* f = find_family("simt_gemv");
+  ASSERT_NE(f, nullptr);
+  const Target t;
+  auto key_of = [](const char* line) { return std::get<GemmKey>(parse_key(line)); };
+  const GemmKey decode = key_of(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=14336 n=1 k=4096 lda=4096 ldb=4096 ldc=14336 batch=1 "
+      "epilogue=none beta0=1");
+  ASSERT_FALSE(f->rejects(decode).has_value());
+  const auto seeds = f->seeds(decode, t);
+  ASSERT_FALSE(seeds.empty());
+  const Params first = f->complete(decode, t, seeds.front());
+  EXPECT_TRUE(f->valid(decode, t, first));
+  EXPECT_EQ(first.at("KD_KSPLIT"), 4);
+  EXPECT_EQ(first.at("KD_NMAX"), 1);
+  const LaunchPlan plan = f->plan(decode, t, first);
+  ASSERT_EQ(plan.launches.size(), 1u);
+  EXPECT_EQ(plan.launches[0].grid[0], static_cast<std::uint32_t>(14336 / (first.at("KD_WARPS") / 4)));
+  EXPECT_EQ(plan.launches[0].block[0], static_cast<std::uint32_t>(32 * first.at("KD_WARPS")));
+
+  const auto five = f->rejects(key_of(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=5 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+      "epilogue=none beta0=1"));
+  ASSERT_TRUE(five.has_value());
+  EXPECT_NE(five->find("not skinny"), std::string::npos);
+  EXPECT_TRUE(f->rejects(key_of("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=1 k=4096 lda=4096 ldb=4096 "
+                                "ldc=4096 batch=1 epilogue=none beta0=1"))
+                  .has_value());
+
+  Params odd = first;
+  odd["KD_KSPLIT"] = 3;  // must divide the warps
+  EXPECT_FALSE(f->valid(decode, t, odd));
+  const GemmKey four = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+      "epilogue=none beta0=1");
+  EXPECT_FALSE(f->valid(four, t, first)) << "KD_NMAX 1 cannot serve n = 4";
+  EXPECT_EQ(f->complete(four, t, f->seeds(four, t).front()).at("KD_NMAX"), 4);
+}
+
 TEST(BuiltinFamilies, SkinnyBulkHoldsBInSharedMemoryOnlyWhereItFits) {
   const Target t;
   const Family* bulk = find_family("skinny_bulk");
