@@ -115,12 +115,12 @@ std::optional<std::string> gemv_rejects(const GemmKey& key) { return rejects_lin
 // Session 28, H100 lab in the serving regime: k split over 4 warps with 2 loads in flight per lane
 // led every n = 1 shape (14336x1x4096 bf16 at 93% of a streaming read, 1.06x cuBLAS; f32 at 97%,
 // 1.10x; 4096x1x14336 bf16 1.11x); whole rows per warp kept too few loads in flight for small m.
-// KD_NMAX is the key's n (a range key's largest), fixed at seeding, so one record serves every n
-// of a range.
+// KD_NMAX is the key's n (a range key's last), fixed at seeding, so one record serves every n of a
+// range (the default buckets 2 and 3..4).
 std::vector<Params> gemv_seeds(const GemmKey& key, const Target&) {
   auto seed = [&](long long warps, long long ksplit, long long unroll) {
     return Params{{"KD_WARPS", warps}, {"KD_KSPLIT", ksplit}, {"KD_RPW", 1}, {"KD_UNROLL", unroll},
-                  {"KD_NMAX", std::max<long long>(1, key.n)}};
+                  {"KD_NMAX", std::max<long long>(1, key.n_last())}};
   };
   return {seed(8, 4, 2), seed(4, 4, 2), seed(8, 2, 2), seed(16, 4, 2), seed(8, 1, 2)};
 }

@@ -135,6 +135,24 @@ TEST(RangeCandidateDecode, Bf16RangesAreServedByTcTiledWgTmaAndSimt) {
   expect_refused(hi, "skinny_mma", "is not skinny", high);
 }
 
+// The default bucket 3..4: simt_gemv's seeds fix KD_NMAX at the range's last n, so each serves the
+// whole range, in bf16 and strict f32, with the same plan at every n; so do the range search's own
+// seeds, which see the range key itself.
+TEST(RangeCandidateDecode, SimtGemvServesTheThreeToFourBucket) {
+  for (const char* dtype : {"bf16", "f32"}) {
+    const GemmKey range = decode_range(dtype, "3..4");
+    expect_all_serve(serving(range), "simt_gemv", range);
+    const builtin::Family& f = *builtin::find_family("simt_gemv");
+    const auto seeds = f.seeds(range, kH100);
+    ASSERT_FALSE(seeds.empty());
+    for (const builtin::Params& raw : seeds) {
+      const builtin::Params p = f.complete(range, kH100, raw);
+      EXPECT_EQ(p.at("KD_NMAX"), 4) << dtype;
+      EXPECT_TRUE(std::holds_alternative<RangeCandidate>(range_candidate(f, range, kH100, p))) << dtype;
+    }
+  }
+}
+
 TEST(RangeCandidateDecode, WgTiledServesAWholeRangeWithOneColumnOfTiles) {
   const GemmKey range = decode_range("f32", "17..32");
   const builtin::Family& f = *builtin::find_family("wg_tiled");
