@@ -84,6 +84,26 @@ def build_model(torch, layers, max_batch, max_len, seed, dtype_name):
     return step
 
 
+def capture_step(torch, step, tok_buf, pos_buf):
+    """One decode step captured in a CUDA graph: (graph, its logits buffer).
+
+    Warms up before capturing, as servers do (vLLM's dummy runs, torch.compile's warm-up
+    iterations): kdispatch loads a tuned kernel on its background thread after the first call that
+    misses it, and a capture takes whatever is loaded when it runs."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(8):
+            step(tok_buf, pos_buf)
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    time.sleep(0.1)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        logits_buf = step(tok_buf, pos_buf)
+    return graph, logits_buf
+
+
 def decode(torch, step, batch, steps, mode, seed):
     """Greedy decode from fixed first tokens; returns (tokens/s, first logits, tokens)."""
     dev = torch.device("cuda")
@@ -92,20 +112,7 @@ def decode(torch, step, batch, steps, mode, seed):
     tok_buf = tok.clone()
     pos_buf = torch.zeros(1, dtype=torch.long, device=dev)
     if mode == "graph":
-        # Warm up before capturing, as servers do (vLLM's dummy runs, torch.compile's warm-up
-        # iterations): kdispatch loads a tuned kernel on its background thread after the first call
-        # that misses it, and a capture takes whatever is loaded when it runs.
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(8):
-                step(tok_buf, pos_buf)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        time.sleep(0.1)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            logits_buf = step(tok_buf, pos_buf)
+        graph, logits_buf = capture_step(torch, step, tok_buf, pos_buf)
 
         def run_step():
             graph.replay()

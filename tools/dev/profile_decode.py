@@ -14,7 +14,6 @@ import argparse
 import json
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -42,17 +41,7 @@ def main():
     tok = torch.zeros(args.batch, dtype=torch.long, device=dev)
     pos = torch.zeros(1, dtype=torch.long, device=dev)
     with torch.no_grad():
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(8):
-                step(tok, pos)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        time.sleep(0.2)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            step(tok, pos)
+        graph, _ = model.capture_step(torch, step, tok, pos)
         for _ in range(10):
             graph.replay()
         torch.cuda.synchronize()
