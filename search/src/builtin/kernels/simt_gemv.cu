@@ -1,26 +1,27 @@
 // Family simt_gemv: C = alpha * A^T B (+ beta C) (+ bias) for ta=T tb=N, f16/bf16/f32 inputs, f32
 // accumulate on CUDA cores (fmaf), n <= KD_NMAX <= 4. Decode GEMMs at one to four tokens read A,
-// the weight, once and do almost no arithmetic, so the kernel is a streaming read first:
-//  - each warp owns KD_RPW whole rows of op(A) at a time (rows are contiguous: lda runs along k) and
-//    its lanes read them 16 bytes apart, so one load instruction covers 512 contiguous bytes, the
-//    pattern a plain streaming read uses; warps take rows round robin over the grid;
-//  - KD_UNROLL loads per row are issued before the first use, so a lane keeps KD_UNROLL * KD_RPW
-//    16-byte loads in flight; A bypasses L1 (read once), B's columns are read through it (every
-//    warp reads all of them);
-//  - each lane sums its k slice with fmaf, the warp reduces with shuffles, lane 0 writes.
-// The mma families (skinny_mma, skinny_bulk) stage A through shared memory or read it 64 bytes per
-// row per instruction; at n = 1 that cost them 6-12% of a streaming read's rate (docs/kernel-notes.md,
-// session 28). f32 stays strict: plain fp32 products and sums, no tensor cores.
+// the weight, once and do almost no arithmetic, so the kernel is shaped like a streaming read:
+//  - a CTA owns KD_WARPS / KD_KSPLIT slots of KD_RPW rows of op(A) (rows are contiguous: lda runs
+//    along k); the KD_KSPLIT warps of a slot share each row's k range, and a warp's lanes read it 16
+//    bytes apart, so one load instruction covers 512 contiguous bytes;
+//  - KD_UNROLL loads per row are issued before the first use (a lane keeps KD_UNROLL * KD_RPW 16-byte
+//    loads in flight); A bypasses L1 (read once), B's columns are read through it;
+//  - each lane sums its k slice with fmaf, the warp reduces with shuffles, the k split through
+//    shared memory; one CTA per row group, many small CTAs at full occupancy, no persistence.
+// The mma families (skinny_bulk: one persistent CTA per SM and a deep bulk-copy ring; skinny_mma:
+// deep unrolls over 16-row blocks) streamed the same weights at 85-88% of a plain read in the
+// serving regime where this shape of work reaches 93-100% (docs/kernel-notes.md, session 28).
+// f32 stays strict: plain fp32 products and sums, no tensor cores.
 // Requires k, lda and ldb multiples of 16/sizeof(element) and 16-byte aligned A and B.
 //
 // Named parameters:
 //   KD_IN_T, KD_OUT_T as skinny_mma   KD_NMAX columns of B handled (1..4, n <= KD_NMAX)
 //   KD_WARPS warps per CTA (1..16)    KD_RPW rows per warp at a time (1, 2)
 //   KD_UNROLL 16-byte loads per row in flight per lane (1..16)   KD_BETA_ZERO 0|1   KD_BIAS 0|1
-//   KD_KSPLIT warps sharing a row's k range, summed through shared memory (1..8, divides KD_WARPS):
-//     keeps enough loads in flight when m alone gives too few warps (4096 x 1 x 14336)
-// Plan: grid = [min(ceil(m / (KD_WARPS / KD_KSPLIT * KD_RPW)), SMs * KD_CTAS_PER_SM), 1, batch],
-//   block = [32 * KD_WARPS]; see gemv_plan in families.cpp.
+//   KD_KSPLIT warps sharing a row's k range (1..8, divides KD_WARPS): more loads in flight per row,
+//     which every measured shape preferred (4 warps, 2 loads each)
+// Plan: grid = [ceil(m / (KD_WARPS / KD_KSPLIT * KD_RPW)) (at most 2^31 - 1; the rows then loop), 1,
+//   batch], block = [32 * KD_WARPS]; see gemv_plan in families.cpp.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
