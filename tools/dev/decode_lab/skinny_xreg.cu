@@ -9,7 +9,8 @@
 //    k = slice + 8 * lane (8 loads of 512 contiguous bytes per warp), writes them to a warp-private
 //    shared-memory tile and reads back the m16n8k16 B fragments (8 rows as the mma's N, the tokens
 //    as its M): lane (g, t) takes row g at chunks 4q + t, q = 0..7, the k permutation skinny_mma uses;
-//  - the warps' partial sums meet once, at the end, in shared memory.
+//  - the warps' partial sums meet once, at the end, in shared memory;
+//  - KD_PIPE (default 1) issues the next octet's loads as soon as this octet's rows are in the tile.
 // Plan: grid = [ceil(m / (8 * KD_OCTETS)), 1, batch], block = [32 * KD_WARPS],
 //   smem = KD_WARPS * 8 * 528 (the tiles) + KD_WARPS * KD_OCTETS * 512 (the running sums).
 #include <kdispatch/gemm.cuh>
@@ -23,6 +24,9 @@
 #define KD_OCTETS 4
 #define KD_BETA_ZERO 1
 #define KD_BIAS 0
+#endif
+#ifndef KD_PIPE
+#define KD_PIPE 1  // the next octet's loads issued before this octet's mmas
 #endif
 
 #include "../../../search/src/builtin/kernels/c_epilogue.cuh"
@@ -73,20 +77,25 @@ kd_skinny_xreg(kd_gemm_args args) {
       xb[q] = (kk < k && g + 8 < n) ? __ldg(reinterpret_cast<const uint4*>(B + (g + 8) * args.ldb + kk)) : zero;
     }
     const long long kl = s0 + 8 * lane;  // this lane's chunk of every row
-#pragma unroll 1
-    for (int o = 0; o < KD_OCTETS; ++o) {
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      uint4 w[8];
+    uint4 w[8];
+    auto load_octet = [&](int o) {
 #pragma unroll
       for (int j = 0; j < 8; ++j) {
         long long r = row0 + 8 * o + j;
         r = r < m ? r : m - 1;
         w[j] = kl < k ? kd_load_stream(A + r * args.lda + kl) : zero;
       }
+    };
+    load_octet(0);
+#pragma unroll 1
+    for (int o = 0; o < KD_OCTETS; ++o) {
       __syncwarp();  // the previous octet's fragment reads are done
 #pragma unroll
       for (int j = 0; j < 8; ++j) *reinterpret_cast<uint4*>(tile + j * KD_TILE_ROW + lane * 16) = w[j];
       __syncwarp();
+      // KD_PIPE: w is in the tile now, so the next octet's loads can fly during this one's mmas.
+      if (KD_PIPE && o + 1 < KD_OCTETS) load_octet(o + 1);
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
       for (int q = 0; q < 8; ++q) {
         const uint4 b = *reinterpret_cast<const uint4*>(tile + g * KD_TILE_ROW + (4 * q + t) * 16);
@@ -95,6 +104,7 @@ kd_skinny_xreg(kd_gemm_args args) {
       }
 #pragma unroll
       for (int i = 0; i < 4; ++i) red[((warp * KD_OCTETS + o) * 4 + i) * 32 + lane] += acc[i];
+      if (!KD_PIPE && o + 1 < KD_OCTETS) load_octet(o + 1);
     }
   }
 
