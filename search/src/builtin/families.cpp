@@ -124,7 +124,6 @@ std::vector<Params> gemv_seeds(const GemmKey& key, const Target&) {
   };
   return {seed(8, 4, 2), seed(4, 4, 2), seed(8, 2, 2), seed(16, 4, 2), seed(8, 1, 2)};
 }
-Params gemv_complete(const GemmKey&, const Target&, Params p) { return p; }
 bool gemv_valid(const GemmKey& key, const Target&, const Params& p) {
   const long long warps = param(p, "KD_WARPS"), ksplit = param(p, "KD_KSPLIT"), rpw = param(p, "KD_RPW");
   const long long unroll = param(p, "KD_UNROLL"), nmax = param(p, "KD_NMAX");
@@ -196,14 +195,15 @@ Params mma_complete(const GemmKey& key, const Target&, Params p) {
   p["KD_NT"] = ceil_div(key.n, 8);
   return p;
 }
-Params simt_complete(const GemmKey&, const Target&, Params p) { return p; }
+// For the families whose parameters are all chosen (nothing derived from the others).
+Params nothing_derived(const GemmKey&, const Target&, Params p) { return p; }
 
 const Family kFamilies[] = {
-    {"simt_gemv", "kd_simt_gemv", {}, gemv_rejects, gemv_seeds, gemv_complete, gemv_valid, gemv_plan, false, true},
+    {"simt_gemv", "kd_simt_gemv", {}, gemv_rejects, gemv_seeds, nothing_derived, gemv_valid, gemv_plan, false, true},
     {"skinny_bulk", "kd_skinny_bulk", {}, bulk_rejects, bulk_seeds, bulk_complete, bulk_valid, bulk_plan,
      false, true},
     {"skinny_mma", "kd_skinny_mma", {}, mma_rejects, mma_seeds, mma_complete, mma_valid, mma_plan, false, true},
-    {"simt_tiled", "kd_simt_tiled", {}, simt_rejects, simt_seeds, simt_complete, simt_valid, simt_plan, false,
+    {"simt_tiled", "kd_simt_tiled", {}, simt_rejects, simt_seeds, nothing_derived, simt_valid, simt_plan, false,
      true},
 };
 

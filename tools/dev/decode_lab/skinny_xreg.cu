@@ -31,15 +31,10 @@
 
 #include "../../../search/src/builtin/kernels/c_epilogue.cuh"
 #include "../../../search/src/builtin/kernels/mma_m16n8k16.cuh"
+#include "../../../search/src/builtin/kernels/load_stream.cuh"
 
 #define KD_TILE_ROW 528  // 512 bytes of a row's slice + 16: lanes reading 8 rows hit distinct banks
 
-__device__ __forceinline__ uint4 kd_load_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
 
 extern "C" __global__ void __launch_bounds__(32 * KD_WARPS, 1)
 kd_skinny_xreg(kd_gemm_args args) {

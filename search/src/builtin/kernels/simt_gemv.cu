@@ -41,14 +41,7 @@
 #define KD_VEC (16 / (int)sizeof(KD_IN_T))  // elements per 16-byte load
 
 #include "c_epilogue.cuh"
-
-// A is streamed exactly once: keep it out of L1.
-__device__ __forceinline__ uint4 kd_load_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
+#include "load_stream.cuh"
 
 // 16 bytes of elements as floats (8 for 16-bit types, 4 for f32).
 __device__ __forceinline__ void kd_unpack(uint4 v, float (&f)[8], __nv_bfloat16*) {

@@ -32,14 +32,8 @@
 
 #include "c_epilogue.cuh"
 #include "mma_m16n8k16.cuh"
+#include "load_stream.cuh"
 
-// A is streamed exactly once: keep it out of L1.
-__device__ __forceinline__ uint4 kd_load_stream(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
-  return v;
-}
 __device__ __forceinline__ uint4 kd_load_reuse(const void* p) {
   return __ldg(static_cast<const uint4*>(p));
 }
