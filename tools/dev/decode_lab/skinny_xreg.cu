@@ -1,4 +1,5 @@
-// LAB KERNEL, not a family, not yet run on a GPU (session 28 wrote it for the next session's lab):
+// LAB KERNEL, not a family: it lost to cuBLAS (session 29, H100, lab_xreg.json: 0.92-0.97x at
+// 6144-28672 x 16, 79-84% of a streaming read; 1.19x at 1024 x 16; docs/kernel-notes.md, session 29).
 // C = alpha * A^T B for ta=T tb=N, f16/bf16, n <= 16, f32 accumulate (beta and bias as the families).
 // It combines what session 28 measured: simt_gemv's load pattern, which streamed A at 93-100% of a
 // plain read (each warp instruction reads 512 contiguous bytes of one row), with tensor-core math,
