@@ -145,13 +145,15 @@ for stage in "$@"; do
     e2e-decode)
       # Issue 27's workload: the Llama-3-8B-dims decode step captured in a CUDA graph, bf16 and f32,
       # batch 1 and 16, with the shim at its defaults, after a real kdispatchd prewarmed the shapes
-      # the empty-cache run recorded (builtin and cublaslt proposers; KD_E2E_* budgets).
+      # the empty-cache run recorded (builtin and cublaslt proposers; KD_E2E_* budgets;
+      # KD_E2E_DECODE_DTYPES and KD_E2E_DECODE_BATCHES narrow the cases).
       e2e_daemon e2e-decode --search-duty-cycle 1
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
       t0=$(date +%s)
       python3 tests/e2e/shim_llama_decode_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-decode-work \
         --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock --layers "${KD_E2E_LAYERS:-4}" \
-        --dtypes bf16,f32 --batches 1,16 --modes graph --steps 32 >"$logs/e2e-decode.log" 2>&1
+        --dtypes "${KD_E2E_DECODE_DTYPES:-bf16,f32}" --batches "${KD_E2E_DECODE_BATCHES:-1,16}" --modes graph --steps 32 \
+        >"$logs/e2e-decode.log" 2>&1
       summary+=("e2e-decode rc=$? in $(( $(date +%s) - t0 )) s")
       kdctl bench /tmp/kd-e2e-decode-work/recorded_shapes.txt --cache-dir "$c" --chart "$logs/e2e-decode-bench.png" \
         >"$logs/e2e-decode-bench.log" 2>&1

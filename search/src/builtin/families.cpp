@@ -141,6 +141,53 @@ LaunchPlan gemv_plan(const GemmKey& key, const Target&, const Params& p) {
   return LaunchPlan{{s}, 0};
 }
 
+// ---- skinny_ws --------------------------------------------------------------------------------
+// Up to 16 columns of B, the tokens as the m16n8k16 mma's M; k in 512-wide slices over 8 consumer
+// warps, whose tokens' fragments stay in registers when k <= 4096.
+constexpr long long kWsMaxN = 16;
+constexpr long long kWsMaxK = 8 * 512;
+long long ws_smem(const Params& p) {
+  const long long stage_k = param(p, "KD_STAGE_K"), stages = param(p, "KD_STAGES");
+  return 8 * stages * 8 * (2 * stage_k + 64) + 4 * param(p, "KD_OCTETS") * 512 + 64 + 16 * 8 * stages;
+}
+std::optional<std::string> ws_rejects(const GemmKey& key) {
+  if (key.a == DType::f32) return "f16/bf16 inputs only (tensor-core products of 16-bit values)";
+  return rejects_linear_layout(key, kWsMaxN);
+}
+// Exact keys it is not searched for: the lab measured it only where it could win (session 29).
+std::optional<std::string> ws_declines(const GemmKey& key) {
+  if (key.n <= kGemvMaxN) return "n <= 4: simt_gemv streams these at the plain read's rate";
+  if (key.k > kWsMaxK)
+    return fmt::format("k={} > {}: each consumer would reload its tokens for every row block (4096 x 16 x 14336: "
+                       "0.94x cuBLAS in the lab)", key.k, kWsMaxK);
+  return std::nullopt;
+}
+// Session 29, H100 lab in the serving regime: half-unit stages, two deep, one octet per block led
+// (28672 x 16 x 4096 bf16 1.04x cuBLAS at 89% of a streaming read, 128256 x 16 1.10x at 97-98%);
+// deeper rings and larger blocks tied or lost.
+std::vector<Params> ws_seeds(const GemmKey&, const Target&) {
+  auto seed = [](long long stage_k, long long stages, long long octets) {
+    return Params{{"KD_STAGE_K", stage_k}, {"KD_STAGES", stages}, {"KD_OCTETS", octets}};
+  };
+  return {seed(256, 2, 1), seed(512, 2, 1), seed(256, 3, 1), seed(256, 2, 2)};
+}
+bool ws_valid(const GemmKey& key, const Target& t, const Params& p) {
+  // setmaxnreg and the mbarrier waits need sm_90a.
+  if (t.arch != "sm_90" && t.arch != "sm_90a") return false;
+  const long long stage_k = param(p, "KD_STAGE_K"), stages = param(p, "KD_STAGES"), octets = param(p, "KD_OCTETS");
+  if ((stage_k != 256 && stage_k != 512) || stages < 2 || stages > 4 || octets < 1 || octets > 4) return false;
+  return key.n >= 1 && key.n <= kWsMaxN && ws_smem(p) <= t.smem_optin_bytes;
+}
+LaunchPlan ws_plan(const GemmKey& key, const Target& t, const Params& p) {
+  LaunchSpec s;
+  s.entry = "kd_skinny_ws";
+  s.grid = {u32(std::min(ceil_div(key.m, 8 * param(p, "KD_OCTETS")), static_cast<long long>(t.sms))), 1,
+            u32(key.batch)};
+  s.block = {512, 1, 1};
+  s.smem_bytes = u32(ws_smem(p));
+  return LaunchPlan{{s}, 0};
+}
+
 // ---- skinny_mma -------------------------------------------------------------------------------
 std::optional<std::string> mma_rejects(const GemmKey& key) {
   if (key.a == DType::f32) return "f16/bf16 inputs only (f32 goes to skinny_bulk's 3xTF32)";
@@ -200,6 +247,8 @@ Params nothing_derived(const GemmKey&, const Target&, Params p) { return p; }
 
 const Family kFamilies[] = {
     {"simt_gemv", "kd_simt_gemv", {}, gemv_rejects, gemv_seeds, nothing_derived, gemv_valid, gemv_plan, false, true},
+    {"skinny_ws", "kd_skinny_ws", {}, ws_rejects, ws_seeds, nothing_derived, ws_valid, ws_plan, false, true,
+     ws_declines},
     {"skinny_bulk", "kd_skinny_bulk", {}, bulk_rejects, bulk_seeds, bulk_complete, bulk_valid, bulk_plan,
      false, true},
     {"skinny_mma", "kd_skinny_mma", {}, mma_rejects, mma_seeds, mma_complete, mma_valid, mma_plan, false, true},
@@ -208,7 +257,7 @@ const Family kFamilies[] = {
 };
 
 // Row order is seed order, and seeds are evaluated in order: a round that reaches the wall-time
-// budget leaves the rest unevaluated. simt_gemv comes first, then the tensor-core families (on large
+// budget leaves the rest unevaluated. simt_gemv and skinny_ws come first, then the tensor-core families (on large
 // shapes one evaluation of a scalar seed costs what several of theirs do); wg_tiled needs sm_90 and rejects
 // what it cannot serve, so elsewhere tc_tiled leads. wg_tma (a trial, see Family::trial) leads the 16-bit
 // keys it serves when enabled.
@@ -217,10 +266,12 @@ std::vector<Family> with_sources() {
     f.source = embedded_kernel(std::string(f.name) + ".cu");
     return f;
   };
-  // simt_gemv leads the keys it serves (n <= 4), where it streamed A fastest (session 28), and
-  // rejects the others at once. These three rows carry their sources.
-  std::vector<Family> out = {embedded(kFamilies[0]), wg_tma_family(), wg_tiled_family(), tc_tiled_family()};
-  for (std::size_t i = 1; i < std::size(kFamilies); ++i) out.push_back(embedded(kFamilies[i]));
+  // simt_gemv leads the keys it serves (n <= 4), where it streamed A fastest (session 28), then
+  // skinny_ws (16-bit, 5..16 columns, k <= 4096: session 29); both reject or decline the others at
+  // once. These rows carry their sources.
+  std::vector<Family> out = {embedded(kFamilies[0]), embedded(kFamilies[1]), wg_tma_family(), wg_tiled_family(),
+                             tc_tiled_family()};
+  for (std::size_t i = 2; i < std::size(kFamilies); ++i) out.push_back(embedded(kFamilies[i]));
   return out;
 }
 

@@ -94,6 +94,29 @@ std::string gemv_warps_half(const GemmKey&, const Target&, const Params& p) {
 std::string gemv_rpw_two(const GemmKey&, const Target&, const Params&) {
   return "two rows per warp: each load of B feeds both rows";
 }
+std::string ws_stages_up(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("{} stages per producer-consumer pair: more slack between a slice's loads and its mmas",
+                     param(p, kStages) + 1);
+}
+std::string ws_stages_down(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("{} stages per pair: less shared memory, more of L1 for the loads in flight",
+                     param(p, kStages) - 1);
+}
+std::string ws_octets_double(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("row blocks of {} rows: half the block finishes per row", 16 * param(p, kOctets));
+}
+std::string ws_octets_half(const GemmKey&, const Target&, const Params& p) {
+  return fmt::format("row blocks of {} rows: finer blocks for the last ones", 4 * param(p, kOctets));
+}
+std::string ws_stage_k_swap(const GemmKey&, const Target&, const Params& p) {
+  return param(p, kStageK) == 256 ? "whole 512-k units per stage: one handoff per unit instead of two"
+                                  : "half units (256 k) per stage: half the shared memory per stage";
+}
+std::optional<Params> ws_stage_k_swap_move(const GemmKey&, const Target&, const Params& p) {
+  Params out = p;
+  out[kStageK] = param(p, kStageK) == 256 ? 512 : 256;
+  return out;
+}
 std::string simt_bk_double(const GemmKey&, const Target&, const Params& p) {
   return fmt::format("double BK to {} to halve the barriers per output tile", 2 * param(p, kBk));
 }
@@ -159,6 +182,7 @@ std::optional<Params> pdl_off(const GemmKey&, const Target&, const Params& p) {
 const IdeaMove kPdlIdeas[] = {
     {"simt_gemv", "gemv.pdl_on", pdl_on_text, pdl_on},     {"simt_gemv", "gemv.pdl_off", pdl_off_text, pdl_off},
     {"skinny_bulk", "bulk.pdl_on", pdl_on_text, pdl_on},   {"skinny_bulk", "bulk.pdl_off", pdl_off_text, pdl_off},
+    {"skinny_ws", "ws.pdl_on", pdl_on_text, pdl_on},       {"skinny_ws", "ws.pdl_off", pdl_off_text, pdl_off},
     {"skinny_mma", "mma.pdl_on", pdl_on_text, pdl_on},     {"skinny_mma", "mma.pdl_off", pdl_off_text, pdl_off},
     {"simt_tiled", "simt.pdl_on", pdl_on_text, pdl_on},    {"simt_tiled", "simt.pdl_off", pdl_off_text, pdl_off},
     {"tc_tiled", "tc.pdl_on", pdl_on_text, pdl_on},        {"tc_tiled", "tc.pdl_off", pdl_off_text, pdl_off},
@@ -173,6 +197,11 @@ const IdeaMove kIdeas[] = {
     {"simt_gemv", "gemv.warps_double", gemv_warps_double, scale_param<kWarps, 2, 1, 1, 16>},
     {"simt_gemv", "gemv.warps_half", gemv_warps_half, scale_param<kWarps, 1, 2, 1, 16>},
     {"simt_gemv", "gemv.rpw_two", gemv_rpw_two, scale_param<kRpw, 2, 1, 1, 2>},
+    {"skinny_ws", "ws.stages_up", ws_stages_up, step_param<kStages, 1, 2, 4>},
+    {"skinny_ws", "ws.stages_down", ws_stages_down, step_param<kStages, -1, 2, 4>},
+    {"skinny_ws", "ws.octets_double", ws_octets_double, scale_param<kOctets, 2, 1, 1, 4>},
+    {"skinny_ws", "ws.octets_half", ws_octets_half, scale_param<kOctets, 1, 2, 1, 4>},
+    {"skinny_ws", "ws.stage_k_swap", ws_stage_k_swap, ws_stage_k_swap_move},
     {"skinny_bulk", "bulk.kc_double", bulk_kc_double, scale_param<kKc, 2, 1, 128, 4096>},
     {"skinny_bulk", "bulk.kc_half", bulk_kc_half, scale_param<kKc, 1, 2, 128, 4096>},
     {"skinny_bulk", "bulk.rows_double", bulk_rows_double, scale_param<kRows, 2, 1, 16, 64>},

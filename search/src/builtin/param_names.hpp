@@ -42,6 +42,8 @@ inline constexpr char kWarpsK[] = "KD_WARPS_K";
 inline constexpr char kKsplit[] = "KD_KSPLIT";
 inline constexpr char kRpw[] = "KD_RPW";
 inline constexpr char kNmax[] = "KD_NMAX";
+inline constexpr char kStageK[] = "KD_STAGE_K";
+inline constexpr char kOctets[] = "KD_OCTETS";
 // Every family.
 inline constexpr char kPdl[] = "KD_PDL";
 

@@ -667,6 +667,53 @@ TEST_F(GpuEvalBuiltin, SimtGemvPassesTheGate) {
   expect_no_restarts();
 }
 
+// skinny_ws (session 29): every seed of a bf16 decode shape at 16 tokens through the whole gate, then
+// ragged keys with two configurations each (half-unit stages, two deep, one octet; whole-unit stages,
+// three deep, two octets): an f16 strided batch of 13 columns with bias and beta != 0 whose k leaves
+// six of the eight consumers without a slice, 9 bf16 columns into an f32 C with a partial last slice,
+// 5 columns with fewer row blocks than SMs, and k = 6144, where each consumer holds two slices and
+// reloads its tokens per row block.
+TEST_F(GpuEvalBuiltin, SkinnyWsPassesTheGate) {
+  const builtin::Family* f = builtin::find_family("skinny_ws");
+  ASSERT_NE(f, nullptr);
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  {
+    const char* line =
+        "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=28672 n=16 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 "
+        "epilogue=none beta0=1";
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(builtin::not_searched_for(*f, key).has_value()) << line;
+    for (const builtin::Params& raw : f->seeds(key, t)) {
+      const builtin::Params p = f->complete(key, t, raw);
+      ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "skinny_ws seed", line, p));
+      ++evaluated;
+    }
+  }
+  for (const char* line : {
+           "gemm a=f16 b=f16 c=f16 compute=f32 ta=T tb=N m=1000 n=13 k=1000 lda=1000 ldb=1000 ldc=1000 batch=2 "
+           "stride_a=1000000 stride_b=13000 stride_c=13000 epilogue=bias beta0=0",
+           "gemm a=bf16 b=bf16 c=f32 compute=f32 ta=T tb=N m=3000 n=9 k=2056 lda=2056 ldb=2056 ldc=3000 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=100 n=5 k=4096 lda=4096 ldb=4096 ldc=100 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=2048 n=16 k=6144 lda=6144 ldb=6144 ldc=2048 batch=1 "
+           "epilogue=none beta0=1"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(f->rejects(key).has_value()) << line;
+    for (const builtin::Params& raw : {builtin::Params{{"KD_STAGE_K", 256}, {"KD_STAGES", 2}, {"KD_OCTETS", 1}},
+                                       builtin::Params{{"KD_STAGE_K", 512}, {"KD_STAGES", 3}, {"KD_OCTETS", 2}}}) {
+      const builtin::Params p = f->complete(key, t, raw);
+      ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "skinny_ws ragged", line, p));
+      ++evaluated;
+    }
+  }
+  EXPECT_EQ(evaluated, 12);
+  expect_no_restarts();
+}
+
 // wg_tiled's m64n32 tiles (17-47 columns: decode batches and token buckets above 16 in f32): every
 // seed through the whole gate, with its time against cuBLAS: a Linear layer at 32 tokens, a ragged 24,
 // and a strided batch of ta = N with bias and beta at 40 columns (two column tiles).

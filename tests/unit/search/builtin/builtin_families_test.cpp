@@ -86,7 +86,8 @@ TEST(BuiltinFamilies, DependentFirstLaunchSeedsPassTheCompiledContractChecks) {
   std::set<std::string> covered;
   for (const auto& [family, key] : first_key) covered.insert(family);
   EXPECT_EQ(covered,
-            (std::set<std::string>{"simt_gemv", "skinny_bulk", "skinny_mma", "simt_tiled", "tc_tiled", "wg_tiled"}));
+            (std::set<std::string>{"simt_gemv", "skinny_ws", "skinny_bulk", "skinny_mma", "simt_tiled", "tc_tiled",
+                                   "wg_tiled"}));
 }
 
 TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {
@@ -141,6 +142,70 @@ TEST(BuiltinFamilies, SimtGemvServesFourColumnsAtMostAndSplitsK) {
       "epilogue=none beta0=1");
   EXPECT_FALSE(f->valid(four, t, first)) << "KD_NMAX 1 cannot serve n = 4";
   EXPECT_EQ(f->complete(four, t, f->seeds(four, t).front()).at("KD_NMAX"), 4);
+}
+
+// skinny_ws (session 29): 16-bit decode GEMMs of 5..16 columns with k <= 4096 as exact keys; one
+// persistent CTA of 16 warps per SM with a small ring (loads in flight share L1 with it).
+TEST(BuiltinFamilies, SkinnyWsServesSixteenColumnsWithOnePersistentBlockPerSm) {
+  const Family* f = find_family("skinny_ws");
+  ASSERT_NE(f, nullptr);
+  const Target t;
+  auto key_of = [](const char* line) { return std::get<GemmKey>(parse_key(line)); };
+  const GemmKey up = key_of(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=28672 n=16 k=4096 lda=4096 ldb=4096 ldc=28672 batch=1 "
+      "epilogue=none beta0=1");
+  ASSERT_FALSE(not_searched_for(*f, up).has_value());
+  const auto seeds = f->seeds(up, t);
+  ASSERT_EQ(seeds.size(), 4u);
+  for (const Params& raw : seeds) {
+    const Params p = f->complete(up, t, raw);
+    EXPECT_TRUE(f->valid(up, t, p)) << describe(p);
+    const LaunchPlan plan = f->plan(up, t, p);
+    ASSERT_EQ(plan.launches.size(), 1u);
+    EXPECT_EQ(plan.launches[0].grid[0], static_cast<std::uint32_t>(t.sms));
+    EXPECT_EQ(plan.launches[0].block[0], 512u);
+    EXPECT_LE(plan.launches[0].smem_bytes, 150u * 1024) << describe(p) << ": the ring stays small";
+  }
+  const Params first = seeds.front();
+  EXPECT_EQ(first.at("KD_STAGE_K"), 256);
+  EXPECT_EQ(first.at("KD_STAGES"), 2);
+  // A small m: one block per octet, fewer blocks than SMs.
+  const GemmKey small = key_of(
+      "gemm a=f16 b=f16 c=f32 compute=f32 ta=T tb=N m=100 n=9 k=1000 lda=1000 ldb=1000 ldc=100 batch=3 "
+      "stride_a=100000 stride_b=9000 stride_c=900 epilogue=bias beta0=0");
+  ASSERT_FALSE(f->rejects(small).has_value());
+  const LaunchPlan small_plan = f->plan(small, t, first);
+  EXPECT_EQ(small_plan.launches[0].grid[0], 13u);
+  EXPECT_EQ(small_plan.launches[0].grid[2], 3u);
+
+  // f32, other layouts and more than 16 columns are rejected; n <= 4 and k > 4096 only declined.
+  EXPECT_TRUE(f->rejects(key_of("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 "
+                                "ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1"))
+                  .has_value());
+  EXPECT_TRUE(f->rejects(key_of("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=17 k=4096 lda=4096 "
+                                "ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1"))
+                  .has_value());
+  const GemmKey four = key_of(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=4 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+      "epilogue=none beta0=1");
+  EXPECT_FALSE(f->rejects(four).has_value());
+  ASSERT_TRUE(f->declines(four).has_value());
+  EXPECT_NE(f->declines(four)->find("simt_gemv"), std::string::npos);
+  const GemmKey down = key_of(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=16 k=14336 lda=14336 ldb=14336 ldc=4096 batch=1 "
+      "epilogue=none beta0=1");
+  EXPECT_FALSE(f->rejects(down).has_value());
+  ASSERT_TRUE(f->declines(down).has_value());
+  EXPECT_TRUE(f->valid(down, t, first)) << "correct there, only not searched for as an exact key";
+
+  Params deep = first;
+  deep["KD_STAGE_K"] = 512;
+  deep["KD_STAGES"] = 4;  // 278 KB of stages
+  EXPECT_FALSE(f->valid(up, t, deep));
+  Target ampere;
+  ampere.arch = "sm_80";
+  ampere.cc_major = 8;
+  EXPECT_FALSE(f->valid(up, ampere, first)) << "setmaxnreg needs sm_90a";
 }
 
 TEST(BuiltinFamilies, SkinnyBulkHoldsBInSharedMemoryOnlyWhereItFits) {
