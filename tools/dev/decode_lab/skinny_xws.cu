@@ -1,4 +1,5 @@
-// LAB KERNEL, not a family (session 29): C = alpha * A^T B for ta=T tb=N, f16/bf16, n <= 16, f32
+// LAB KERNEL (session 29); it became the builtin family skinny_ws (search/src/builtin/kernels/skinny_ws.cu),
+// which drops the ablations (KD_ABL) and the register split parameters: C = alpha * A^T B for ta=T tb=N, f16/bf16, n <= 16, f32
 // accumulate (beta and bias as the families), sm_90a. The lab's n = 16 kernels (xreg, xpipe, xring,
 // xflat) showed that 16-byte ld.global into registers streams A at 90-95% of a plain read when a warp
 // does nothing else, and that a warp which also runs the mmas issues its next loads late (74-89%).
