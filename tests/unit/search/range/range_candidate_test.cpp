@@ -153,6 +153,17 @@ TEST(RangeCandidateDecode, SimtGemvServesTheThreeToFourBucket) {
   }
 }
 
+// The default buckets 5..8 and 9..16 in bf16: skinny_ws (session 29) has no parameter that depends on
+// n, so every seed serves each whole bucket with one plan; f32 it rejects.
+TEST(RangeCandidateDecode, SkinnyWsServesTheBucketsUpToSixteen) {
+  for (const char* n : {"5..8", "9..16"}) {
+    const GemmKey range = decode_range("bf16", n);
+    expect_all_serve(serving(range), "skinny_ws", range);
+  }
+  const GemmKey f32 = decode_range("f32", "9..16");
+  expect_refused(serving(f32), "skinny_ws", "f16/bf16 inputs only", f32);
+}
+
 TEST(RangeCandidateDecode, WgTiledServesAWholeRangeWithOneColumnOfTiles) {
   const GemmKey range = decode_range("f32", "17..32");
   const builtin::Family& f = *builtin::find_family("wg_tiled");
