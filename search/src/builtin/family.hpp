@@ -38,9 +38,10 @@ struct Family {
   // Whether `params` is legal for `key` on `target` (divisibility, smem, threads).
   bool (*valid)(const GemmKey& key, const Target& target, const Params& params);
   LaunchPlan (*plan)(const GemmKey& key, const Target& target, const Params& params);
-  // A trial family has not yet passed the validation gate on a GPU: the builtin proposer seeds it
-  // only when the KDISPATCH_TRIAL_FAMILIES environment variable names it (comma-separated, or
-  // "all"), so a search can try it without making it everyone's default.
+  // A trial family has not yet passed the validation gate on a GPU, or is correct but not yet fit
+  // to be everyone's default (skinny_ws: its results are not bitwise reproducible run to run): the
+  // builtin proposer seeds it only when the KDISPATCH_TRIAL_FAMILIES environment variable names it
+  // (comma-separated, or "all"), so a search can try it without making it everyone's default.
   bool trial = false;
   // Every entry that can be its plan's first launch starts with KD_GRID_DEPENDENCY_WAIT() when
   // the KD_PDL parameter is 1, so render() may make that launch a programmatic dependent of the

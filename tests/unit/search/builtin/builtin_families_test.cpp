@@ -12,6 +12,7 @@
 #include "contract/candidate_checks.hpp"
 #include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
+#include "support/scoped_env.hpp"
 
 namespace kd::builtin {
 namespace {
@@ -64,6 +65,7 @@ TEST(BuiltinFamilies, EveryLlamaShapeGetsSeedsWhosePlanMatchesTheSource) {
 // ("pdl") of the application's previous kernel; NVRTC's PTX must then wait on the grid before any
 // global access, or the contract checks reject every seed. One shape per family, every seed.
 TEST(BuiltinFamilies, DependentFirstLaunchSeedsPassTheCompiledContractChecks) {
+  kd::test::ScopedEnv trial("KDISPATCH_TRIAL_FAMILIES", "skinny_ws");  // opt-in, checked all the same
   const Target t;
   search::SearchTree tree("t", "k");
   BuiltinProposer proposer;
@@ -149,6 +151,7 @@ TEST(BuiltinFamilies, SimtGemvServesFourColumnsAtMostAndSplitsK) {
 TEST(BuiltinFamilies, SkinnyWsServesSixteenColumnsWithOnePersistentBlockPerSm) {
   const Family* f = find_family("skinny_ws");
   ASSERT_NE(f, nullptr);
+  EXPECT_TRUE(f->trial) << "its sums are not bitwise reproducible: opt-in only";
   const Target t;
   auto key_of = [](const char* line) { return std::get<GemmKey>(parse_key(line)); };
   const GemmKey up = key_of(
