@@ -146,9 +146,10 @@ LaunchPlan gemv_plan(const GemmKey& key, const Target&, const Params& p) {
 // warps, whose tokens' fragments stay in registers when k <= 4096.
 // A trial family (KDISPATCH_TRIAL_FAMILIES=skinny_ws): its consumers add their partial sums with
 // shared-memory atomics, so the order of the 8 terms per output, and the last bits of C, change from
-// run to run, where cuBLAS and every other family give the same bits every time. A version that summed
-// in consumer order measured 91-94 us against 83-85 at 28672 x 16 x 4096 on the H100 (session 29), and
-// the family ties cuBLAS there either way; it stays opt-in until it is both reproducible and faster.
+// run to run, where cuBLAS and every other family give the same bits every time; the gate rejects it
+// as nondeterministic on most keys. A version that summed in consumer order measured 91-94 us against
+// 83-85 at 28672 x 16 x 4096 on the H100 (session 29), and the family ties cuBLAS there either way; it
+// stays registered, opt-in, until it is both reproducible and faster.
 constexpr long long kWsMaxN = 16;
 constexpr long long kWsMaxK = 8 * 512;
 long long ws_smem(const Params& p) {

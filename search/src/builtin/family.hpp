@@ -39,7 +39,8 @@ struct Family {
   bool (*valid)(const GemmKey& key, const Target& target, const Params& params);
   LaunchPlan (*plan)(const GemmKey& key, const Target& target, const Params& params);
   // A trial family has not yet passed the validation gate on a GPU, or is correct but not yet fit
-  // to be everyone's default (skinny_ws: its results are not bitwise reproducible run to run): the
+  // to be everyone's default (skinny_ws: its sums are not bitwise reproducible, which the gate
+  // rejects on most keys): the
   // builtin proposer seeds it only when the KDISPATCH_TRIAL_FAMILIES environment variable names it
   // (comma-separated, or "all"), so a search can try it without making it everyone's default.
   bool trial = false;
