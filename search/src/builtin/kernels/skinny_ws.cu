@@ -14,8 +14,9 @@
 //    M, the 8 rows as N) and releases the stage on `empty`;
 //  - persistent CTAs (one per SM) walk row blocks of 8 * KD_OCTETS rows round robin. The consumers'
 //    partial sums for a block go into that block's slot of a ring of 4 accumulators (shared-memory
-//    f32 atomics); the consumer that arrives last finishes the block (epilogue, zeroes the slot) and
-//    advances the slot's generation, which a consumer 4 blocks ahead waits for: no CTA barrier.
+//    f32 atomics, block_ring.cuh); the consumer that arrives last finishes the block (epilogue,
+//    zeroes the slot) and advances the slot's generation, which a consumer 4 blocks ahead waits for:
+//    no CTA barrier.
 // The shared memory is kept small on purpose: loads in flight land in L1, which it is carved from
 // (session 29: the same kernel with 70 / 140 / 210 KB streamed at 89 / 85 / 76% of a plain read).
 // Requires k, lda and ldb multiples of 8 and 16-byte aligned A and B (the host rules check them).
@@ -42,6 +43,8 @@
 #define KD_SPU (KD_SLICE / KD_STAGE_K)  // stages per unit
 #define KD_ROW (2 * KD_STAGE_K + 64)  // a row's piece + 64 bytes: the 8 lanes of a 16-byte phase hit 8 bank groups
 #define KD_STAGE (8 * KD_ROW)
+
+#include "block_ring.cuh"
 
 extern "C" __global__ void __launch_bounds__(512, 1) kd_skinny_ws(kd_gemm_args args) {
 #if KD_PDL
@@ -117,35 +120,8 @@ extern "C" __global__ void __launch_bounds__(512, 1) kd_skinny_ws(kd_gemm_args a
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 168;");
   const int g = lane >> 2, t = lane & 3;
-  auto slot_wait = [&](int j) {  // the slot is free once the block KD_RING before j is finished
-    if (lane == 0)
-      while (*reinterpret_cast<volatile int*>(gen + j % KD_RING) != j / KD_RING) __nanosleep(32);
-    __syncwarp();
-  };
-  auto arrive = [&](int j) {  // the last consumer to arrive finishes row block j
-    float* acc_b = ring + (j % KD_RING) * KD_OCTETS * 128;
-    __threadfence_block();
-    int old = 0;
-    if (lane == 0) old = atomicAdd(cnt + j % KD_RING, 1);
-    old = __shfl_sync(0xffffffffu, old, 0);
-    if (old != KD_PAIRS - 1) return;
-    __threadfence_block();
-    for (int idx = lane; idx < KD_OCTETS * 128; idx += 32) {
-      const int o = idx / 128, i = (idx / 32) % 4, l = idx % 32;
-      const float sum = *reinterpret_cast<volatile float*>(acc_b + idx);
-      acc_b[idx] = 0.f;
-      // c0, c1: token (l >> 2), rows 2(l & 3) and +1 of the octet; c2, c3: token + 8.
-      kd_epilogue(args, C, first_row(j) + 8 * o + 2 * (l & 3) + (i & 1), (l >> 2) + (i >= 2 ? 8 : 0), sum);
-    }
-    __syncwarp();
-    __threadfence_block();
-    if (lane == 0) {
-      cnt[j % KD_RING] = 0;
-      __threadfence_block();
-      *reinterpret_cast<volatile int*>(gen + j % KD_RING) = j / KD_RING + 1;
-    }
-    __syncwarp();
-  };
+  auto slot_wait = [&](int j) { kd_ring_wait(gen, j, lane); };
+  auto arrive = [&](int j) { kd_ring_arrive(args, C, ring, cnt, gen, j, first_row, lane, KD_PAIRS); };
   if (units == 0) {  // a consumer with no k slice still counts in every block's arrivals
     for (int j = 0; j < my_blocks; ++j) {
       slot_wait(j);
