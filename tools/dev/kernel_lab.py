@@ -9,10 +9,12 @@ Each variant is a dict of -D macros plus "grid" / "block" computed here by the f
 Optional, per case: "ta": "T" (default, nn.Linear: A stored k x m) or "N" (torch.mm: A stored m x k,
 column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
 wgmma); "err_floor" (default
-1e-6) added to 2x cuBLAS's norm error. Optional, per variant: "launches": [{"entry","grid","block",
+1e-6) added to 2x cuBLAS's norm error; "tf32": true (f32 cases) lets cuBLAS use TF32, the baseline of
+the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
 "workspace": bytes of device workspace handed in the args (not zeroed, poisoned once). A launch with
-"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it.
+"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it. A variant
+with "diagnostic": "words" times part of a plan (its output is expected to be wrong).
 
 --serving adds the gate's serving regime (design.md, "Timing"): R back-to-back calls captured in one
 CUDA graph, each on its own copy of A (the copies together at least 3x the L2), per-call time =
@@ -150,7 +152,7 @@ for case in cfg["cases"]:
     dt = DT[case["dtype"]]; m, n, k = case["m"], case["n"], case["k"]
     entry = case.get("entry", "kd_skinny_mma")
     ta = case.get("ta", "T")
-    skip = ("grid", "block", "smem", "launches", "workspace")
+    skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic")
     jobs = [(f"{case['dtype']}_{ta}_{m}x{n}x{k}_{i}",
              {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}},
              case.get("arch", "sm_90"))
@@ -167,6 +169,8 @@ for case in cfg["cases"]:
     lda = k if ta == "T" else m
     ref = (X.double() @ Wop.double())                                # n x m == C^T (C is m x n col-major)
     out = torch.empty(n, m, device=dev, dtype=dt)
+    # "tf32": true times cuBLAS as an application that allows TF32 calls it (the TF32 class).
+    torch.backends.cuda.matmul.allow_tf32 = bool(case.get("tf32", False))
     base = timed(lambda: torch.mm(X, Wop, out=out))
     if serving:
         wbytes = W.numel() * W.element_size()

@@ -37,7 +37,14 @@ long long tiles_of(const GemmKey& key, const Params& p) {
 long long ctas_of(const GemmKey& key, const Params& p) { return tiles_of(key, p) * param(p, kSplit); }
 long long stage_bytes(const Params& p) { return layout_of(p).stage_bytes(); }
 long long smem_bytes(const Params& p) { return layout_of(p).smem_bytes(); }
-long long workspace_bytes(const GemmKey& key, const Params& p) { return layout_of(p).workspace_bytes(ctas_of(key, p)); }
+// KD_SPLIT16: the maps, then the operands' f16 copies and their rows' shifts.
+kd_tma16_ws split16_layout(const GemmKey& key, const Params& p) {
+  return kd_tma16_layout(layout_of(p).workspace_bytes(ctas_of(key, p)), key.batch, key.m, key.n, key.k);
+}
+long long workspace_bytes(const GemmKey& key, const Params& p) {
+  if (param(p, kSplit16) == 1) return split16_layout(key, p).end;
+  return layout_of(p).workspace_bytes(ctas_of(key, p));
+}
 long long ctas_per_sm(const Target& t, const Params& p) {
   return std::max(1LL, (t.smem_optin_bytes + 1024LL) / (smem_bytes(p) + 1024));
 }
@@ -103,12 +110,22 @@ bool tma_valid(const GemmKey& key, const Target& t, const Params& p) {
 }
 
 LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
+  LaunchPlan plan;
   LaunchSpec main;
+  if (param(p, kSplit16) == 1) {
+    LaunchSpec split;
+    split.entry = "kd_wg_tma_split16";
+    split.grid = {u32(kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
+                      kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k)),
+                  1, 1};
+    split.block = {256, 1, 1};
+    plan.launches.push_back(split);
+    main.pdl = true;
+  }
   main.entry = "kd_wg_tma";
   main.grid = {u32(ceil_div(key.n, param(p, kBn))), u32(ceil_div(key.m, bm_of(p))), u32(key.batch * param(p, kSplit))};
   main.block = {u32(layout_of(p).threads()), 1, 1};
   main.smem_bytes = u32(smem_bytes(p));
-  LaunchPlan plan;
   plan.launches.push_back(main);
   plan.workspace_bytes = static_cast<std::uint64_t>(workspace_bytes(key, p));
   return plan;
@@ -246,6 +263,52 @@ const IdeaMove kIdeas[] = {
     {"wg_tma", "tma.mw_half", mw_half, scale_param<kMw, 1, 2, 1, 2>},
 };
 
+// ---- wg_tma_f32 -----------------------------------------------------------------------------
+
+std::optional<std::string> f32_rejects(const GemmKey& key) {
+  if (key.a != DType::f32 || key.b != DType::f32 || key.c != DType::f32) return "f32 A, B and C only";
+  if (key.precision != PrecisionClass::tf32)
+    return "strict fp32: one f16 product keeps TF32's 11 significant bits only (the TF32 class)";
+  if (key.k < 1) return "needs k >= 1";
+  if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
+  // The first launch has one block per k-contiguous row (or per 32 rows) of both operands.
+  if (kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
+          kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k) >
+      kMaxDim)
+    return "more rows than the first launch's grid holds";
+  return std::nullopt;
+}
+
+// The copies cost a read of A and B and a write of half their bytes; below a 64-column tile the
+// product is mostly padding and the skinny families' tf32 paths stream the operands once.
+std::optional<std::string> f32_declines(const GemmKey& key) {
+  if (key.n < kMinN || key.m < kMinN)
+    return fmt::format("m={} n={}: below {} a 64-wide wgmma tile is mostly padding", key.m, key.n, kMinN);
+  return std::nullopt;
+}
+
+Params f32_complete(const GemmKey& key, const Target& t, Params p) {
+  p = tma_complete(key, t, std::move(p));
+  p[kSplit16] = 1;
+  return p;
+}
+
+bool f32_valid(const GemmKey& key, const Target& t, const Params& p) {
+  // The epilogue's scales need registers that 128 accumulators at two CTAs per SM leave no room for
+  // (ptxas spilled m64n256 per warpgroup there).
+  if (param(p, kCtas) == 2 && param(p, kMw) * param(p, kBn) > 128) return false;
+  return param(p, kSplit16) == 1 && tma_valid(key, t, p);
+}
+
+std::vector<Params> f32_seeds(const GemmKey& key, const Target& t) {
+  std::vector<Params> out;
+  for (Params p : tma_seeds(key, t)) {
+    p = f32_complete(key, t, std::move(p));
+    if (f32_valid(key, t, p)) out.push_back(std::move(p));
+  }
+  return out;
+}
+
 Family make_family() {
   Family f{"wg_tma", "kd_wg_tma", embedded_kernel("wg_tma.cu"), tma_rejects, tma_seeds, tma_complete, tma_valid,
            tma_plan};
@@ -256,7 +319,32 @@ Family make_family() {
   return f;
 }
 
+Family make_f32_family() {
+  Family f{"wg_tma_f32", "kd_wg_tma", embedded_kernel("wg_tma.cu"), f32_rejects, f32_seeds, f32_complete, f32_valid,
+           tma_plan};
+  // Not a trial: correct through the gate in every layout on an H200, and the TF32 class's winner at
+  // 4096^3 in all four layouts (1.09-1.71x cuBLAS TF32; docs/kernel-notes.md, session 30). Seeded
+  // before wg_tiled, whose TF32 plans lost to cuBLAS TF32 everywhere.
+  f.declines = f32_declines;
+  return f;
+}
+
+// The moves of wg_tma, once more for wg_tma_f32 (the same parameters; KD_SPLIT16 stays 1).
+std::vector<IdeaMove> f32_ideas() {
+  std::vector<IdeaMove> out;
+  for (IdeaMove m : kIdeas) {
+    m.family = "wg_tma_f32";
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
+
+const Family& wg_tma_f32_family() {
+  static const Family family = make_f32_family();
+  return family;
+}
 
 const Family& wg_tma_family() {
   static const Family family = make_family();
@@ -264,5 +352,10 @@ const Family& wg_tma_family() {
 }
 
 std::span<const IdeaMove> wg_tma_ideas() { return kIdeas; }
+
+std::span<const IdeaMove> wg_tma_f32_ideas() {
+  static const std::vector<IdeaMove> moves = f32_ideas();
+  return moves;
+}
 
 }  // namespace kd::builtin

@@ -20,4 +20,12 @@ const Family& wg_tma_family();
 // Parameter moves of wg_tma (family "wg_tma"), each with its idea in words.
 std::span<const IdeaMove> wg_tma_ideas();
 
+// wg_tma_f32: the same kernel for f32 calls of the TF32 class, any ta and tb (KD_SPLIT16): a first
+// launch writes op(A) and op(B) as f16 copies, each row scaled by a power of two (f16's 11
+// significant bits are TF32's), and the TMA kernel multiplies them at f16's rate (issue 30). Its
+// `source` is embedded_kernel("wg_tma.cu") too. Not a trial: it passed the gate on a GPU.
+const Family& wg_tma_f32_family();
+// wg_tma's moves for wg_tma_f32 (family "wg_tma_f32").
+std::span<const IdeaMove> wg_tma_f32_ideas();
+
 }  // namespace kd::builtin

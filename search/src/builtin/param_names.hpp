@@ -31,6 +31,7 @@ inline constexpr char kBlo[] = "KD_BLO";
 inline constexpr char kTail[] = "KD_TAIL";
 inline constexpr char kSk[] = "KD_SK";
 inline constexpr char kF16s[] = "KD_F16S";
+inline constexpr char kSplit16[] = "KD_SPLIT16";
 // Skinny families.
 inline constexpr char kKc[] = "KD_KC";
 inline constexpr char kRows[] = "KD_ROWS";

@@ -798,6 +798,46 @@ TEST_F(GpuEvalBuiltin, WgTiledF16OneProductPassesTheTf32Gate) {
   expect_no_restarts();
 }
 
+// wg_tma_f32 (issue 30's TF32 class): op(A) and op(B) as row-scaled f16 copies, written by a first
+// launch, multiplied by the TMA kernel. Every seed of every layout, a ragged strided batch with bias
+// and beta, and the large cubes whose times issue 30's table reports.
+TEST_F(GpuEvalBuiltin, WgTmaF32PassesTheTf32Gate) {
+  const builtin::Family& f = builtin::wg_tma_f32_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
+           "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=777 n=333 k=555 lda=555 ldb=555 ldc=777 batch=1 "
+           "epilogue=none beta0=0 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=2048 n=2048 k=2048 lda=2048 ldb=2048 ldc=2048 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1 precision=tf32",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1 precision=tf32"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    ASSERT_FALSE(builtin::not_searched_for(f, key).has_value()) << line << ": " << *builtin::not_searched_for(f, key);
+    const auto seeds = f.seeds(key, t);
+    ASSERT_FALSE(seeds.empty()) << line;
+    for (const builtin::Params& p : seeds) {
+      ASSERT_EQ(p.at("KD_SPLIT16"), 1) << builtin::describe(p);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tma_f32", line, p));
+      ++evaluated;
+    }
+  }
+  EXPECT_GE(evaluated, 9);
+  expect_no_restarts();
+}
+
 }  // namespace
 }  // namespace kd::eval
 

@@ -98,6 +98,11 @@ __device__ __forceinline__ void kd_for_each_acc(float (&acc)[KD_MW][KD_BN / 2], 
   }
 }
 
+// What the cluster's sum v of output (row, col) of entry z becomes before the epilogue: v itself unless
+// the kernel defines it first (wg_tma's KD_SPLIT16 scales it back by the operands' powers of two).
+#ifndef KD_CLUSTER_VALUE
+#define KD_CLUSTER_VALUE(args, z, row, col, v) (v)
+#endif
 // KD_CLUSTER: the partial tiles of a cluster's splits, summed in split order (wg_tiled's reduce
 // launch sums in the same order, so its two split paths agree bit for bit). Every thread of every CTA calls this after its
 // consumers stored their partials ([BN][BM] floats at `tile`, column-major like C): each CTA
@@ -126,7 +131,7 @@ __device__ __forceinline__ void kd_cluster_finish(const kd_gemm_args& args, unsi
     const float v[4] = {sum.x, sum.y, sum.z, sum.w};
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-      if (row + q < args.m) kd_epilogue(args, C, row + q, col, v[q]);
+      if (row + q < args.m) kd_epilogue(args, C, row + q, col, KD_CLUSTER_VALUE(args, z, row + q, col, v[q]));
   }
   // No CTA leaves (or reuses its shared memory) while another still reads it.
   kd_cluster_sync();

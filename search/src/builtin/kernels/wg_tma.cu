@@ -31,9 +31,18 @@
 //   KD_BN 64 | 128 | 256   KD_STAGES ring depth (2..8)   KD_SPLITK k splits (1..8)
 //   KD_CLUSTER 0|1 (1 with SPLITK 2..8)   KD_CTAS 1|2 (CTAs per SM the registers are sized for)
 //   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_SPLIT16 0|1: f32 A and B (any KD_TA, KD_TB; the TF32 class) through f16 copies, below
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps) as
 //   wg_tma_layout.cuh lays them out.
+// KD_SPLIT16 (family wg_tma_f32): a TF32-class call computed as one f16 product. Launch 0,
+//   kd_wg_tma_split16 (block 256, clusters of 8, grid kd_tma16_blocks for op(A) then op(B)), writes op(A)'s rows and
+//   op(B)'s columns as k-contiguous f16 copies into the workspace, each row x 2^s with s per row so
+//   that its max lies in [2^14, 2^15): f16's 11 significant bits are TF32's, and the scale keeps them
+//   for every element within 2^28 of its row's max. Launch 1, kd_wg_tma as a programmatic dependent,
+//   multiplies the copies and scales each output by 2^-(s_row + s_col), exactly. The copies cost one
+//   read of A and B and a write of half their bytes; the products then run at f16's rate, twice
+//   TF32's, from half the bytes per element.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -49,7 +58,12 @@
 #define KD_MAP_PROBE 0
 #endif
 
-#if KD_TA != 1 || KD_TB != 0
+// KD_SPLIT16: f32 A and B of any ta and tb in the TF32 class, as f16 copies that a first launch
+// (kd_wg_tma_split16) writes into the workspace; family wg_tma_f32.
+#ifndef KD_SPLIT16
+#define KD_SPLIT16 0
+#endif
+#if !KD_SPLIT16 && (KD_TA != 1 || KD_TB != 0)
 #error "wg_tma: only ta = T, tb = N (k contiguous in A and B)"
 #endif
 #if !defined(__CUDA_ARCH_FEAT_SM90_ALL) && defined(__CUDA_ARCH__)
@@ -59,16 +73,21 @@
 #define KD_CAT2(a, b) a##b
 #define KD_CAT(a, b) KD_CAT2(a, b)
 #define KD_IS_BF16___nv_bfloat16 1
-#if KD_CAT(KD_IS_BF16_, KD_A_T)
+#if KD_SPLIT16
+#define KD_TMAP_TYPE 6  // the f16 copies
+typedef __half kd_t;
+static_assert(sizeof(KD_A_T) == 4 && sizeof(KD_B_T) == 4, "wg_tma KD_SPLIT16: f32 A and B");
+#elif KD_CAT(KD_IS_BF16_, KD_A_T)
 #define KD_TMAP_TYPE 10  // the tensor map's element type: .bf16
+typedef KD_A_T kd_t;
 #else
 #define KD_TMAP_TYPE 6  // .f16
+typedef KD_A_T kd_t;
 #endif
 
 #include "wg_tma_layout.cuh"
 
-typedef KD_A_T kd_t;
-static_assert(sizeof(KD_A_T) == 2 && sizeof(KD_B_T) == 2, "wg_tma: 16-bit A and B of one type");
+static_assert(KD_SPLIT16 || (sizeof(KD_A_T) == 2 && sizeof(KD_B_T) == 2), "wg_tma: 16-bit A and B of one type");
 // The named parameters as one layout (wg_tma_layout.cuh: shared memory, workspace), which the host
 // rules compile too. The constants below are what the kernel reads; under NVRTC's -default-device
 // each is also a __device__ variable of a few bytes in the cubin.
@@ -105,6 +124,30 @@ constexpr int kProducerRegs = 40;
 constexpr int kLaunchRegs = 65536 / (kThreads * KD_CTAS) / 8 * 8;
 constexpr int kConsumerRegsFit = (kLaunchRegs * kThreads - 128 * kProducerRegs) / (128 * KD_WG) / 8 * 8;
 constexpr int kConsumerRegs = kConsumerRegsFit > 240 ? 240 : kConsumerRegsFit;
+
+#if KD_SPLIT16
+// The KD_SPLIT16 workspace (wg_tma_layout.cuh) of this call.
+__device__ __forceinline__ kd_tma16_ws kd_ws16(const kd_gemm_args& args) {
+  const long long ctas = static_cast<long long>((args.n + KD_BN - 1) / KD_BN) * ((args.m + kBM - 1) / kBM) *
+                         args.batch * KD_SPLITK;
+  return kd_tma16_layout(kd_layout().workspace_bytes(ctas), args.batch, args.m, args.n, args.k);
+}
+// 2^e as a float, for e in [-126, 127].
+__device__ __forceinline__ float kd_pow2(int e) { return __int_as_float((e + 127) << 23); }
+// The output of accumulator v at (row, col) of entry z back at the scale of A and B (exact: a power
+// of two); outside the output, v as it is (never stored).
+__device__ __forceinline__ float kd_unscale(const kd_gemm_args& args, const kd_tma16_ws& ws, long long z,
+                                            long long row, long long col, float v) {
+  if (row >= args.m || col >= args.n) return v;
+  const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
+  const int sa = reinterpret_cast<const int*>(w + ws.sha)[z * args.m + row];
+  const int sb = reinterpret_cast<const int*>(w + ws.shb)[z * args.n + col];
+  const int e = -(sa + sb), e1 = e / 2;  // two normal powers of two: each product exact, one rounding at most
+  return v * kd_pow2(e1) * kd_pow2(e - e1);
+}
+// The cluster's sum of a split tile, at the operands' scale, before the epilogue (wg_common.cuh).
+#define KD_CLUSTER_VALUE(args, z, row, col, v) kd_unscale(args, kd_ws16(args), z, row, col, v)
+#endif
 
 #include "wg_common.cuh"
 
@@ -184,6 +227,242 @@ __device__ __forceinline__ void kd_map_acquire(const void* map) {
 #include "wg_wgmma.cuh"
 #include "wg_stage16.cuh"
 
+#if KD_SPLIT16
+// The power of two 2^shift that puts a row's largest magnitude (f32 bits `maxbits`, sign cleared) in
+// [2^14, 2^15), so the row's f16 copy keeps TF32's 11 significant bits for every element within 2^28
+// of that max; clamped to [-126, 126] (a row of zeros takes 126; an infinite or NaN max flushes the
+// row's finite values, and its output is infinite or NaN as cuBLAS's).
+__device__ __forceinline__ int kd_f16_shift(unsigned maxbits) {
+  const int sh = 141 - static_cast<int>(maxbits >> 23);
+  return sh > 126 ? 126 : (sh < -126 ? -126 : sh);
+}
+__device__ __forceinline__ unsigned kd_cluster_rank() {
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  return rank;
+}
+__device__ __forceinline__ unsigned kd_ld_cluster_u32(unsigned addr, unsigned rank) {
+  unsigned remote, v;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(remote) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned kd_abs_bits(float x) { return __float_as_uint(x) & 0x7fffffffu; }
+// The max of `mine` (stored by this thread at shared address `addr`, as every thread of the cluster
+// stored its own) over the f blocks of this block's row group: ranks first .. first + f - 1.
+__device__ __forceinline__ unsigned kd_group_max(unsigned addr, unsigned first, unsigned f) {
+  kd_cluster_sync();  // every block's partials are in place
+  unsigned mx = 0;
+  for (unsigned b = first; b < first + f; ++b) mx = max(mx, kd_ld_cluster_u32(addr, b));
+  kd_cluster_sync();  // no block leaves while another still reads its partials
+  return mx;
+}
+__device__ __forceinline__ __half2 kd_scaled_half2(float x, float y, float s) { return __floats2half2_rn(x * s, y * s); }
+
+// The first launch's work (wg_tma_layout.cuh): every element is read from DRAM once and held in
+// registers until its row's scale is known, the row's max taken over the f blocks that split its k
+// through distributed shared memory. (A copy that read each row twice measured 2.1 TB/s on an H200: the
+// second reads missed L2.) Scaling is a multiply by 2^s, exact as scalbnf and far cheaper.
+
+// A k-contiguous row g (below grows) by warp w of the block, its chunk [k0, k1) of k: each lane holds
+// runs of 4 floats, loaded as one 16-byte access where the row is 16-byte aligned, so a warp access
+// is 512 contiguous bytes (issuing one load per float measured 2.5 TB/s on an H200), and stores 4
+// halves at once. Chunks longer than the registers hold (k > 8 * 64 * kd_tma16_pairs()) are read twice.
+template <typename RowPtr>
+__device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, long long ld16, int* shifts, long long g,
+                                                  long long grows, long long k, unsigned f, unsigned part,
+                                                  unsigned* partial, unsigned first) {
+  constexpr int kRuns = kd_tma16_pairs() / 2;
+  const int lane = threadIdx.x & 31;
+  const bool in = g < grows;
+  const float* src = in ? rowp(g) : nullptr;
+  const bool v4 = (reinterpret_cast<unsigned long long>(src) & 15) == 0;
+  const long long chunk = ((k + f - 1) / f + 127) / 128 * 128;
+  const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
+  auto load4 = [&](long long kk) {
+    if (v4 && kk + 4 <= k1) return *reinterpret_cast<const float4*>(src + kk);
+    float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (kk < k1) v.x = src[kk];
+    if (kk + 1 < k1) v.y = src[kk + 1];
+    if (kk + 2 < k1) v.z = src[kk + 2];
+    if (kk + 3 < k1) v.w = src[kk + 3];
+    return v;
+  };
+  auto max4 = [](unsigned mx, float4 v) {
+    return max(max(max(mx, kd_abs_bits(v.x)), kd_abs_bits(v.y)), max(kd_abs_bits(v.z), kd_abs_bits(v.w)));
+  };
+  const bool held = chunk <= 128 * kRuns;
+  float4 v[kRuns];
+  unsigned mx = 0;
+  if (in && held) {
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i)
+      v[i] = k0 + 128 * i < k1 ? load4(k0 + 128 * i + 4 * lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i) mx = max4(mx, v[i]);
+  } else if (in) {
+    for (long long kk = k0 + 4 * lane; kk < k1; kk += 128) mx = max4(mx, load4(kk));
+  }
+  for (int o = 16; o; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
+  if (f > 1) {
+    *partial = mx;
+    mx = kd_group_max(kd_smem_addr(partial), first, f);
+  }
+  if (!in) return;
+  const int sh = kd_f16_shift(mx);
+  const float s = kd_pow2(sh);
+  if (part == 0 && lane == 0) shifts[g] = sh;
+  __half* dst = dst16 + g * ld16;  // 16-byte aligned rows
+  auto put4 = [&](long long kk, float4 p) {
+    if (kk + 4 <= k1) {
+      const __half2 lo = kd_scaled_half2(p.x, p.y, s), hi = kd_scaled_half2(p.z, p.w, s);
+      *reinterpret_cast<uint2*>(dst + kk) =
+          make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+    } else {
+      const float e[4] = {p.x, p.y, p.z, p.w};
+      for (int q = 0; q < 4 && kk + q < k1; ++q) dst[kk + q] = __float2half_rn(e[q] * s);
+    }
+  };
+  if (held) {
+#pragma unroll
+    for (int i = 0; i < kRuns; ++i)
+      if (k0 + 128 * i + 4 * lane < k1) put4(k0 + 128 * i + 4 * lane, v[i]);
+  } else {
+    for (long long kk = k0 + 4 * lane; kk < k1; kk += 128) put4(kk, load4(kk));
+  }
+}
+
+// Rows r0 .. r0 + 31 (below `rows`; none when r0 < 0, a padding block) whose elements are contiguous
+// across rows (element (r, kk) at src[r + kk * ld]), this block taking chunk `part` of k's f in whole
+// tiles of 32. Lane l of each warp holds row r0 + l, so every load reads 32 neighbouring rows; warp w
+// takes the chunk's tiles w, w + 8, ...; each tile is written as the row's 64 contiguous bytes of
+// halves (zeros past k, nothing past the row's ld16).
+__device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld, long long r0, long long rows,
+                                                  long long k, __half* dst, long long ld16, int* shift,
+                                                  unsigned (*red)[32], unsigned f, unsigned part, unsigned first) {
+  constexpr int kTiles = kd_tma16_tiles();
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const long long r = r0 + lane;
+  const bool in = r0 >= 0 && r < rows;
+  const float* col = src + (in ? r : 0);
+  const long long chunk = ((k + f - 1) / f + 31) / 32 * 32;
+  const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
+  const long long t0 = k0 / 32 + w;  // this warp's tiles: t0, t0 + 8, ... while below k1
+  auto load_tile = [&](long long kt, float (&v)[32]) {
+    const long long kb = kt * 32;
+    if (in && kb + 32 <= k) {  // the whole tile: 32 loads in flight
+#pragma unroll
+      for (int q = 0; q < 32; ++q) v[q] = col[(kb + q) * ld];
+    } else {
+#pragma unroll
+      for (int q = 0; q < 32; ++q) v[q] = in && kb + q < k ? col[(kb + q) * ld] : 0.f;
+    }
+  };
+  const bool held = (chunk / 32 + 7) / 8 <= kTiles;
+  float v[kTiles][32];
+  unsigned mx = 0;
+  if (held) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      if ((t0 + 8 * j) * 32 < k1) {
+        load_tile(t0 + 8 * j, v[j]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 32; ++q) v[j][q] = 0.f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int q = 0; q < 32; ++q) mx = max(mx, kd_abs_bits(v[j][q]));
+  } else {
+    for (long long kt = t0; kt * 32 < k1; kt += 8) {
+      float t[32];
+      load_tile(kt, t);
+#pragma unroll
+      for (int q = 0; q < 32; ++q) mx = max(mx, kd_abs_bits(t[q]));
+    }
+  }
+  red[w][lane] = mx;
+  __syncthreads();
+  if (w == 0) {
+    for (int i = 1; i < 8; ++i) mx = max(mx, red[i][lane]);
+    red[0][lane] = mx;
+  }
+  if (f > 1) {
+    mx = kd_group_max(kd_smem_addr(&red[0][lane]), first, f);
+  } else {
+    __syncthreads();
+    mx = red[0][lane];
+  }
+  if (!in) return;
+  const int sh = kd_f16_shift(mx);
+  const float s = kd_pow2(sh);
+  if (part == 0 && w == 0) shift[lane] = sh;
+  __half* row = dst + lane * ld16;
+  auto put_tile = [&](long long kt, const float (&t)[32]) {
+    const long long kb = kt * 32;
+    unsigned h[16];
+#pragma unroll
+    for (int q = 0; q < 16; ++q) {
+      const __half2 x = kd_scaled_half2(t[2 * q], t[2 * q + 1], s);
+      h[q] = *reinterpret_cast<const unsigned*>(&x);
+    }
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      if (kb + 8 * q < k)
+        *reinterpret_cast<uint4*>(row + kb + 8 * q) = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
+  };
+  if (held) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+      if ((t0 + 8 * j) * 32 < k1) put_tile(t0 + 8 * j, v[j]);
+  } else {
+    for (long long kt = t0; kt * 32 < k1; kt += 8) {
+      float t[32];
+      load_tile(kt, t);
+      put_tile(kt, t);
+    }
+  }
+}
+// Launch 0 of a KD_SPLIT16 plan: op(A)'s rows, then op(B)'s columns, as scaled f16 copies
+// (wg_tma_layout.cuh's kd_tma16_ws). kd_wg_tma runs as its programmatic dependent.
+extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(8, 1, 1) kd_wg_tma_split16(kd_gemm_args args) {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  __shared__ unsigned red[8][32];  // rows contiguous across k: per warp and row
+  __shared__ unsigned part_max[8];  // k-contiguous rows: per row (warp)
+  const kd_tma16_ws ws = kd_ws16(args);
+  unsigned char* w = static_cast<unsigned char*>(args.workspace);
+  const long long m = args.m, n = args.n, k = args.k;
+  const long long blocks_a = kd_tma16_blocks(KD_TA == 1, args.batch, m, k);
+  const bool is_a = blockIdx.x < blocks_a;
+  const long long b = is_a ? blockIdx.x : blockIdx.x - blocks_a;  // blocks_a is whole clusters
+  // op(A) row i of entry z is k-contiguous when ta = T (A stored k x m), row-contiguous when ta = N;
+  // op(B) column j is k-contiguous when tb = N, row-contiguous when tb = T.
+  const bool kmajor = is_a ? KD_TA == 1 : KD_TB == 0;
+  const long long rows = is_a ? m : n, ld = is_a ? args.lda : args.ldb;
+  const long long stride = is_a ? args.stride_a : args.stride_b;
+  const float* base = static_cast<const float*>(is_a ? args.a : args.b);
+  __half* dst16 = reinterpret_cast<__half*>(w + (is_a ? ws.a16 : ws.b16));
+  int* shifts = reinterpret_cast<int*>(w + (is_a ? ws.sha : ws.shb));
+  // This block's row group and its part of k; the group's f blocks are neighbours in one cluster.
+  const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k));
+  const long long group = b / f;
+  const unsigned part = static_cast<unsigned>(b % f), first = kd_cluster_rank() / f * f;
+  const long long groups = kd_tma16_groups(kmajor, args.batch, rows);
+  if (kmajor) {
+    const int warp = threadIdx.x >> 5;
+    kd_split16_kmajor([&](long long g) { return base + g / rows * stride + g % rows * ld; }, dst16, ws.ld16, shifts,
+                      group * 8 + warp, args.batch * rows, k, f, part, &part_max[warp], first);
+  } else {
+    const long long per = (rows + 31) / 32, z = group / per;
+    const long long r0 = group < groups ? group % per * 32 : -1;
+    kd_split16_rows32(base + z * stride, ld, r0, rows, k, dst16 + (z * rows + (r0 < 0 ? 0 : r0)) * ws.ld16, ws.ld16,
+                      shifts + z * rows + (r0 < 0 ? 0 : r0), red, f, part, first);
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS kd_wg_tma(kd_gemm_args args) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const unsigned raw_addr = kd_smem_addr(smem_raw);
@@ -206,6 +485,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   const unsigned bars = maps + 256;
   auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
   auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
+#if KD_SPLIT16
+  // A programmatic dependent of kd_wg_tma_split16: its copies and shifts are complete past this.
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   if (threadIdx.x == 0) {
     for (int s = 0; s < KD_STAGES; ++s) {
       kd_mbar_init(full(s), 1);
@@ -226,10 +509,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
     if (warp == 0) {
       const long long cta = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
       unsigned char* slot = static_cast<unsigned char*>(args.workspace) + cta * 256;
+#if KD_SPLIT16
+      const kd_tma16_ws ws = kd_ws16(args);
+      const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
+      const kd_t* A = reinterpret_cast<const kd_t*>(w + ws.a16) + z * m * ws.ld16;
+      const kd_t* B = reinterpret_cast<const kd_t*>(w + ws.b16) + z * n * ws.ld16;
+      const long long lda = ws.ld16, ldb = ws.ld16;
+#else
       const kd_t* A = static_cast<const kd_t*>(args.a) + z * args.stride_a;
       const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
-      kd_make_map(maps, slot, A, k, m, args.lda, kBM, lane);
-      kd_make_map(maps + 128, slot + 128, B, k, n, args.ldb, KD_BN, lane);
+      const long long lda = args.lda, ldb = args.ldb;
+#endif
+      kd_make_map(maps, slot, A, k, m, lda, kBM, lane);
+      kd_make_map(maps + 128, slot + 128, B, k, n, ldb, KD_BN, lane);
       if (lane == 0) {
         kd_map_acquire(slot);
         kd_map_acquire(slot + 128);
@@ -273,7 +565,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   kd_cluster_finish(args, base, z, m0, n0);
 #else
   KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+#if KD_SPLIT16
+  const kd_tma16_ws ws = kd_ws16(args);
+  kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long r, long long c, float v) {
+    kd_epilogue(args, C, r, c, kd_unscale(args, ws, z, r, c, v));
+  });
+#else
   kd_for_each_acc(acc, wg, warp, lane, m0, n0,
                   [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+#endif
 #endif
 }

@@ -38,4 +38,44 @@ struct kd_wg_tma_layout {
   KD_HD constexpr long long workspace_bytes(long long ctas) const { return ctas * map_bytes(); }
 };
 
+// KD_SPLIT16 (f32 operands, the TF32 class): the first launch writes op(A)'s rows and op(B)'s
+// columns as f16 copies, k contiguous, each row scaled by its own power of two, after the CTAs' map
+// slots; then each row's shift (int32, the power's exponent), op(A)'s then op(B)'s. Every part starts
+// 256-aligned; a copy's row is ld16 halves (16-byte TMA row strides), its elements past k unwritten and
+// never read (the tensor map's width is k).
+struct kd_tma16_ws {
+  long long ld16, a16, b16, sha, shb, end;  // ld16 in halves, the rest byte offsets
+};
+KD_HD constexpr long long kd_tma16_up(long long bytes) { return (bytes + 255) / 256 * 256; }
+KD_HD constexpr kd_tma16_ws kd_tma16_layout(long long map_slots_bytes, long long batch, long long m, long long n,
+                                            long long k) {
+  const long long ld16 = (k + 7) / 8 * 8;
+  const long long a16 = kd_tma16_up(map_slots_bytes);
+  const long long b16 = a16 + kd_tma16_up(batch * m * ld16 * 2);
+  const long long sha = b16 + kd_tma16_up(batch * n * ld16 * 2);
+  const long long shb = sha + kd_tma16_up(batch * m * 4);
+  return {ld16, a16, b16, sha, shb, shb + kd_tma16_up(batch * n * 4)};
+}
+// The first launch: blocks of 256 threads in clusters of 8. A row group (8 rows of a k-contiguous
+// operand over all batch entries, a warp per row; or 32 rows of one batch entry of an operand whose
+// rows are contiguous) is split over k into kd_tma16_ksplit blocks of one cluster, as few as hold
+// their chunk in registers: a warp holds 64 * kd_tma16_pairs() k of its row, a block of 32 rows
+// 8 * 32 * kd_tma16_tiles() k. Each operand's blocks are rounded up to whole clusters.
+KD_HD constexpr long long kd_tma16_cluster() { return 8; }
+KD_HD constexpr long long kd_tma16_pairs() { return 32; }
+KD_HD constexpr long long kd_tma16_tiles() { return 2; }
+KD_HD constexpr long long kd_tma16_ksplit(bool k_contiguous, long long k) {
+  const long long held = k_contiguous ? 64 * kd_tma16_pairs() : 8 * 32 * kd_tma16_tiles();
+  long long f = 1;
+  while (f < kd_tma16_cluster() && f * held < k) f *= 2;
+  return f;
+}
+KD_HD constexpr long long kd_tma16_groups(bool k_contiguous, long long batch, long long rows) {
+  return k_contiguous ? (batch * rows + 7) / 8 : batch * ((rows + 31) / 32);
+}
+KD_HD constexpr long long kd_tma16_blocks(bool k_contiguous, long long batch, long long rows, long long k) {
+  const long long c = kd_tma16_cluster();
+  return (kd_tma16_groups(k_contiguous, batch, rows) * kd_tma16_ksplit(k_contiguous, k) + c - 1) / c * c;
+}
+
 #endif  // KD_WG_TMA_LAYOUT_CUH

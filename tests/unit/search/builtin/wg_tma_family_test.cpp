@@ -4,6 +4,8 @@
 #include <set>
 #include <utility>
 
+#include <fmt/format.h>
+
 #include "builtin/family_wg_tma.hpp"
 #include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
@@ -125,6 +127,116 @@ TEST(WgTma, LabConfigMatchesTheFamilyRules) {
   int variants = 0;
   ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tma.json", wg_tma_family(), variants));
   EXPECT_GE(variants, 60);
+}
+
+// ---- wg_tma_f32: the TF32 class through f16 copies (issue 30) -----------------------------------
+
+std::string tf32_line(const char* ta, const char* tb, long long m, long long n, long long k,
+                      const char* precision = " precision=tf32") {
+  return fmt::format("gemm a=f32 b=f32 c=f32 compute=f32 ta={} tb={} m={} n={} k={} lda={} ldb={} ldc={} batch=1 "
+                     "epilogue=none beta0=1{}",
+                     ta, tb, m, n, k, std::string(ta) == "T" ? k : m, std::string(tb) == "N" ? k : n, m, precision);
+}
+
+TEST(WgTmaF32, ServesTheTf32ClassInEveryLayoutAndNothingElse) {
+  const Family& f = wg_tma_f32_family();
+  EXPECT_EQ(f.name, "wg_tma_f32");
+  EXPECT_NE(f.source.find("kd_wg_tma_split16("), std::string_view::npos);
+  EXPECT_FALSE(f.trial) << "it passed the gate on a GPU and won the TF32 class's 4096^3 keys";
+  for (const char* ta : {"N", "T"})
+    for (const char* tb : {"N", "T"}) {
+      const std::string line = tf32_line(ta, tb, 4096, 4096, 4096);
+      EXPECT_FALSE(not_searched_for(f, key_of(line)).has_value()) << line;
+      EXPECT_NE(f.rejects(key_of(tf32_line(ta, tb, 4096, 4096, 4096, ""))).value_or("").find("strict fp32"),
+                std::string::npos)
+          << "one f16 product is TF32's precision, not strict fp32's";
+    }
+  // Ragged, unaligned leading dimensions: the first launch reads single floats.
+  EXPECT_FALSE(not_searched_for(f, key_of("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 "
+                                          "lda=1001 ldb=301 ldc=1000 batch=1 epilogue=bias beta0=0 precision=tf32"))
+                   .has_value());
+  EXPECT_NE(f.rejects(key_of("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 "
+                             "ldc=4096 batch=1 epilogue=none beta0=1"))
+                .value_or("")
+                .find("f32 A, B and C"),
+            std::string::npos);
+  EXPECT_NE(not_searched_for(f, key_of(tf32_line("T", "N", 4096, 16, 4096))).value_or("").find("padding"),
+            std::string::npos);
+  EXPECT_FALSE(f.rejects(key_of(tf32_line("T", "N", 4096, 16, 4096)))) << "declined, not rejected: a range may use it";
+}
+
+TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
+  const Family& f = wg_tma_f32_family();
+  const Target t;
+  for (const char* ta : {"N", "T"})
+    for (const char* tb : {"N", "T"}) {
+      const GemmKey key = key_of(tf32_line(ta, tb, 4096, 2048, 1001));
+      const auto seeds = completed_seeds(f, key, t);
+      ASSERT_FALSE(seeds.empty()) << key.shape_line();
+      for (const Params& p : seeds) {
+        ASSERT_TRUE(f.valid(key, t, p)) << describe(p);
+        EXPECT_EQ(p.at("KD_SPLIT16"), 1);
+        const LaunchPlan lp = f.plan(key, t, p);
+        const auto parsed = parse_plan_from_source(render(f, key, t, p));
+        ASSERT_TRUE(std::holds_alternative<LaunchPlan>(parsed));
+        EXPECT_EQ(std::get<LaunchPlan>(parsed), lp);
+        ASSERT_EQ(lp.launches.size(), 2u);
+        EXPECT_EQ(lp.launches[0].entry, "kd_wg_tma_split16");
+        EXPECT_FALSE(lp.launches[0].pdl);
+        // A block per 8 k-contiguous rows (a warp holds 2048 of k), two per 32 rows contiguous across k
+        // (a block holds 512 of k).
+        const long long a_blocks = key.ta == Transpose::T ? 512 : 256, b_blocks = key.tb == Transpose::N ? 256 : 128;
+        EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(a_blocks + b_blocks)) << key.shape_line();
+        EXPECT_EQ(lp.launches[0].block[0], 256u);
+        EXPECT_EQ(lp.launches[1].entry, "kd_wg_tma");
+        EXPECT_TRUE(lp.launches[1].pdl) << "the product waits on the copies' grid";
+        // The maps, both copies (rows of 1001 halves rounded to 1008) and one shift per row.
+        const auto& g = lp.launches[1].grid;
+        const std::uint64_t maps = 256ull * g[0] * g[1] * g[2];
+        EXPECT_GE(lp.workspace_bytes, maps + (4096 + 2048) * 1008 * 2 + (4096 + 2048) * 4);
+        EXPECT_LE(lp.workspace_bytes, maps + (4096 + 2048) * 1008 * 2 + (4096 + 2048) * 4 + 5 * 256);
+      }
+    }
+}
+
+TEST(WgTmaF32, IdeasYieldValidDistinctConfigurations) {
+  const Family& f = wg_tma_f32_family();
+  const Target t;
+  const GemmKey key = key_of(tf32_line("N", "N", 4096, 4096, 4096));
+  int applied = 0;
+  for (const Params& p : completed_seeds(f, key, t))
+    for (const IdeaMove& m : wg_tma_f32_ideas()) {
+      EXPECT_EQ(m.family, "wg_tma_f32");
+      const auto moved = apply_idea(m, f, key, t, p);
+      if (!moved) continue;
+      ++applied;
+      EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
+      EXPECT_EQ(moved->at("KD_SPLIT16"), 1) << m.id;
+    }
+  EXPECT_GE(applied, 8);
+}
+
+// Every seed and one idea step from the first, in the four layouts and a ragged strided batch with
+// bias, compiles with NVRTC for sm_90a without spills.
+TEST(WgTmaF32, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
+  const std::vector<std::string> extra = {
+      tf32_line("N", "N", 4096, 4096, 4096), tf32_line("T", "N", 4096, 4096, 4096), tf32_line("N", "T", 2048, 2048, 2048),
+      tf32_line("T", "T", 1024, 1024, 1024),
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
+      "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32"};
+  const std::vector<std::string> sources = test::seeds_and_first_steps(
+      wg_tma_f32_family(), Target{}, wg_tma_f32_ideas(), extra,
+      [](const GemmKey& key) { return key.m == 4096 && key.ta == Transpose::N; });
+  ASSERT_GE(sources.size(), 10u);
+  test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
+}
+
+// tools/dev/lab_wg_tma_f32.json (the GPU lab's variants, with timings of the plan's parts) agrees with
+// the family's rules.
+TEST(WgTmaF32, LabConfigMatchesTheFamilyRules) {
+  int variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tma_f32.json", wg_tma_f32_family(), variants));
+  EXPECT_GE(variants, 20);
 }
 
 }  // namespace
