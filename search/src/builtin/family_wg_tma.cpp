@@ -271,7 +271,8 @@ std::optional<std::string> f32_rejects(const GemmKey& key) {
     return "strict fp32: one f16 product keeps TF32's 11 significant bits only (the TF32 class)";
   if (key.k < 1) return "needs k >= 1";
   if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
-  // The first launch has one block per k-contiguous row (or per 32 rows) of both operands.
+  // The first launch's grid: blocks per 8 k-contiguous rows or per 32 rows contiguous across k, times
+  // the blocks each row's k is split over (kernels/wg_tma_layout.cuh), for both operands.
   if (kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
           kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k) >
       kMaxDim)
@@ -279,8 +280,8 @@ std::optional<std::string> f32_rejects(const GemmKey& key) {
   return std::nullopt;
 }
 
-// The copies cost a read of A and B and a write of half their bytes; below a 64-column tile the
-// product is mostly padding and the skinny families' tf32 paths stream the operands once.
+// Below 48 rows or columns a 64-wide wgmma tile is mostly padding, and the copies (a read of A and B
+// and a write of half their bytes) cost what such a call's whole product does.
 std::optional<std::string> f32_declines(const GemmKey& key) {
   if (key.n < kMinN || key.m < kMinN)
     return fmt::format("m={} n={}: below {} a 64-wide wgmma tile is mostly padding", key.m, key.n, kMinN);

@@ -36,13 +36,13 @@
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps) as
 //   wg_tma_layout.cuh lays them out.
 // KD_SPLIT16 (family wg_tma_f32): a TF32-class call computed as one f16 product. Launch 0,
-//   kd_wg_tma_split16 (block 256, clusters of 8, grid kd_tma16_blocks for op(A) then op(B)), writes op(A)'s rows and
-//   op(B)'s columns as k-contiguous f16 copies into the workspace, each row x 2^s with s per row so
-//   that its max lies in [2^14, 2^15): f16's 11 significant bits are TF32's, and the scale keeps them
-//   for every element within 2^28 of its row's max. Launch 1, kd_wg_tma as a programmatic dependent,
-//   multiplies the copies and scales each output by 2^-(s_row + s_col), exactly. The copies cost one
-//   read of A and B and a write of half their bytes; the products then run at f16's rate, twice
-//   TF32's, from half the bytes per element.
+//   kd_wg_tma_split16 (block 256, clusters of 8, grid kd_tma16_blocks for op(A) then op(B)), writes
+//   op(A)'s rows and op(B)'s columns as k-contiguous f16 copies into the workspace, each row x 2^s
+//   with s per row so that its max lies in [2^14, 2^15): f16's 11 significant bits are TF32's, and the
+//   scale keeps them for every element within 2^28 of its row's max. Launch 1, kd_wg_tma as a
+//   programmatic dependent, multiplies the copies and scales each output by 2^-(s_row + s_col),
+//   exactly. The copies cost one read of A and B and a write of half their bytes; the product then
+//   runs at f16's rate, twice TF32's, from half the bytes per element.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -257,7 +257,9 @@ __device__ __forceinline__ unsigned kd_group_max(unsigned addr, unsigned first, 
   kd_cluster_sync();  // no block leaves while another still reads its partials
   return mx;
 }
-__device__ __forceinline__ __half2 kd_scaled_half2(float x, float y, float s) { return __floats2half2_rn(x * s, y * s); }
+__device__ __forceinline__ __half2 kd_scaled_half2(float x, float y, float s) {
+  return __floats2half2_rn(x * s, y * s);
+}
 
 // The first launch's work (wg_tma_layout.cuh): every element is read from DRAM once and held in
 // registers until its row's scale is known, the row's max taken over the f blocks that split its k

@@ -220,8 +220,8 @@ TEST(WgTmaF32, IdeasYieldValidDistinctConfigurations) {
 // bias, compiles with NVRTC for sm_90a without spills.
 TEST(WgTmaF32, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
   const std::vector<std::string> extra = {
-      tf32_line("N", "N", 4096, 4096, 4096), tf32_line("T", "N", 4096, 4096, 4096), tf32_line("N", "T", 2048, 2048, 2048),
-      tf32_line("T", "T", 1024, 1024, 1024),
+      tf32_line("N", "N", 4096, 4096, 4096), tf32_line("T", "N", 4096, 4096, 4096),
+      tf32_line("N", "T", 2048, 2048, 2048), tf32_line("T", "T", 1024, 1024, 1024),
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
       "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32"};
   const std::vector<std::string> sources = test::seeds_and_first_steps(
