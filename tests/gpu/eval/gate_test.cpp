@@ -749,6 +749,23 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrow32PassesTheGate) {
   expect_no_restarts();
 }
 
+// TF32-class keys both one-product families are gated on: 1024^3 in the four layouts, dW's layout
+// (ta = N tb = T) as a ragged strided batch with bias and beta, and the 4096^3 cube.
+constexpr const char* kTf32Lines[] = {
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+    "epilogue=none beta0=1 precision=tf32",
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+    "epilogue=none beta0=1 precision=tf32",
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+    "epilogue=none beta0=1 precision=tf32",
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
+    "epilogue=none beta0=1 precision=tf32",
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
+    "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32",
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+    "epilogue=none beta0=1 precision=tf32",
+};
+
 // Issue 30's TF32 class: a precision=tf32 call may run one f16 product of the scaled splits' hi parts
 // (KD_F16S with KD_3XTF32 = 0, TF32's 11 significant bits at f16's rate): the seeds of tb = T calls,
 // the idea move's plan for tb = N, through the whole gate against cuBLAS's own TF32 GEMM: the four transposes at 1024^3, a ragged strided batch of
@@ -762,19 +779,7 @@ TEST_F(GpuEvalBuiltin, WgTiledF16OneProductPassesTheTf32Gate) {
     if (m.id == std::string("wg.f16s_on")) f16s_on = &m;
   ASSERT_NE(f16s_on, nullptr);
   int evaluated = 0;
-  for (const char* line : {
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
-           "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
-           "epilogue=none beta0=1 precision=tf32"}) {
+  for (const char* line : kTf32Lines) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line << ": " << *f.rejects(key);
     // tb = T: the seeds are the one product; tb = N: the idea move from the first seed that takes it.
@@ -805,25 +810,16 @@ TEST_F(GpuEvalBuiltin, WgTmaF32PassesTheTf32Gate) {
   const builtin::Family& f = builtin::wg_tma_f32_family();
   const builtin::Target& t = target_;
   int evaluated = 0;
-  for (const char* line : {
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
-           "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32",
+  std::vector<const char*> lines(std::begin(kTf32Lines), std::end(kTf32Lines));
+  for (const char* more : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=777 n=333 k=555 lda=555 ldb=555 ldc=777 batch=1 "
            "epilogue=none beta0=0 precision=tf32",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=2048 n=2048 k=2048 lda=2048 ldb=2048 ldc=2048 batch=1 "
            "epilogue=none beta0=1 precision=tf32",
-           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
-           "epilogue=none beta0=1 precision=tf32",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
-           "epilogue=none beta0=1 precision=tf32"}) {
+           "epilogue=none beta0=1 precision=tf32"})
+    lines.push_back(more);
+  for (const char* line : lines) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(builtin::not_searched_for(f, key).has_value()) << line << ": " << *builtin::not_searched_for(f, key);
     const auto seeds = f.seeds(key, t);
