@@ -3,7 +3,7 @@
 # Usage: tools/dev/device-run.sh BUNDLE STAGE...
 # stages: gpu-tests gate-table tma-gate bench-registry search6 search-tc quickstart e2e e2e-decode validate bench-verify
 #         fullfile[:SHAPES] lab:FILE:CFG multi-gpu-prewarm[:one|:all] remote-gpu search-duty
-#         e2e-variable e2e-train e2e-rows torch-overrides
+#         e2e-variable e2e-train e2e-tf32 e2e-rows torch-overrides
 # multi-gpu-prewarm: kdctl prewarm of a shape list on one GPU, then on every GPU, timed, with a
 # worker killed mid-way (tools/dev/device-multi-gpu.sh; KD_MG_* budgets). remote-gpu: two daemons
 # sharing the bundle's redis-server (tools/dev/device-remote-gpu.sh; KD_RG_*). search-duty: an
@@ -16,6 +16,8 @@
 # e2e-train: issue 30's workload (tests/e2e/shim_fp32_training_e2e.py): forward and backward of a small fp32
 # transformer (TF32 off) plain and preloaded, after a real kdispatchd prewarmed what the empty-cache run recorded;
 # ms per step both ways, loss and gradients compared; KD_E2E_* budgets, KD_E2E_TRAIN_ARGS (extra script options).
+# e2e-tf32: issue 30's TF32 class (tests/e2e/shim_tf32_e2e.py): torch.mm of KD_E2E_TF32_SIZE^3 (4096) in the four
+# layouts with TF32 allowed, plain and preloaded after a real kdispatchd prewarmed the recorded keys; KD_E2E_* budgets.
 # e2e-rows: issue 33's workloads (tests/e2e/rows_e2e.py): BERT and a bf16 decode loop with layer norm, softmax and
 # RMSNorm routed through python/'s kdispatch.torch on top of the shim, against the shim alone and plain torch;
 # KD_E2E_* budgets. torch-overrides: tests/e2e/torch_overrides_check.py (kdispatch.torch's uncovered calls and
@@ -189,6 +191,16 @@ for stage in "$@"; do
         >"$logs/e2e-train-bench.log" 2>&1
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
+    e2e-tf32)
+      e2e_daemon e2e-tf32 --search-duty-cycle 1
+      pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-2} --max-candidates ${KD_E2E_CANDIDATES:-16} --wall-seconds ${KD_E2E_WALL:-8}"
+      t0=$(date +%s)
+      python3 tests/e2e/shim_tf32_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --workdir /tmp/kd-e2e-tf32-work \
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock --size "${KD_E2E_TF32_SIZE:-4096}" \
+        >"$logs/e2e-tf32.log" 2>&1
+      summary+=("e2e-tf32 rc=$? in $(( $(date +%s) - t0 )) s")
+      kill "$dpid"; wait "$dpid" 2>/dev/null
+      ;;
     e2e-variable)
       for target in ${KD_E2E_VAR_TARGETS:-bert decode}; do
         buckets=default; [[ $target == decode ]] && buckets=${KD_E2E_DECODE_BUCKETS:-default}
@@ -247,7 +259,7 @@ for f in "$logs"/full*-prewarm.log; do [[ -f $f ]] && tail -50 "$f" | cut -c1-16
 for f in "$logs"/full*-bench.log; do [[ -f $f ]] && cut -c1-160 "$f"; done
 for f in "$logs"/full*-winners.log; do [[ -f $f ]] && sed -E 's/gemm a=([a-z0-9]+) .* m=([0-9]+) n=([0-9]+) k=([0-9]+).*kdispatch builtin family/\1 \2x\3x\4/' "$f" | cut -c1-200; done
 [[ -f $logs/verify.log ]] && cat "$logs/verify.log"
-for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log "$logs"/e2e-var-bert.log "$logs"/e2e-var-decode.log "$logs"/e2e-rows.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
+for f in "$logs"/e2e-ops.log "$logs"/e2e-llama.log "$logs"/e2e-decode.log "$logs"/e2e-tf32.log "$logs"/e2e-var-bert.log "$logs"/e2e-var-decode.log "$logs"/e2e-rows.log; do [[ -f $f ]] && grep -E "PASS|FAIL|SKIP|tok/s|tokens|speedup|reasons|Error|error" "$f" | tail -25; done
 [[ -f $logs/e2e-decode-bench.log ]] && cut -c1-170 "$logs/e2e-decode-bench.log"
 [[ -f $logs/e2e-train.log ]] && grep -E "PASS|FAIL|SKIP|ms per step|f32 ta=|reasons|Error|error" "$logs/e2e-train.log" | tail -60
 [[ -f $logs/e2e-train-bench.log ]] && cut -c1-170 "$logs/e2e-train-bench.log"
