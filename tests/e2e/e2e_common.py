@@ -140,6 +140,26 @@ def wait_for_idle_daemon(kdctl, env, timeout_s=900):
     return False
 
 
+def replayed_output(torch, fn, warmups=2):
+    """fn's output from one replay of a CUDA graph that captured it, on the CPU. fn runs `warmups`
+    times on a side stream first (cuBLAS heuristics, kdispatch's entry loads), as applications warm
+    up before capturing; the captured output is filled with NaN before the replay, so the replay
+    must write every element."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(warmups):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = fn()
+    static_out.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    return static_out.clone().cpu()
+
+
 def norm_rel(a, b):
     """|a - b| / |b| over whole tensors, in double (b the reference)."""
     return ((a.double() - b.double()).norm() / b.double().norm().clamp_min(1e-30)).item()

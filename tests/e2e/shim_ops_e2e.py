@@ -75,20 +75,7 @@ def worker(out_path):
                 refs[f"{name}/{case}"] = ref().cpu()
                 outputs[f"{name}/{case}/eager"] = fn().cpu()
                 torch.cuda.synchronize()
-
-                side = torch.cuda.Stream()
-                side.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(side):
-                    for _ in range(2):
-                        fn()
-                torch.cuda.current_stream().wait_stream(side)
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    static_out = fn()
-                static_out.fill_(float("nan"))  # the replay must write every element
-                graph.replay()
-                torch.cuda.synchronize()
-                outputs[f"{name}/{case}/graph"] = static_out.clone().cpu()
+                outputs[f"{name}/{case}/graph"] = common.replayed_output(torch, fn)
     torch.save({"outputs": outputs, "refs": refs}, out_path)
 
 
