@@ -267,7 +267,8 @@ const Family kFamilies[] = {
 // budget leaves the rest unevaluated. simt_gemv and skinny_ws come first, then the tensor-core families (on large
 // shapes one evaluation of a scalar seed costs what several of theirs do); wg_tiled needs sm_90 and rejects
 // what it cannot serve, so elsewhere tc_tiled leads. wg_tma (a trial, see Family::trial) leads the 16-bit
-// keys it serves when enabled; wg_tma_f32 leads the TF32 class (it rejects every other key).
+// keys it serves when enabled; wg_tma_f32 leads the TF32 class and wg_tma_f16s strict f32 of 48 rows and
+// columns or more (each rejects every other key).
 std::vector<Family> with_sources() {
   auto embedded = [](Family f) {
     f.source = embedded_kernel(std::string(f.name) + ".cu");
@@ -276,7 +277,8 @@ std::vector<Family> with_sources() {
   // simt_gemv leads the keys it serves (n <= 4), where it streamed A fastest (session 28), then
   // skinny_ws when enabled (a trial; 16-bit, 5..16 columns, k <= 4096: session 29); both reject or
   // decline the others at once. These rows carry their sources.
-  std::vector<Family> out = {embedded(kFamilies[0]), embedded(kFamilies[1]), wg_tma_family(), wg_tma_f32_family(), wg_tiled_family(),
+  std::vector<Family> out = {embedded(kFamilies[0]), embedded(kFamilies[1]), wg_tma_family(), wg_tma_f32_family(),
+                             wg_tma_f16s_family(), wg_tiled_family(),
                              tc_tiled_family()};
   for (std::size_t i = 2; i < std::size(kFamilies); ++i) out.push_back(embedded(kFamilies[i]));
   return out;

@@ -28,7 +28,7 @@ constexpr long long kMaxDim = 0x7fffffffLL;
 // The kernel's layout of `p`: shared memory and workspace, from the header the kernel compiles too
 // (kernels/wg_tma_layout.cuh).
 kd_wg_tma_layout layout_of(const Params& p) {
-  return {param(p, kWg), param(p, kMw), param(p, kBn), param(p, kStages)};
+  return {param(p, kWg), param(p, kMw), param(p, kBn), param(p, kStages), param(p, kSplit16) == 2 ? 1 : 0};
 }
 long long bm_of(const Params& p) { return layout_of(p).bm(); }
 long long tiles_of(const GemmKey& key, const Params& p) {
@@ -37,12 +37,14 @@ long long tiles_of(const GemmKey& key, const Params& p) {
 long long ctas_of(const GemmKey& key, const Params& p) { return tiles_of(key, p) * param(p, kSplit); }
 long long stage_bytes(const Params& p) { return layout_of(p).stage_bytes(); }
 long long smem_bytes(const Params& p) { return layout_of(p).smem_bytes(); }
-// KD_SPLIT16: the maps, then the operands' f16 copies and their rows' shifts.
+// KD_SPLIT16: the maps, then the operands' f16 copies and their rows' shifts (and with KD_SPLIT16 = 2
+// the copies of the rests).
 kd_tma16_ws split16_layout(const GemmKey& key, const Params& p) {
-  return kd_tma16_layout(layout_of(p).workspace_bytes(ctas_of(key, p)), key.batch, key.m, key.n, key.k);
+  return kd_tma16_layout(layout_of(p).workspace_bytes(ctas_of(key, p)), key.batch, key.m, key.n, key.k,
+                         param(p, kSplit16) == 2);
 }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
-  if (param(p, kSplit16) == 1) return split16_layout(key, p).end;
+  if (param(p, kSplit16) >= 1) return split16_layout(key, p).end;
   return layout_of(p).workspace_bytes(ctas_of(key, p));
 }
 long long ctas_per_sm(const Target& t, const Params& p) {
@@ -112,7 +114,7 @@ bool tma_valid(const GemmKey& key, const Target& t, const Params& p) {
 LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
   LaunchPlan plan;
   LaunchSpec main;
-  if (param(p, kSplit16) == 1) {
+  if (param(p, kSplit16) >= 1) {
     LaunchSpec split;
     split.entry = "kd_wg_tma_split16";
     split.grid = {u32(kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
@@ -340,7 +342,114 @@ std::vector<IdeaMove> f32_ideas() {
   return out;
 }
 
+// ---- wg_tma_f16s ----------------------------------------------------------------------------
+
+std::optional<std::string> f16s_rejects(const GemmKey& key) {
+  if (key.a != DType::f32 || key.b != DType::f32 || key.c != DType::f32) return "f32 A, B and C only";
+  if (key.precision != PrecisionClass::f32)
+    return "the TF32 class: wg_tma_f32 serves it with one f16 product instead of three";
+  if (key.k < 1) return "needs k >= 1";
+  if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
+  if (kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
+          kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k) >
+      kMaxDim)
+    return "more rows than the first launch's grid holds";
+  // Rejected, not declined, so that a range of narrow outputs does not try it either: copying the
+  // other operand (a read and a write of its 4 bytes per element) costs what the whole product does.
+  if (key.n < kMinN || key.m < kMinN)
+    return fmt::format("m={} n={}: below {} the copies of the wide operand cost what the product does", key.m, key.n,
+                       kMinN);
+  return std::nullopt;
+}
+
+// Small calls: the copies and the few 128 x 128 tiles cost more than three f16 products save (the
+// gate on an H200: 777 x 333 x 555 took 20.3 us against cuBLAS's 15.6, 1024^3 22.7 against 59.1).
+std::optional<std::string> f16s_declines(const GemmKey& key) {
+  constexpr double kMinWork = 1024.0 * 1024.0 * 1024.0;
+  const double work = static_cast<double>(key.batch) * key.m * key.n * key.k;
+  if (work < kMinWork)
+    return fmt::format("batch x m x n x k = {:.3g} is below 1024^3: the copies cost more than the products save",
+                       work);
+  return std::nullopt;
+}
+
+Params f16s_complete(const GemmKey& key, const Target& t, Params p) {
+  p = tma_complete(key, t, std::move(p));
+  p[kSplit16] = 2;
+  return p;
+}
+
+// Each k tile's sum is promoted from a second set of accumulators, so a consumer holds 2 * MW * BN / 2
+// of them: at most m64n128 per warpgroup. One CTA per SM: a stage (the hi and lo tiles of A and B) is
+// 32-64 KB, and two CTAs' rings would be two stages deep.
+bool f16s_valid(const GemmKey& key, const Target& t, const Params& p) {
+  if (param(p, kMw) * param(p, kBn) > 128 || param(p, kCtas) != 1) return false;
+  return param(p, kSplit16) == 2 && tma_valid(key, t, p);
+}
+
+// Tiles of 128 x 128 first (two consumer warpgroups of m64n128: 3.5x cuBLAS at 4096^3 in the lab,
+// session 31), then 128 x 64 and one warpgroup of two m64n64 blocks; splits in a cluster for grids
+// under a wave. The deepest ring that fits (three stages at 128 x 128), ranked by the wave model of
+// tma_seeds.
+std::vector<Params> f16s_seeds(const GemmKey& key, const Target& t) {
+  struct Scored {
+    double cost;
+    Params p;
+  };
+  std::vector<Scored> scored;
+  const long long shapes[][3] = {{2, 1, 128}, {2, 1, 64}, {1, 2, 64}, {1, 1, 128}};
+  for (const auto& s : shapes) {
+    for (long long split : {1LL, 2LL, 4LL}) {
+      Params p = tile(s[0], s[1], s[2], split);
+      if (split > 1 && (tiles_of(key, p) >= t.sms || ceil_div(key.k, kTileK) / split < 8)) continue;
+      p[kSplit16] = 2;
+      p[kStages] = stages_for(t, p, 1, 6);
+      p = f16s_complete(key, t, p);
+      if (!f16s_valid(key, t, p)) continue;
+      const double bm = static_cast<double>(bm_of(p)), bn = static_cast<double>(s[2]);
+      const double reuse = std::min(1.0, bm * bn / (bm + bn) / 64.0);
+      const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kTileK), split));
+      double cost = static_cast<double>(ceil_div(ctas_of(key, p), t.sms)) * bm * bn * kper / reuse;
+      for (long long sp = split; sp > 1; sp /= 2) cost *= 1.03;
+      scored.push_back({cost, std::move(p)});
+    }
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.cost < b.cost; });
+  std::vector<Params> out;
+  for (Scored& s : scored) {
+    if (out.size() >= 3) break;
+    out.push_back(std::move(s.p));
+  }
+  return out;
+}
+
+Family make_f16s_family() {
+  Family f{"wg_tma_f16s", "kd_wg_tma", embedded_kernel("wg_tma.cu"), f16s_rejects, f16s_seeds, f16s_complete,
+           f16s_valid, tma_plan};
+  f.declines = f16s_declines;
+  return f;
+}
+
+std::vector<IdeaMove> f16s_ideas() {
+  std::vector<IdeaMove> out;
+  for (IdeaMove m : kIdeas) {
+    m.family = "wg_tma_f16s";
+    out.push_back(m);
+  }
+  return out;
+}
+
 }  // namespace
+
+const Family& wg_tma_f16s_family() {
+  static const Family family = make_f16s_family();
+  return family;
+}
+
+std::span<const IdeaMove> wg_tma_f16s_ideas() {
+  static const std::vector<IdeaMove> moves = f16s_ideas();
+  return moves;
+}
 
 const Family& wg_tma_f32_family() {
   static const Family family = make_f32_family();

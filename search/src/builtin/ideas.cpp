@@ -234,6 +234,7 @@ std::span<const IdeaMove> idea_catalogue() {
     for (const IdeaMove& m : wg_tiled_ideas()) v.push_back(m);
     for (const IdeaMove& m : wg_tma_ideas()) v.push_back(m);
     for (const IdeaMove& m : wg_tma_f32_ideas()) v.push_back(m);
+    for (const IdeaMove& m : wg_tma_f16s_ideas()) v.push_back(m);
     for (const IdeaMove& m : kPdlIdeas) v.push_back(m);
     return v;
   }();

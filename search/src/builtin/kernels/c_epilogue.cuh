@@ -6,7 +6,9 @@
 // self-contained translation unit; nvcc (the kernel lab) reads it from beside the family's file.
 // The includer defines first: KD_BETA_ZERO and KD_BIAS; kd_gemm_args comes from kdispatch/gemm.cuh.
 // Optionally KD_UNLEAN, a constant expression: when true, the sum is first raised by kd_tc_lean of
-// itself, taking back the lean toward zero of strict-f32 sums built on tensor-core accumulation.
+// itself, taking back the lean toward zero of strict-f32 sums built on tensor-core accumulation;
+// KD_TC_LEAN (a float literal) replaces the measured mean of wg_tiled's sums for a kernel whose
+// promotion spans a different number of truncating steps.
 #ifndef KD_C_EPILOGUE_CUH
 #define KD_C_EPILOGUE_CUH
 
@@ -43,7 +45,10 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, T* C, long
   // splits on an H100: -3.8e-8 to -5.5e-8 for zero-mean inputs, -7.4e-8 to -1.0e-7 for inputs with
   // an offset mean; cuBLAS's: +-5e-9). One FMA per output takes back the middle of that range,
   // leaving at most 3.1e-8 either way (docs/kernel-notes.md, session 22).
-  constexpr float kd_tc_lean = 6.9e-8f;
+#ifndef KD_TC_LEAN
+#define KD_TC_LEAN 6.9e-8f
+#endif
+  constexpr float kd_tc_lean = KD_TC_LEAN;
   if constexpr (KD_UNLEAN) sum = fmaf(sum, kd_tc_lean, sum);
 #endif
   float out = args.alpha * sum;

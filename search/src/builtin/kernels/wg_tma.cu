@@ -31,7 +31,8 @@
 //   KD_BN 64 | 128 | 256   KD_STAGES ring depth (2..8)   KD_SPLITK k splits (1..8)
 //   KD_CLUSTER 0|1 (1 with SPLITK 2..8)   KD_CTAS 1|2 (CTAs per SM the registers are sized for)
 //   KD_BETA_ZERO 0|1   KD_BIAS 0|1
-//   KD_SPLIT16 0|1: f32 A and B (any KD_TA, KD_TB; the TF32 class) through f16 copies, below
+//   KD_SPLIT16 0|1|2: f32 A and B (any KD_TA, KD_TB) through f16 copies, below: 1 the TF32 class,
+//     2 strict f32 (hi and lo copies; KD_MW * KD_BN <= 128)
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps) as
 //   wg_tma_layout.cuh lays them out.
@@ -43,6 +44,11 @@
 //   programmatic dependent, multiplies the copies and scales each output by 2^-(s_row + s_col),
 //   exactly. The copies cost one read of A and B and a write of half their bytes; the product then
 //   runs at f16's rate, twice TF32's, from half the bytes per element.
+// KD_SPLIT16 = 2 (family wg_tma_f16s, strict f32): launch 0 also writes each element's rest (x * 2^s
+//   - hi, rounded to nearest) as a lo copy; a ring stage carries A hi, A lo, B hi and B lo (four tensor
+//   maps per CTA), and each k tile's lo(A) hi(B) + hi(A) lo(B) + hi(A) hi(B) is summed into a second
+//   set of accumulators and added to the f32 sums on the CUDA cores, so no truncating tensor-core sum
+//   spans more than one k tile; the epilogue takes back the remaining lean (KD_TC_LEAN).
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -91,7 +97,7 @@ static_assert(KD_SPLIT16 || (sizeof(KD_A_T) == 2 && sizeof(KD_B_T) == 2), "wg_tm
 // The named parameters as one layout (wg_tma_layout.cuh: shared memory, workspace), which the host
 // rules compile too. The constants below are what the kernel reads; under NVRTC's -default-device
 // each is also a __device__ variable of a few bytes in the cubin.
-KD_HD constexpr kd_wg_tma_layout kd_layout() { return {KD_WG, KD_MW, KD_BN, KD_STAGES}; }
+KD_HD constexpr kd_wg_tma_layout kd_layout() { return {KD_WG, KD_MW, KD_BN, KD_STAGES, KD_SPLIT16 == 2}; }
 constexpr int kThreads = kd_layout().threads();
 constexpr int kBM = kd_layout().bm();
 constexpr int kBK = kd_layout().bk();
@@ -99,7 +105,11 @@ constexpr int kAcc = kd_layout().acc();
 constexpr int kABytes = kd_layout().a_bytes();
 constexpr int kBBytes = kd_layout().b_bytes();
 constexpr int kStageBytes = kd_layout().stage_bytes();
-static_assert(kStageBytes == kABytes + kBBytes, "a stage: the A tile, then the B tile");
+static_assert(kStageBytes == kd_layout().parts() * (kABytes + kBBytes),
+              "a stage: the A tile, then the B tile (with lo parts: A hi, A lo, B hi, B lo)");
+static_assert(KD_SPLIT16 >= 0 && KD_SPLIT16 <= 2, "KD_SPLIT16 is 0, 1 or 2");
+// Strict f32 promotes each k tile's sum from a second set of accumulators: 2 * MW * BN / 2 registers.
+static_assert(KD_SPLIT16 != 2 || KD_MW * KD_BN <= 128, "KD_SPLIT16 = 2: at most 64 accumulators per thread");
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
 static_assert(KD_MW == 1 || KD_MW == 2, "KD_MW is 1 or 2");
 static_assert(KD_BN == 64 || KD_BN == 128 || KD_BN == 256, "KD_BN is 64, 128 or 256");
@@ -110,7 +120,7 @@ static_assert((KD_CLUSTER == 0 && KD_SPLITK == 1) || (KD_CLUSTER == 1 && KD_SPLI
               "k splits are reduced in a cluster: KD_CLUSTER = 1 exactly when KD_SPLITK > 1");
 static_assert(!KD_CLUSTER || kd_layout().partial_tile_fits(), "the partial tile reuses the ring");
 static_assert(kd_layout().maps_offset() == KD_STAGES * kStageBytes &&
-                  kd_layout().bars_offset() == KD_STAGES * kStageBytes + 256,
+                  kd_layout().bars_offset() == KD_STAGES * kStageBytes + 256 * kd_layout().parts(),
               "the kernel's scratch maps and mbarriers where wg_tma_layout.cuh puts them");
 static_assert(KD_CTAS == 1 || KD_CTAS == 2, "KD_CTAS (CTAs per SM the registers are sized for) is 1 or 2");
 // Registers: the launch bound gives every thread 65536 / (threads * CTAS), rounded down to a multiple
@@ -130,7 +140,7 @@ constexpr int kConsumerRegs = kConsumerRegsFit > 240 ? 240 : kConsumerRegsFit;
 __device__ __forceinline__ kd_tma16_ws kd_ws16(const kd_gemm_args& args) {
   const long long ctas = static_cast<long long>((args.n + KD_BN - 1) / KD_BN) * ((args.m + kBM - 1) / kBM) *
                          args.batch * KD_SPLITK;
-  return kd_tma16_layout(kd_layout().workspace_bytes(ctas), args.batch, args.m, args.n, args.k);
+  return kd_tma16_layout(kd_layout().workspace_bytes(ctas), args.batch, args.m, args.n, args.k, KD_SPLIT16 == 2);
 }
 // 2^e as a float, for e in [-126, 127].
 __device__ __forceinline__ float kd_pow2(int e) { return __int_as_float((e + 127) << 23); }
@@ -148,6 +158,13 @@ __device__ __forceinline__ float kd_unscale(const kd_gemm_args& args, const kd_t
 // The cluster's sum of a split tile, at the operands' scale, before the epilogue (wg_common.cuh).
 #define KD_CLUSTER_VALUE(args, z, row, col, v) kd_unscale(args, kd_ws16(args), z, row, col, v)
 #endif
+// Strict f32 (KD_SPLIT16 = 2) takes back the tensor cores' lean toward zero (c_epilogue.cuh), as
+// wg_tiled's strict kernels do; the TF32 class leans as cuBLAS's TF32 kernels do. A promotion here
+// spans a k tile of 64 (12 chained wgmma steps against wg_tiled's 6), and the sums lean further:
+// -7.2e-8 for zero-mean inputs and -1.27e-7 for an offset mean (the gate on an H200, session 31), so
+// the correction is the middle of that range, leaving under 3e-8 either way.
+#define KD_UNLEAN (KD_SPLIT16 == 2)
+#define KD_TC_LEAN 9.9e-8f
 
 #include "wg_common.cuh"
 
@@ -260,6 +277,17 @@ __device__ __forceinline__ unsigned kd_group_max(unsigned addr, unsigned first, 
 __device__ __forceinline__ __half2 kd_scaled_half2(float x, float y, float s) {
   return __floats2half2_rn(x * s, y * s);
 }
+// The f16 pair of x * s and y * s (hi, to nearest) as a 32-bit word; with lo parts (KD_SPLIT16 = 2)
+// also their rests, exact in f32 and rounded to nearest, in `lo`.
+__device__ __forceinline__ unsigned kd_split_pair(float x, float y, float s, unsigned& lo) {
+  const __half2 h = kd_scaled_half2(x, y, s);
+  if constexpr (KD_SPLIT16 == 2) {
+    const float2 hf = __half22float2(h);
+    const __half2 l = __floats2half2_rn(fmaf(x, s, -hf.x), fmaf(y, s, -hf.y));
+    lo = *reinterpret_cast<const unsigned*>(&l);
+  }
+  return *reinterpret_cast<const unsigned*>(&h);
+}
 
 // The first launch's work (wg_tma_layout.cuh): every element is read from DRAM once and held in
 // registers until its row's scale is known, the row's max taken over the f blocks that split its k
@@ -271,7 +299,8 @@ __device__ __forceinline__ __half2 kd_scaled_half2(float x, float y, float s) {
 // is 512 contiguous bytes (issuing one load per float measured 2.5 TB/s on an H200), and stores 4
 // halves at once. Chunks longer than the registers hold (k > 8 * 64 * kd_tma16_pairs()) are read twice.
 template <typename RowPtr>
-__device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, long long ld16, int* shifts, long long g,
+__device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __half* dst16lo, long long ld16,
+                                                  int* shifts, long long g,
                                                   long long grows, long long k, unsigned f, unsigned part,
                                                   unsigned* partial, unsigned first) {
   constexpr int kRuns = kd_tma16_pairs() / 2;
@@ -315,14 +344,20 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, lo
   const float s = kd_pow2(sh);
   if (part == 0 && lane == 0) shifts[g] = sh;
   __half* dst = dst16 + g * ld16;  // 16-byte aligned rows
+  __half* dstlo = dst16lo + g * ld16;
   auto put4 = [&](long long kk, float4 p) {
     if (kk + 4 <= k1) {
-      const __half2 lo = kd_scaled_half2(p.x, p.y, s), hi = kd_scaled_half2(p.z, p.w, s);
-      *reinterpret_cast<uint2*>(dst + kk) =
-          make_uint2(*reinterpret_cast<const unsigned*>(&lo), *reinterpret_cast<const unsigned*>(&hi));
+      uint2 lo;
+      const uint2 hi = make_uint2(kd_split_pair(p.x, p.y, s, lo.x), kd_split_pair(p.z, p.w, s, lo.y));
+      *reinterpret_cast<uint2*>(dst + kk) = hi;
+      if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint2*>(dstlo + kk) = lo;
     } else {
       const float e[4] = {p.x, p.y, p.z, p.w};
-      for (int q = 0; q < 4 && kk + q < k1; ++q) dst[kk + q] = __float2half_rn(e[q] * s);
+      for (int q = 0; q < 4 && kk + q < k1; ++q) {
+        const __half h = __float2half_rn(e[q] * s);
+        dst[kk + q] = h;
+        if constexpr (KD_SPLIT16 == 2) dstlo[kk + q] = __float2half_rn(fmaf(e[q], s, -__half2float(h)));
+      }
     }
   };
   if (held) {
@@ -340,8 +375,9 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, lo
 // takes the chunk's tiles w, w + 8, ...; each tile is written as the row's 64 contiguous bytes of
 // halves (zeros past k, nothing past the row's ld16).
 __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld, long long r0, long long rows,
-                                                  long long k, __half* dst, long long ld16, int* shift,
-                                                  unsigned (*red)[32], unsigned f, unsigned part, unsigned first) {
+                                                  long long k, __half* dst, __half* dstlo, long long ld16, int* shift,
+                                                  unsigned (*red)[32], uint4 (*stage)[32][5], unsigned f, unsigned part,
+                                                  unsigned first) {
   constexpr int kTiles = kd_tma16_tiles();
   const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
   const long long r = r0 + lane;
@@ -397,23 +433,35 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
     __syncthreads();
     mx = red[0][lane];
   }
-  if (!in) return;
+  if (r0 < 0) return;  // a padding block (the whole block)
   const int sh = kd_f16_shift(mx);
   const float s = kd_pow2(sh);
-  if (part == 0 && w == 0) shift[lane] = sh;
-  __half* row = dst + lane * ld16;
+  if (in && part == 0 && w == 0) shift[lane] = sh;
+  // A tile's halves go through the warp's staging rows (stage[0] hi, stage[1] lo; 20 words a row, so
+  // neither side conflicts on more than one bank pair), so that each store writes 64 contiguous bytes
+  // of 8 rows: storing each lane's own row took 32 scattered 16-byte pieces per instruction, and
+  // with the lo copy the rows path ran at 1.4 TB/s (4096^3 ta = N, H200, session 31).
+  const int c = lane & 3;
   auto put_tile = [&](long long kt, const float (&t)[32]) {
     const long long kb = kt * 32;
-    unsigned h[16];
+    unsigned h[16], l[16];
 #pragma unroll
-    for (int q = 0; q < 16; ++q) {
-      const __half2 x = kd_scaled_half2(t[2 * q], t[2 * q + 1], s);
-      h[q] = *reinterpret_cast<const unsigned*>(&x);
+    for (int q = 0; q < 16; ++q) h[q] = kd_split_pair(t[2 * q], t[2 * q + 1], s, l[q]);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      stage[0][lane][q] = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
+      if constexpr (KD_SPLIT16 == 2) stage[1][lane][q] = make_uint4(l[4 * q], l[4 * q + 1], l[4 * q + 2], l[4 * q + 3]);
     }
+    __syncwarp();
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
-      if (kb + 8 * q < k)
-        *reinterpret_cast<uint4*>(row + kb + 8 * q) = make_uint4(h[4 * q], h[4 * q + 1], h[4 * q + 2], h[4 * q + 3]);
+    for (int it = 0; it < 4; ++it) {
+      const int rr = 8 * it + (lane >> 2);
+      if (r0 + rr < rows && kb + 8 * c < k) {
+        *reinterpret_cast<uint4*>(dst + rr * ld16 + kb + 8 * c) = stage[0][rr][c];
+        if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint4*>(dstlo + rr * ld16 + kb + 8 * c) = stage[1][rr][c];
+      }
+    }
+    __syncwarp();  // the staging rows are free for the next tile
   };
   if (held) {
 #pragma unroll
@@ -433,6 +481,7 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(8, 1, 1) kd_w
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ unsigned red[8][32];  // rows contiguous across k: per warp and row
   __shared__ unsigned part_max[8];  // k-contiguous rows: per row (warp)
+  __shared__ uint4 stage[8][KD_SPLIT16][32][5];  // rows contiguous across k: per warp, hi (and lo)
   const kd_tma16_ws ws = kd_ws16(args);
   unsigned char* w = static_cast<unsigned char*>(args.workspace);
   const long long m = args.m, n = args.n, k = args.k;
@@ -446,6 +495,7 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(8, 1, 1) kd_w
   const long long stride = is_a ? args.stride_a : args.stride_b;
   const float* base = static_cast<const float*>(is_a ? args.a : args.b);
   __half* dst16 = reinterpret_cast<__half*>(w + (is_a ? ws.a16 : ws.b16));
+  __half* dst16lo = reinterpret_cast<__half*>(w + (is_a ? ws.a16lo : ws.b16lo));  // KD_SPLIT16 = 2
   int* shifts = reinterpret_cast<int*>(w + (is_a ? ws.sha : ws.shb));
   // This block's row group and its part of k; the group's f blocks are neighbours in one cluster.
   const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k));
@@ -454,13 +504,15 @@ extern "C" __global__ void __launch_bounds__(256) __cluster_dims__(8, 1, 1) kd_w
   const long long groups = kd_tma16_groups(kmajor, args.batch, rows);
   if (kmajor) {
     const int warp = threadIdx.x >> 5;
-    kd_split16_kmajor([&](long long g) { return base + g / rows * stride + g % rows * ld; }, dst16, ws.ld16, shifts,
+    kd_split16_kmajor([&](long long g) { return base + g / rows * stride + g % rows * ld; }, dst16, dst16lo, ws.ld16,
+                      shifts,
                       group * 8 + warp, args.batch * rows, k, f, part, &part_max[warp], first);
   } else {
     const long long per = (rows + 31) / 32, z = group / per;
     const long long r0 = group < groups ? group % per * 32 : -1;
-    kd_split16_rows32(base + z * stride, ld, r0, rows, k, dst16 + (z * rows + (r0 < 0 ? 0 : r0)) * ws.ld16, ws.ld16,
-                      shifts + z * rows + (r0 < 0 ? 0 : r0), red, f, part, first);
+    const long long at = (z * rows + (r0 < 0 ? 0 : r0)) * ws.ld16;
+    kd_split16_rows32(base + z * stride, ld, r0, rows, k, dst16 + at, dst16lo + at, ws.ld16,
+                      shifts + z * rows + (r0 < 0 ? 0 : r0), red, stage[threadIdx.x >> 5], f, part, first);
   }
 }
 #endif
@@ -482,9 +534,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   const long long kt1 = kt0 + per < ktiles ? kt0 + per : ktiles;
   const int nk = !KD_MAP_PROBE && kt1 > kt0 ? static_cast<int>(kt1 - kt0) : 0;
 
-  // After the ring: the two 128-byte scratch maps (128-aligned), then the full and empty mbarriers.
+  // After the ring: the 128-byte scratch maps (two, or four with lo parts; 128-aligned), then the full
+  // and empty mbarriers.
   const unsigned maps = base + KD_STAGES * kStageBytes;
-  const unsigned bars = maps + 256;
+  const unsigned bars = maps + static_cast<unsigned>(kd_layout().map_bytes());
   auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
   auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
 #if KD_SPLIT16
@@ -510,7 +563,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
     if constexpr (kSplitRegs) kd_setmaxnreg_dec<kProducerRegs>();
     if (warp == 0) {
       const long long cta = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
-      unsigned char* slot = static_cast<unsigned char*>(args.workspace) + cta * 256;
+      unsigned char* slot = static_cast<unsigned char*>(args.workspace) + cta * kd_layout().map_bytes();
 #if KD_SPLIT16
       const kd_tma16_ws ws = kd_ws16(args);
       const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
@@ -522,19 +575,29 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
       const kd_t* B = static_cast<const kd_t*>(args.b) + z * args.stride_b;
       const long long lda = args.lda, ldb = args.ldb;
 #endif
+      // The maps: A's, B's; with lo parts A hi, A lo, B hi, B lo (the order of a stage's tiles).
+      constexpr int kParts = kd_layout().parts();
       kd_make_map(maps, slot, A, k, m, lda, kBM, lane);
-      kd_make_map(maps + 128, slot + 128, B, k, n, ldb, KD_BN, lane);
+      kd_make_map(maps + 128 * kParts, slot + 128 * kParts, B, k, n, ldb, KD_BN, lane);
+#if KD_SPLIT16 == 2
+      kd_make_map(maps + 128, slot + 128, reinterpret_cast<const kd_t*>(w + ws.a16lo) + z * m * ws.ld16, k, m, lda,
+                  kBM, lane);
+      kd_make_map(maps + 384, slot + 384, reinterpret_cast<const kd_t*>(w + ws.b16lo) + z * n * ws.ld16, k, n, ldb,
+                  KD_BN, lane);
+#endif
       if (lane == 0) {
-        kd_map_acquire(slot);
-        kd_map_acquire(slot + 128);
+        for (int j = 0; j < 2 * kParts; ++j) kd_map_acquire(slot + 128 * j);
         // Ring slot s is refilled for tile i once the consumers retired tile i - STAGES.
         for (int i = 0; i < nk; ++i) {
           if (i >= KD_STAGES) kd_mbar_wait(empty(i), ((i / KD_STAGES) - 1) & 1);
           const unsigned sa = base + (i % KD_STAGES) * kStageBytes;
           const int k0 = static_cast<int>((kt0 + i) * kBK);
           kd_mbar_expect(full(i), kStageBytes);
-          kd_tma_load(sa, slot, k0, static_cast<int>(m0), full(i));
-          kd_tma_load(sa + kABytes, slot + 128, k0, static_cast<int>(n0), full(i));
+          for (int j = 0; j < kParts; ++j) {
+            kd_tma_load(sa + j * kABytes, slot + 128 * j, k0, static_cast<int>(m0), full(i));
+            kd_tma_load(sa + kParts * kABytes + j * kBBytes, slot + 128 * (kParts + j), k0, static_cast<int>(n0),
+                        full(i));
+          }
         }
       }
       __syncwarp();  // the warp reconverges before the CTA-wide barrier of the cluster path
@@ -547,6 +610,53 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   }
   if constexpr (kSplitRegs) kd_setmaxnreg_inc<kConsumerRegs>();
 
+#if KD_SPLIT16 == 2
+  // Strict f32: per k tile, lo(A) hi(B) + hi(A) lo(B) + hi(A) hi(B) into tmp from zero (the small
+  // products first), then tmp added to acc by the CUDA cores, rounding to nearest: the tensor cores'
+  // truncating sums never span more than one k tile. The other consumer warpgroup's wgmmas keep the
+  // tensor pipe busy while this one waits and adds.
+  // Tile i's three products into t, from zero, committed as one group.
+  auto products = [&](int i, float (&t)[KD_MW][kAcc]) {
+    kd_mbar_wait(full(i), (i / KD_STAGES) & 1);
+    const unsigned st = base + (i % KD_STAGES) * kStageBytes;
+    const unsigned sa = st + wg * KD_MW * 64 * 128, sb = st + 2 * kABytes;
+    kd_wg_fence();
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int mw = 0; mw < KD_MW; ++mw)
+        kd_wgmma<kd_t>(t[mw], kd_desc(sa + kABytes + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), ks > 0);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int mw = 0; mw < KD_MW; ++mw)
+        kd_wgmma<kd_t>(t[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + kBBytes + ks * 32), 1);
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int mw = 0; mw < KD_MW; ++mw)
+        kd_wgmma<kd_t>(t[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
+    kd_wg_commit();
+  };
+  // Tile i's sum (retired) into acc, its ring slot back to the producer.
+  auto promote = [&](int i, float (&t)[KD_MW][kAcc]) {
+    if (lane == 0) kd_mbar_arrive(empty(i));
+#pragma unroll
+    for (int mw = 0; mw < KD_MW; ++mw) {
+      kd_fence_regs(t[mw]);
+#pragma unroll
+      for (int q = 0; q < kAcc; ++q) acc[mw][q] += t[mw][q];
+    }
+  };
+  // (A second set of sums, tile i's wgmmas in flight while tile i - 1's is added, makes ptxas
+  // serialize every wgmma: C7514, non-wgmma instructions reading accumulators of a wgmma in flight.)
+  float tmp[KD_MW][kAcc];
+  for (int i = 0; i < nk; ++i) {
+    products(i, tmp);
+    kd_wg_wait<0>();
+    promote(i, tmp);
+  }
+#else
   for (int i = 0; i < nk; ++i) {
     kd_mbar_wait(full(i), (i / KD_STAGES) & 1);
     const unsigned sa = base + (i % KD_STAGES) * kStageBytes + wg * KD_MW * 64 * 128;
@@ -556,6 +666,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
     kd_wg_wait<1>();
     if (i > 0 && lane == 0) kd_mbar_arrive(empty(i - 1));
   }
+#endif
   kd_wg_wait<0>();
 #pragma unroll
   for (int mw = 0; mw < KD_MW; ++mw) kd_fence_regs(acc[mw]);

@@ -12,20 +12,24 @@
 // follows from them. Sizes in bytes.
 struct kd_wg_tma_layout {
   long long wg, mw, bn, stages;  // KD_WG consumer warpgroups, KD_MW, KD_BN, KD_STAGES
+  long long lo = 0;              // 1 with KD_SPLIT16 = 2: each operand's tile has a lo part beside it
 
+  // The tiles of one operand per stage: the k tile itself, or its hi and lo parts.
+  KD_HD constexpr long long parts() const { return 1 + lo; }
   // The consumer warpgroups and the producer's.
   KD_HD constexpr long long threads() const { return 128 * (wg + 1); }
   KD_HD constexpr long long bm() const { return 64 * wg * mw; }
   KD_HD constexpr long long bk() const { return 64; }  // a k tile: one 128-byte swizzle row of 16-bit k
   KD_HD constexpr long long acc() const { return bn / 2; }
   // Shared memory, from a 1024-aligned base: the ring of KD_STAGES stages, each the TMA's A tile then
-  // its B tile (128-byte swizzled rows, 1024-aligned); then the two 128-byte scratch tensor maps;
-  // then a full and an empty mbarrier per stage.
+  // its B tile (128-byte swizzled rows, 1024-aligned; with lo parts: A hi, A lo, B hi, B lo); then
+  // the 128-byte scratch tensor maps, one per tile of a stage; then a full and an empty mbarrier per
+  // stage.
   KD_HD constexpr long long a_bytes() const { return bm() * 128; }
   KD_HD constexpr long long b_bytes() const { return bn * 128; }
-  KD_HD constexpr long long stage_bytes() const { return a_bytes() + b_bytes(); }
+  KD_HD constexpr long long stage_bytes() const { return parts() * (a_bytes() + b_bytes()); }
   KD_HD constexpr long long maps_offset() const { return stages * stage_bytes(); }
-  KD_HD constexpr long long map_bytes() const { return 256; }
+  KD_HD constexpr long long map_bytes() const { return 256 * parts(); }
   KD_HD constexpr long long bars_offset() const { return maps_offset() + map_bytes(); }
   // The dynamic shared memory of the launch: 1024 bytes of alignment slack and the above, as a part
   // that does not depend on the ring's depth and one per stage.
@@ -34,27 +38,32 @@ struct kd_wg_tma_layout {
   KD_HD constexpr long long smem_bytes() const { return smem_fixed_bytes() + stages * smem_stage_bytes(); }
   // KD_CLUSTER stages the CTA's f32 partial tile in its own ring.
   KD_HD constexpr bool partial_tile_fits() const { return bm() * bn * 4 <= stages * stage_bytes(); }
-  // Workspace: each CTA's two tensor maps, each in its own 128-byte line, in its own 256-byte slot.
+  // Workspace: each CTA's tensor maps (two, or four with lo parts), each in its own 128-byte line, in
+  // its own slot of map_bytes().
   KD_HD constexpr long long workspace_bytes(long long ctas) const { return ctas * map_bytes(); }
 };
 
-// KD_SPLIT16 (f32 operands, the TF32 class): the first launch writes op(A)'s rows and op(B)'s
-// columns as f16 copies, k contiguous, each row scaled by its own power of two, after the CTAs' map
-// slots; then each row's shift (int32, the power's exponent), op(A)'s then op(B)'s. Every part starts
+// KD_SPLIT16 (f32 operands): the first launch writes op(A)'s rows and op(B)'s columns as f16 copies,
+// k contiguous, each row scaled by its own power of two, after the CTAs' map slots; then each row's
+// shift (int32, the power's exponent), op(A)'s then op(B)'s; with lo parts (KD_SPLIT16 = 2, strict
+// f32) then the copies of the rests, op(A)'s then op(B)'s, laid out as the hi copies. Every part starts
 // 256-aligned; a copy's row is ld16 halves (16-byte TMA row strides), its elements past k unwritten and
 // never read (the tensor map's width is k).
 struct kd_tma16_ws {
-  long long ld16, a16, b16, sha, shb, end;  // ld16 in halves, the rest byte offsets
+  long long ld16, a16, b16, sha, shb, a16lo, b16lo, end;  // ld16 in halves, the rest byte offsets
 };
 KD_HD constexpr long long kd_tma16_up(long long bytes) { return (bytes + 255) / 256 * 256; }
 KD_HD constexpr kd_tma16_ws kd_tma16_layout(long long map_slots_bytes, long long batch, long long m, long long n,
-                                            long long k) {
+                                            long long k, bool lo = false) {
   const long long ld16 = (k + 7) / 8 * 8;
   const long long a16 = kd_tma16_up(map_slots_bytes);
   const long long b16 = a16 + kd_tma16_up(batch * m * ld16 * 2);
   const long long sha = b16 + kd_tma16_up(batch * n * ld16 * 2);
   const long long shb = sha + kd_tma16_up(batch * m * 4);
-  return {ld16, a16, b16, sha, shb, shb + kd_tma16_up(batch * n * 4)};
+  const long long a16lo = shb + kd_tma16_up(batch * n * 4);
+  if (!lo) return {ld16, a16, b16, sha, shb, a16lo, a16lo, a16lo};
+  const long long b16lo = a16lo + kd_tma16_up(batch * m * ld16 * 2);
+  return {ld16, a16, b16, sha, shb, a16lo, b16lo, b16lo + kd_tma16_up(batch * n * ld16 * 2)};
 }
 // The first launch: blocks of 256 threads in clusters of 8. A row group (8 rows of a k-contiguous
 // operand over all batch entries, a warp per row; or 32 rows of one batch entry of an operand whose

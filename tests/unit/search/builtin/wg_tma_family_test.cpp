@@ -239,5 +239,109 @@ TEST(WgTmaF32, LabConfigMatchesTheFamilyRules) {
   EXPECT_GE(variants, 20);
 }
 
+// ---- wg_tma_f16s: strict f32 through hi and lo f16 copies (issue 30) -----------------------------
+
+TEST(WgTmaF16s, ServesStrictF32InEveryLayoutAndNothingElse) {
+  const Family& f = wg_tma_f16s_family();
+  EXPECT_EQ(f.name, "wg_tma_f16s");
+  EXPECT_FALSE(f.trial);
+  for (const char* ta : {"N", "T"})
+    for (const char* tb : {"N", "T"}) {
+      const std::string line = tf32_line(ta, tb, 4096, 4096, 4096, "");
+      EXPECT_FALSE(not_searched_for(f, key_of(line)).has_value()) << line;
+      EXPECT_NE(f.rejects(key_of(tf32_line(ta, tb, 4096, 4096, 4096))).value_or("").find("wg_tma_f32"),
+                std::string::npos)
+          << "the TF32 class needs one product, not three";
+    }
+  // Ragged, unaligned leading dimensions, batched: the first launch reads single floats.
+  EXPECT_FALSE(not_searched_for(f, key_of("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 "
+                                          "lda=1001 ldb=301 ldc=1000 batch=4 stride_a=1001000 stride_b=301301 "
+                                          "stride_c=300000 epilogue=bias beta0=0"))
+                   .has_value());
+  EXPECT_NE(f.rejects(key_of("gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 "
+                             "ldc=4096 batch=1 epilogue=none beta0=1"))
+                .value_or("")
+                .find("f32 A, B and C"),
+            std::string::npos);
+  EXPECT_NE(f.rejects(key_of(tf32_line("T", "N", 4096, 16, 4096, ""))).value_or("").find("copies"), std::string::npos)
+      << "rejected, so that a range of narrow outputs does not try it either";
+  EXPECT_NE(not_searched_for(f, key_of(tf32_line("T", "N", 777, 333, 555, ""))).value_or("").find("1024^3"),
+            std::string::npos);
+  EXPECT_FALSE(f.rejects(key_of(tf32_line("T", "N", 777, 333, 555, "")))) << "declined, not rejected";
+}
+
+TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
+  const Family& f = wg_tma_f16s_family();
+  const Target t;
+  for (const char* ta : {"N", "T"})
+    for (const char* tb : {"N", "T"}) {
+      const GemmKey key = key_of(tf32_line(ta, tb, 4096, 2048, 1001, ""));
+      const auto seeds = completed_seeds(f, key, t);
+      ASSERT_FALSE(seeds.empty()) << key.shape_line();
+      for (const Params& p : seeds) {
+        ASSERT_TRUE(f.valid(key, t, p)) << describe(p);
+        EXPECT_EQ(p.at("KD_SPLIT16"), 2);
+        EXPECT_LE(p.at("KD_MW") * p.at("KD_BN"), 128) << "the promotion's second set of accumulators";
+        const LaunchPlan lp = f.plan(key, t, p);
+        const auto parsed = parse_plan_from_source(render(f, key, t, p));
+        ASSERT_TRUE(std::holds_alternative<LaunchPlan>(parsed));
+        EXPECT_EQ(std::get<LaunchPlan>(parsed), lp);
+        ASSERT_EQ(lp.launches.size(), 2u);
+        EXPECT_EQ(lp.launches[0].entry, "kd_wg_tma_split16");
+        EXPECT_TRUE(lp.launches[1].pdl);
+        // Four maps per CTA, the hi and lo copies of both operands, one shift per row.
+        const auto& g = lp.launches[1].grid;
+        const std::uint64_t maps = 512ull * g[0] * g[1] * g[2];
+        const std::uint64_t copies = 2ull * (4096 + 2048) * 1008 * 2;
+        EXPECT_GE(lp.workspace_bytes, maps + copies + (4096 + 2048) * 4);
+        EXPECT_LE(lp.workspace_bytes, maps + copies + (4096 + 2048) * 4 + 7 * 256);
+        // A stage holds A's and B's hi and lo tiles.
+        EXPECT_GE(lp.launches[1].smem_bytes, static_cast<std::uint32_t>(
+                                                 p.at("KD_STAGES") * 2 * (64 * p.at("KD_WG") * p.at("KD_MW") + p.at("KD_BN")) * 128));
+      }
+    }
+  // 128 x 128 tiles lead on a large cube.
+  const auto seeds = completed_seeds(f, key_of(tf32_line("T", "N", 4096, 4096, 4096, "")), t);
+  ASSERT_FALSE(seeds.empty());
+  EXPECT_EQ(seeds[0].at("KD_WG"), 2);
+  EXPECT_EQ(seeds[0].at("KD_BN"), 128);
+}
+
+TEST(WgTmaF16s, IdeasYieldValidDistinctConfigurations) {
+  const Family& f = wg_tma_f16s_family();
+  const Target t;
+  const GemmKey key = key_of(tf32_line("N", "N", 4096, 4096, 4096, ""));
+  int applied = 0;
+  for (const Params& p : completed_seeds(f, key, t))
+    for (const IdeaMove& m : wg_tma_f16s_ideas()) {
+      EXPECT_EQ(m.family, "wg_tma_f16s");
+      const auto moved = apply_idea(m, f, key, t, p);
+      if (!moved) continue;
+      ++applied;
+      EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
+      EXPECT_EQ(moved->at("KD_SPLIT16"), 2) << m.id;
+    }
+  EXPECT_GE(applied, 4);
+}
+
+TEST(WgTmaF16s, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
+  const std::vector<std::string> extra = {
+      tf32_line("N", "N", 4096, 4096, 4096, ""), tf32_line("T", "N", 4096, 4096, 4096, ""),
+      tf32_line("N", "T", 2048, 2048, 2048, ""), tf32_line("T", "T", 1024, 1024, 1024, ""),
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
+      "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0"};
+  const std::vector<std::string> sources = test::seeds_and_first_steps(
+      wg_tma_f16s_family(), Target{}, wg_tma_f16s_ideas(), extra,
+      [](const GemmKey& key) { return key.m == 4096 && key.ta == Transpose::N; });
+  ASSERT_GE(sources.size(), 8u);
+  test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
+}
+
+TEST(WgTmaF16s, LabConfigMatchesTheFamilyRules) {
+  int variants = 0;
+  ASSERT_NO_FATAL_FAILURE(test::check_lab_config("lab_wg_tma_f16s.json", wg_tma_f16s_family(), variants));
+  EXPECT_GE(variants, 9);
+}
+
 }  // namespace
 }  // namespace kd::builtin
