@@ -164,12 +164,14 @@ for stage in "$@"; do
     e2e-rows)
       # Issue 33: BERT (fp32) and a bf16 decode loop with their row operators routed through the
       # Python package on top of the shim, against the shim alone and plain torch; a real kdispatchd
-      # prewarms the recorded GEMM lines and the row lines (KD_E2E_* budgets).
+      # prewarms the recorded GEMM lines and the row lines (KD_E2E_* budgets; KD_E2E_ROWS_WORKLOADS
+      # narrows the workloads, e.g. to bert).
       e2e_daemon e2e-rows --search-duty-cycle 1
       pre="kdctl prewarm {shapes} --socket $c/s.sock --cache-dir $c --rounds ${KD_E2E_ROUNDS:-3} --max-candidates ${KD_E2E_CANDIDATES:-32} --wall-seconds ${KD_E2E_WALL:-8} --proposer builtin,cublaslt"
       t0=$(date +%s)
       python3 tests/e2e/rows_e2e.py --shim "$bundle/lib/libkdispatch_cublas.so" --lib "$bundle/lib/libkdispatch.so" \
-        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock >"$logs/e2e-rows.log" 2>&1
+        --prewarm-cmd "$pre" --env KD_CACHE_DIR=$c --env KD_SOCKET=$c/s.sock --workloads "${KD_E2E_ROWS_WORKLOADS:-bert,decode}" \
+        >"$logs/e2e-rows.log" 2>&1
       summary+=("e2e-rows rc=$? in $(( $(date +%s) - t0 )) s")
       kill "$dpid"; wait "$dpid" 2>/dev/null
       ;;
