@@ -540,10 +540,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   const unsigned bars = maps + static_cast<unsigned>(kd_layout().map_bytes());
   auto full = [&](int i) { return bars + 8 * (i % KD_STAGES); };
   auto empty = [&](int i) { return bars + 8 * (KD_STAGES + i % KD_STAGES); };
-#if KD_SPLIT16
-  // A programmatic dependent of kd_wg_tma_split16: its copies and shifts are complete past this.
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
   if (threadIdx.x == 0) {
     for (int s = 0; s < KD_STAGES; ++s) {
       kd_mbar_init(full(s), 1);
@@ -585,6 +581,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
       kd_make_map(maps + 384, slot + 384, reinterpret_cast<const kd_t*>(w + ws.b16lo) + z * n * ws.ld16, k, n, ldb,
                   KD_BN, lane);
 #endif
+#if KD_SPLIT16
+      // A programmatic dependent of kd_wg_tma_split16, which reads nothing this kernel writes and
+      // writes the copies and shifts: the maps (addresses only) are built while it runs, and the
+      // copies are read only past this wait. The consumers read the shifts after tiles that the
+      // TMA loaded past it (their full barriers order them); the wait makes the whole grid see the
+      // copies.
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
       if (lane == 0) {
         for (int j = 0; j < 2 * kParts; ++j) kd_map_acquire(slot + 128 * j);
         // Ring slot s is refilled for tile i once the consumers retired tile i - STAGES.
@@ -609,6 +613,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
     return;
   }
   if constexpr (kSplitRegs) kd_setmaxnreg_inc<kConsumerRegs>();
+#if KD_SPLIT16 && !KD_CLUSTER
+  // No k tile (never with k >= 1 and one split): nothing orders the epilogue's shift reads after
+  // the producer's wait, so wait here.
+  if (nk == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
 
 #if KD_SPLIT16 == 2
   // Strict f32: per k tile, lo(A) hi(B) + hi(A) lo(B) + hi(A) hi(B) into tmp from zero (the small
