@@ -133,13 +133,24 @@ LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
   return plan;
 }
 
-// Round-0 configurations from a wave model, not yet from measurements (the family is a trial): an SM
-// that holds c CTAs over the kernel's life takes c times a CTA's work, a CTA's work is its tile's
-// multiply-adds over its k range, and a tile streams operands at (BM + BN) per BM x BN outputs, so
-// tiles with a reuse BM * BN / (BM + BN) below 64 (128 x 128) are charged as proportionally slower.
-// Splits in a cluster add the partial tiles' exchange (charged 3% per doubling). Clusters of four are
-// seeded only with rings small enough for two CTAs per SM: at one CTA per SM the H200 holds 66
-// clusters of two but only 30 of four (docs/kernel-notes.md).
+// The wave model that ranks round-0 configurations (not yet measurements): an SM that holds c CTAs
+// over the kernel's life takes c times a CTA's work, a CTA's work is its tile's multiply-adds over its
+// k range, and a tile streams operands at (BM + BN) per BM x BN outputs, so tiles with a reuse
+// BM * BN / (BM + BN) below 64 (128 x 128) are charged as proportionally slower. Splits in a cluster
+// add the partial tiles' exchange (charged 3% per doubling).
+double wave_cost(const GemmKey& key, const Target& t, const Params& p) {
+  const double bm = static_cast<double>(bm_of(p)), bn = static_cast<double>(param(p, kBn));
+  const long long split = param(p, kSplit);
+  const double reuse = std::min(1.0, bm * bn / (bm + bn) / 64.0);
+  const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kTileK), split));
+  double cost = static_cast<double>(ceil_div(ctas_of(key, p), t.sms)) * bm * bn * kper / reuse;
+  for (long long sp = split; sp > 1; sp /= 2) cost *= 1.03;
+  return cost;
+}
+
+// Round-0 configurations of wg_tma, ranked by wave_cost. Clusters of four are seeded only with rings
+// small enough for two CTAs per SM: at one CTA per SM the H200 holds 66 clusters of two but only 30
+// of four (docs/kernel-notes.md).
 std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
   struct Scored {
     double cost;
@@ -165,11 +176,7 @@ std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
       p[kCtas] = two ? 2 : 1;
       p = tma_complete(key, t, p);
       if (!tma_valid(key, t, p)) continue;
-      const double bm = static_cast<double>(bm_of(p));
-      const double reuse = std::min(1.0, bm * bn / (bm + bn) / 64.0);
-      const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kTileK), split));
-      double cost = static_cast<double>(ceil_div(ctas, t.sms)) * bm * bn * kper / reuse;
-      for (long long sp = split; sp > 1; sp /= 2) cost *= 1.03;
+      const double cost = wave_cost(key, t, p);
       scored.push_back({cost, std::move(p)});
     }
   }
@@ -290,11 +297,15 @@ std::optional<std::string> f32_declines(const GemmKey& key) {
   return std::nullopt;
 }
 
-Params f32_complete(const GemmKey& key, const Target& t, Params p) {
+// wg_tma's completion with KD_SPLIT16 fixed: 1 for the TF32 class, 2 for strict f32.
+template <long long Split16>
+Params split16_complete(const GemmKey& key, const Target& t, Params p) {
   p = tma_complete(key, t, std::move(p));
-  p[kSplit16] = 1;
+  p[kSplit16] = Split16;
   return p;
 }
+constexpr auto f32_complete = split16_complete<1>;
+constexpr auto f16s_complete = split16_complete<2>;
 
 bool f32_valid(const GemmKey& key, const Target& t, const Params& p) {
   // The epilogue's scales need registers that 128 accumulators at two CTAs per SM leave no room for
@@ -332,11 +343,12 @@ Family make_f32_family() {
   return f;
 }
 
-// The moves of wg_tma, once more for wg_tma_f32 (the same parameters; KD_SPLIT16 stays 1).
-std::vector<IdeaMove> f32_ideas() {
+// The moves of wg_tma, once more for another family of its kernel (the same parameters; KD_SPLIT16
+// stays as the family's completion sets it).
+std::vector<IdeaMove> moves_for(const char* family) {
   std::vector<IdeaMove> out;
   for (IdeaMove m : kIdeas) {
-    m.family = "wg_tma_f32";
+    m.family = family;
     out.push_back(m);
   }
   return out;
@@ -373,12 +385,6 @@ std::optional<std::string> f16s_declines(const GemmKey& key) {
   return std::nullopt;
 }
 
-Params f16s_complete(const GemmKey& key, const Target& t, Params p) {
-  p = tma_complete(key, t, std::move(p));
-  p[kSplit16] = 2;
-  return p;
-}
-
 // Each k tile's sum is promoted from a second set of accumulators, so a consumer holds 2 * MW * BN / 2
 // of them: at most m64n128 per warpgroup. One CTA per SM: a stage (the hi and lo tiles of A and B) is
 // 32-64 KB, and two CTAs' rings would be two stages deep.
@@ -406,11 +412,7 @@ std::vector<Params> f16s_seeds(const GemmKey& key, const Target& t) {
       p[kStages] = stages_for(t, p, 1, 6);
       p = f16s_complete(key, t, p);
       if (!f16s_valid(key, t, p)) continue;
-      const double bm = static_cast<double>(bm_of(p)), bn = static_cast<double>(s[2]);
-      const double reuse = std::min(1.0, bm * bn / (bm + bn) / 64.0);
-      const double kper = static_cast<double>(ceil_div(ceil_div(key.k, kTileK), split));
-      double cost = static_cast<double>(ceil_div(ctas_of(key, p), t.sms)) * bm * bn * kper / reuse;
-      for (long long sp = split; sp > 1; sp /= 2) cost *= 1.03;
+      const double cost = wave_cost(key, t, p);
       scored.push_back({cost, std::move(p)});
     }
   }
@@ -430,14 +432,6 @@ Family make_f16s_family() {
   return f;
 }
 
-std::vector<IdeaMove> f16s_ideas() {
-  std::vector<IdeaMove> out;
-  for (IdeaMove m : kIdeas) {
-    m.family = "wg_tma_f16s";
-    out.push_back(m);
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -447,7 +441,7 @@ const Family& wg_tma_f16s_family() {
 }
 
 std::span<const IdeaMove> wg_tma_f16s_ideas() {
-  static const std::vector<IdeaMove> moves = f16s_ideas();
+  static const std::vector<IdeaMove> moves = moves_for("wg_tma_f16s");
   return moves;
 }
 
@@ -464,7 +458,7 @@ const Family& wg_tma_family() {
 std::span<const IdeaMove> wg_tma_ideas() { return kIdeas; }
 
 std::span<const IdeaMove> wg_tma_f32_ideas() {
-  static const std::vector<IdeaMove> moves = f32_ideas();
+  static const std::vector<IdeaMove> moves = moves_for("wg_tma_f32");
   return moves;
 }
 
