@@ -148,14 +148,25 @@ double wave_cost(const GemmKey& key, const Target& t, const Params& p) {
   return cost;
 }
 
+struct Scored {
+  double cost;
+  Params p;
+};
+// The three of lowest cost, the first listed first among equals.
+std::vector<Params> cheapest_three(std::vector<Scored> scored) {
+  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.cost < b.cost; });
+  std::vector<Params> out;
+  for (Scored& s : scored) {
+    if (out.size() >= 3) break;
+    out.push_back(std::move(s.p));
+  }
+  return out;
+}
+
 // Round-0 configurations of wg_tma, ranked by wave_cost. Clusters of four are seeded only with rings
 // small enough for two CTAs per SM: at one CTA per SM the H200 holds 66 clusters of two but only 30
 // of four (docs/kernel-notes.md).
 std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
-  struct Scored {
-    double cost;
-    Params p;
-  };
   std::vector<Scored> scored;
   const long long shapes[][3] = {{2, 1, 128}, {2, 1, 256}, {1, 1, 128}, {2, 1, 64},
                                  {1, 2, 128}, {1, 1, 256}, {1, 1, 64}, {2, 2, 64}};
@@ -180,13 +191,7 @@ std::vector<Params> tma_seeds(const GemmKey& key, const Target& t) {
       scored.push_back({cost, std::move(p)});
     }
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.cost < b.cost; });
-  std::vector<Params> out;
-  for (Scored& s : scored) {
-    if (out.size() >= 3) break;
-    out.push_back(std::move(s.p));
-  }
-  return out;
+  return cheapest_three(std::move(scored));
 }
 
 // ---- ideas ------------------------------------------------------------------------------------
@@ -398,10 +403,6 @@ bool f16s_valid(const GemmKey& key, const Target& t, const Params& p) {
 // under a wave. The deepest ring that fits (three stages at 128 x 128), ranked by the wave model of
 // tma_seeds.
 std::vector<Params> f16s_seeds(const GemmKey& key, const Target& t) {
-  struct Scored {
-    double cost;
-    Params p;
-  };
   std::vector<Scored> scored;
   const long long shapes[][3] = {{2, 1, 128}, {2, 1, 64}, {1, 2, 64}, {1, 1, 128}};
   for (const auto& s : shapes) {
@@ -416,13 +417,7 @@ std::vector<Params> f16s_seeds(const GemmKey& key, const Target& t) {
       scored.push_back({cost, std::move(p)});
     }
   }
-  std::stable_sort(scored.begin(), scored.end(), [](const Scored& a, const Scored& b) { return a.cost < b.cost; });
-  std::vector<Params> out;
-  for (Scored& s : scored) {
-    if (out.size() >= 3) break;
-    out.push_back(std::move(s.p));
-  }
-  return out;
+  return cheapest_three(std::move(scored));
 }
 
 Family make_f16s_family() {
