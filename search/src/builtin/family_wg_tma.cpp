@@ -279,10 +279,8 @@ const IdeaMove kIdeas[] = {
 
 // ---- wg_tma_f32 -----------------------------------------------------------------------------
 
-std::optional<std::string> f32_rejects(const GemmKey& key) {
-  if (key.a != DType::f32 || key.b != DType::f32 || key.c != DType::f32) return "f32 A, B and C only";
-  if (key.precision != PrecisionClass::tf32)
-    return "strict fp32: one f16 product keeps TF32's 11 significant bits only (the TF32 class)";
+// What both f16-copy families need of a key beyond its precision class.
+std::optional<std::string> split16_rejects(const GemmKey& key) {
   if (key.k < 1) return "needs k >= 1";
   if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
   // The first launch's grid: blocks per 8 k-contiguous rows or per 32 rows contiguous across k, times
@@ -292,6 +290,13 @@ std::optional<std::string> f32_rejects(const GemmKey& key) {
       kMaxDim)
     return "more rows than the first launch's grid holds";
   return std::nullopt;
+}
+
+std::optional<std::string> f32_rejects(const GemmKey& key) {
+  if (key.a != DType::f32 || key.b != DType::f32 || key.c != DType::f32) return "f32 A, B and C only";
+  if (key.precision != PrecisionClass::tf32)
+    return "strict fp32: one f16 product keeps TF32's 11 significant bits only (the TF32 class)";
+  return split16_rejects(key);
 }
 
 // Below 48 rows or columns a 64-wide wgmma tile is mostly padding, and the copies (a read of A and B
@@ -365,12 +370,7 @@ std::optional<std::string> f16s_rejects(const GemmKey& key) {
   if (key.a != DType::f32 || key.b != DType::f32 || key.c != DType::f32) return "f32 A, B and C only";
   if (key.precision != PrecisionClass::f32)
     return "the TF32 class: wg_tma_f32 serves it with one f16 product instead of three";
-  if (key.k < 1) return "needs k >= 1";
-  if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
-  if (kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
-          kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k) >
-      kMaxDim)
-    return "more rows than the first launch's grid holds";
+  if (auto why = split16_rejects(key)) return why;
   // Rejected, not declined, so that a range of narrow outputs does not try it either: copying the
   // other operand (a read and a write of its 4 bytes per element) costs what the whole product does.
   if (key.n < kMinN || key.m < kMinN)
