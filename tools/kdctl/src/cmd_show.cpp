@@ -117,6 +117,17 @@ void print_record(const OpKey& key, const Record& r, std::uint64_t stored_bytes)
                            format_bytes(r.cubin.size()), format_bytes(r.ptx.size()), format_bytes(r.source.size()),
                            is_row(key) ? "" : fmt::format(", cublaslt algo {}", format_bytes(r.cublaslt_algo.size()))));
   if (r.kind == RecordKind::nvrtc_kernel) line("plan", plan_to_json(r.plan));
+  // Where a record's workspace comes from decides whether it runs inside CUDA graphs
+  // (ARCHITECTURE.md): the caller's cuBLAS workspace when it is large enough, captured or not;
+  // otherwise the record's own buffer, which a capture cannot use.
+  if (r.kind == RecordKind::nvrtc_kernel && r.plan.workspace_bytes > 0) {
+    constexpr std::uint64_t kTorchWorkspace = 32ull << 20;  // what PyTorch lends cuBLAS per handle
+    line("workspace",
+         fmt::format("{} per call; inside a CUDA graph it runs only where the caller lends cuBLAS that much{}, "
+                     "else cuBLAS runs (KD_GRAPH_WORKSPACE=1 gives captures their own)",
+                     format_bytes(r.plan.workspace_bytes),
+                     r.plan.workspace_bytes > kTorchWorkspace ? " (PyTorch lends 32.0MiB: not enough)" : ""));
+  }
   if (r.kind == RecordKind::cublaslt_algo)
     line("algorithm", fmt::format("{} (workspace {} bytes)", algo_hex(r.cublaslt_algo), r.plan.workspace_bytes));
   line("alignment", fmt::format("{} bytes", r.alignment_bytes));

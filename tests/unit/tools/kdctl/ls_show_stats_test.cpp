@@ -150,6 +150,35 @@ TEST_F(KdctlCache, ShowPrintsARangeAndTheNItWasCheckedAt) {
   EXPECT_EQ(exact.out.find("range:"), std::string::npos) << exact.out;
 }
 
+// A record with a workspace says how much, and whether PyTorch's cuBLAS workspace lets it run inside
+// CUDA graphs; a record without one says nothing about it.
+TEST_F(KdctlCache, ShowSaysWhetherARecordsWorkspaceFitsCudaGraphs) {
+  const std::string big = "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 "
+                          "ldc=4096 batch=1 epilogue=none beta0=1";
+  const std::string small = "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 "
+                            "ldc=1024 batch=1 epilogue=none beta0=1";
+  {
+    CacheWriter w(cache());
+    Record r = test_record(full(big, kH100), std::chrono::hours(1));
+    r.plan.workspace_bytes = 134774784;
+    w.commit_record(r);
+    r = test_record(full(small, kH100), std::chrono::hours(1));
+    r.plan.workspace_bytes = 8u << 20;
+    w.commit_record(r);
+  }
+  const auto large = kdctl({"show", full(big, kH100)});
+  ASSERT_EQ(large.rc, 0) << large.err;
+  EXPECT_NE(large.out.find("workspace:  128.5MiB per call; inside a CUDA graph it runs only where the caller lends "
+                           "cuBLAS that much (PyTorch lends 32.0MiB: not enough)"),
+            std::string::npos)
+      << large.out;
+  const auto fits = kdctl({"show", full(small, kH100)});
+  ASSERT_EQ(fits.rc, 0) << fits.err;
+  EXPECT_NE(fits.out.find("workspace:  8.0MiB per call"), std::string::npos) << fits.out;
+  EXPECT_EQ(fits.out.find("not enough"), std::string::npos) << fits.out;
+  EXPECT_EQ(kdctl({"show", full(bf16_shape(4096), kH100)}).out.find("workspace:"), std::string::npos);
+}
+
 // A vendor verdict (a bucket searched without a winner): ls and show say cuBLAS was kept, with the
 // best candidate's time, and an n of its range finds it.
 TEST_F(KdctlCache, LsAndShowSayAVendorVerdictKeptCublas) {
