@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <span>
 #include <utility>
 
 #include <fmt/format.h>
@@ -138,6 +139,50 @@ std::string tf32_line(const char* ta, const char* tb, long long m, long long n, 
                      ta, tb, m, n, k, std::string(ta) == "T" ? k : m, std::string(tb) == "N" ? k : n, m, precision);
 }
 
+// The plan both f16-copy families make for `p`: the source's plan comment agrees with it, and the copies
+// run first, the product second as their programmatic dependent.
+LaunchPlan checked_copies_plan(const Family& f, const GemmKey& key, const Target& t, const Params& p) {
+  const LaunchPlan lp = f.plan(key, t, p);
+  const auto parsed = parse_plan_from_source(render(f, key, t, p));
+  EXPECT_TRUE(std::holds_alternative<LaunchPlan>(parsed));
+  if (std::holds_alternative<LaunchPlan>(parsed)) {
+    EXPECT_EQ(std::get<LaunchPlan>(parsed), lp);
+  }
+  EXPECT_EQ(lp.launches.size(), 2u);
+  if (lp.launches.size() == 2) {
+    EXPECT_EQ(lp.launches[0].entry, "kd_wg_tma_split16");
+    EXPECT_TRUE(lp.launches[1].pdl) << "the product waits on the copies' grid";
+  }
+  return lp;
+}
+
+// Every idea move of an f16-copy family from every seed of `key`: valid, and KD_SPLIT16 kept; returns
+// how many applied.
+int applied_copy_moves(const Family& f, std::span<const IdeaMove> moves, const GemmKey& key, long long split16) {
+  const Target t;
+  int applied = 0;
+  for (const Params& p : completed_seeds(f, key, t))
+    for (const IdeaMove& m : moves) {
+      EXPECT_EQ(m.family, f.name);
+      const auto moved = apply_idea(m, f, key, t, p);
+      if (!moved) continue;
+      ++applied;
+      EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
+      EXPECT_EQ(moved->at("KD_SPLIT16"), split16) << m.id;
+    }
+  return applied;
+}
+
+// The keys both f16-copy families compile every seed and one idea step of: the four layouts and a
+// ragged strided batch with bias, in `precision` (a key line suffix).
+std::vector<std::string> copy_family_lines(const char* precision) {
+  return {tf32_line("N", "N", 4096, 4096, 4096, precision), tf32_line("T", "N", 4096, 4096, 4096, precision),
+          tf32_line("N", "T", 2048, 2048, 2048, precision), tf32_line("T", "T", 1024, 1024, 1024, precision),
+          std::string("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 "
+                      "batch=3 stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0") +
+              precision};
+}
+
 TEST(WgTmaF32, ServesTheTf32ClassInEveryLayoutAndNothingElse) {
   const Family& f = wg_tma_f32_family();
   EXPECT_EQ(f.name, "wg_tma_f32");
@@ -176,12 +221,8 @@ TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
       for (const Params& p : seeds) {
         ASSERT_TRUE(f.valid(key, t, p)) << describe(p);
         EXPECT_EQ(p.at("KD_SPLIT16"), 1);
-        const LaunchPlan lp = f.plan(key, t, p);
-        const auto parsed = parse_plan_from_source(render(f, key, t, p));
-        ASSERT_TRUE(std::holds_alternative<LaunchPlan>(parsed));
-        EXPECT_EQ(std::get<LaunchPlan>(parsed), lp);
+        const LaunchPlan lp = checked_copies_plan(f, key, t, p);
         ASSERT_EQ(lp.launches.size(), 2u);
-        EXPECT_EQ(lp.launches[0].entry, "kd_wg_tma_split16");
         EXPECT_FALSE(lp.launches[0].pdl);
         // A block per 8 k-contiguous rows (a warp holds 2048 of k), two per 32 rows contiguous across k
         // (a block holds 512 of k).
@@ -189,7 +230,6 @@ TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
         EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(a_blocks + b_blocks)) << key.shape_line();
         EXPECT_EQ(lp.launches[0].block[0], 256u);
         EXPECT_EQ(lp.launches[1].entry, "kd_wg_tma");
-        EXPECT_TRUE(lp.launches[1].pdl) << "the product waits on the copies' grid";
         // The maps, both copies (rows of 1001 halves rounded to 1008) and one shift per row.
         const auto& g = lp.launches[1].grid;
         const std::uint64_t maps = 256ull * g[0] * g[1] * g[2];
@@ -200,32 +240,16 @@ TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
 }
 
 TEST(WgTmaF32, IdeasYieldValidDistinctConfigurations) {
-  const Family& f = wg_tma_f32_family();
-  const Target t;
-  const GemmKey key = key_of(tf32_line("N", "N", 4096, 4096, 4096));
-  int applied = 0;
-  for (const Params& p : completed_seeds(f, key, t))
-    for (const IdeaMove& m : wg_tma_f32_ideas()) {
-      EXPECT_EQ(m.family, "wg_tma_f32");
-      const auto moved = apply_idea(m, f, key, t, p);
-      if (!moved) continue;
-      ++applied;
-      EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
-      EXPECT_EQ(moved->at("KD_SPLIT16"), 1) << m.id;
-    }
-  EXPECT_GE(applied, 8);
+  EXPECT_GE(applied_copy_moves(wg_tma_f32_family(), wg_tma_f32_ideas(), key_of(tf32_line("N", "N", 4096, 4096, 4096)),
+                               1),
+            8);
 }
 
 // Every seed and one idea step from the first, in the four layouts and a ragged strided batch with
 // bias, compiles with NVRTC for sm_90a without spills.
 TEST(WgTmaF32, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
-  const std::vector<std::string> extra = {
-      tf32_line("N", "N", 4096, 4096, 4096), tf32_line("T", "N", 4096, 4096, 4096),
-      tf32_line("N", "T", 2048, 2048, 2048), tf32_line("T", "T", 1024, 1024, 1024),
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
-      "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0 precision=tf32"};
   const std::vector<std::string> sources = test::seeds_and_first_steps(
-      wg_tma_f32_family(), Target{}, wg_tma_f32_ideas(), extra,
+      wg_tma_f32_family(), Target{}, wg_tma_f32_ideas(), copy_family_lines(" precision=tf32"),
       [](const GemmKey& key) { return key.m == 4096 && key.ta == Transpose::N; });
   ASSERT_GE(sources.size(), 10u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
@@ -282,13 +306,8 @@ TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
         ASSERT_TRUE(f.valid(key, t, p)) << describe(p);
         EXPECT_EQ(p.at("KD_SPLIT16"), 2);
         EXPECT_LE(p.at("KD_MW") * p.at("KD_BN"), 128) << "the promotion's second set of accumulators";
-        const LaunchPlan lp = f.plan(key, t, p);
-        const auto parsed = parse_plan_from_source(render(f, key, t, p));
-        ASSERT_TRUE(std::holds_alternative<LaunchPlan>(parsed));
-        EXPECT_EQ(std::get<LaunchPlan>(parsed), lp);
+        const LaunchPlan lp = checked_copies_plan(f, key, t, p);
         ASSERT_EQ(lp.launches.size(), 2u);
-        EXPECT_EQ(lp.launches[0].entry, "kd_wg_tma_split16");
-        EXPECT_TRUE(lp.launches[1].pdl);
         // Four maps per CTA, the hi and lo copies of both operands, one shift per row.
         const auto& g = lp.launches[1].grid;
         const std::uint64_t maps = 512ull * g[0] * g[1] * g[2];
@@ -308,30 +327,14 @@ TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
 }
 
 TEST(WgTmaF16s, IdeasYieldValidDistinctConfigurations) {
-  const Family& f = wg_tma_f16s_family();
-  const Target t;
-  const GemmKey key = key_of(tf32_line("N", "N", 4096, 4096, 4096, ""));
-  int applied = 0;
-  for (const Params& p : completed_seeds(f, key, t))
-    for (const IdeaMove& m : wg_tma_f16s_ideas()) {
-      EXPECT_EQ(m.family, "wg_tma_f16s");
-      const auto moved = apply_idea(m, f, key, t, p);
-      if (!moved) continue;
-      ++applied;
-      EXPECT_TRUE(f.valid(key, t, *moved)) << m.id;
-      EXPECT_EQ(moved->at("KD_SPLIT16"), 2) << m.id;
-    }
-  EXPECT_GE(applied, 4);
+  EXPECT_GE(applied_copy_moves(wg_tma_f16s_family(), wg_tma_f16s_ideas(),
+                               key_of(tf32_line("N", "N", 4096, 4096, 4096, "")), 2),
+            4);
 }
 
 TEST(WgTmaF16s, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
-  const std::vector<std::string> extra = {
-      tf32_line("N", "N", 4096, 4096, 4096, ""), tf32_line("T", "N", 4096, 4096, 4096, ""),
-      tf32_line("N", "T", 2048, 2048, 2048, ""), tf32_line("T", "T", 1024, 1024, 1024, ""),
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=1001 lda=1000 ldb=301 ldc=1000 batch=3 "
-      "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=bias beta0=0"};
   const std::vector<std::string> sources = test::seeds_and_first_steps(
-      wg_tma_f16s_family(), Target{}, wg_tma_f16s_ideas(), extra,
+      wg_tma_f16s_family(), Target{}, wg_tma_f16s_ideas(), copy_family_lines(""),
       [](const GemmKey& key) { return key.m == 4096 && key.ta == Transpose::N; });
   ASSERT_GE(sources.size(), 8u);
   test::expect_nvrtc_clean(sources, /*no_wgmma_serialization=*/true);
