@@ -7,16 +7,23 @@
 // The includer defines first: KD_MW and kAcc, and includes wg_common.cuh and wg_wgmma.cuh.
 
 // The stage's tiles at shared addresses sa (the warpgroup's first m64 block of A; the next ones
-// follow 64 * 128 bytes apart) and sb (B): k16 per wgmma, four per 128-byte row, between a fence and
-// a commit; the wgmmas are left in flight. The caller computes the addresses, in the kernel's own
-// terms (moved in here, the same arithmetic compiles to other instructions).
+// follow 64 * 128 bytes apart) and sb (B): k16 per wgmma, four per 128-byte row. The caller computes
+// the addresses, in the kernel's own terms (moved in here, the same arithmetic compiles to other
+// instructions). kd_wgmma_steps16 issues the wgmmas alone, for a caller that puts several stages'
+// worth in one commit group (wg_tma's strict f32: three products per k tile), the first k16 step
+// with scale_d `first` (0: the sums start afresh); kd_wgmma_stage16 issues one stage between a fence
+// and a commit. The wgmmas are left in flight.
 template <class T>
-__device__ __forceinline__ void kd_wgmma_stage16(float (&acc)[KD_MW][kAcc], unsigned sa, unsigned sb) {
-  kd_wg_fence();
+__device__ __forceinline__ void kd_wgmma_steps16(float (&acc)[KD_MW][kAcc], unsigned sa, unsigned sb, int first) {
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
     for (int mw = 0; mw < KD_MW; ++mw)
-      kd_wgmma<T>(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
+      kd_wgmma<T>(acc[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), ks > 0 ? 1 : first);
+}
+template <class T>
+__device__ __forceinline__ void kd_wgmma_stage16(float (&acc)[KD_MW][kAcc], unsigned sa, unsigned sb) {
+  kd_wg_fence();
+  kd_wgmma_steps16<T>(acc, sa, sb, 1);
   kd_wg_commit();
 }

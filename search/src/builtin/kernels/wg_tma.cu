@@ -630,21 +630,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
     const unsigned st = base + (i % KD_STAGES) * kStageBytes;
     const unsigned sa = st + wg * KD_MW * 64 * 128, sb = st + 2 * kABytes;
     kd_wg_fence();
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-      for (int mw = 0; mw < KD_MW; ++mw)
-        kd_wgmma<kd_t>(t[mw], kd_desc(sa + kABytes + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), ks > 0);
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-      for (int mw = 0; mw < KD_MW; ++mw)
-        kd_wgmma<kd_t>(t[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + kBBytes + ks * 32), 1);
-#pragma unroll
-    for (int ks = 0; ks < 4; ++ks)
-#pragma unroll
-      for (int mw = 0; mw < KD_MW; ++mw)
-        kd_wgmma<kd_t>(t[mw], kd_desc(sa + mw * 64 * 128 + ks * 32), kd_desc(sb + ks * 32), 1);
+    kd_wgmma_steps16<kd_t>(t, sa + kABytes, sb, 0);  // lo(A) hi(B), from zero
+    kd_wgmma_steps16<kd_t>(t, sa, sb + kBBytes, 1);  // hi(A) lo(B)
+    kd_wgmma_steps16<kd_t>(t, sa, sb, 1);            // hi(A) hi(B)
     kd_wg_commit();
   };
   // Tile i's sum (retired) into acc, its ring slot back to the producer.
