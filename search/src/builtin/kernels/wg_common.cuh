@@ -80,13 +80,14 @@ __device__ __forceinline__ unsigned long long kd_desc(unsigned addr) {
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 
-// Visits each of the calling consumer thread's accumulators with its row and column, counted from
-// (row0, col0) at the CTA tile's corner. Warpgroup wg owns rows [64 * KD_MW * wg, 64 * KD_MW * (wg + 1));
-// in the wgmma fragment layout thread (g, t) of a warp holds rows g and g + 8 of the warp's 16 and
-// columns 2t and 2t + 1 of every 8.
+// Visits each of the calling consumer thread's accumulators acc[mw][4 * j + q] with its row and
+// column, counted from (row0, col0) at the CTA tile's corner: visit(mw, j, q, row, col, v), v the
+// accumulator itself (a visitor may scale it in place, as wg_tiled's f16 splits do). Warpgroup
+// wg owns rows [64 * KD_MW * wg, 64 * KD_MW * (wg + 1)); in the wgmma fragment layout thread (g, t) of
+// a warp holds rows g and g + 8 (q / 2) of the warp's 16 and columns 2t and 2t + 1 (q % 2) of every 8 (j).
 template <typename Visit>
-__device__ __forceinline__ void kd_for_each_acc(float (&acc)[KD_MW][KD_BN / 2], int wg, int warp, int lane,
-                                                long long row0, long long col0, Visit&& visit) {
+__device__ __forceinline__ void kd_for_each_acc_at(float (&acc)[KD_MW][KD_BN / 2], int wg, int warp, int lane,
+                                                   long long row0, long long col0, Visit&& visit) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int mw = 0; mw < KD_MW; ++mw) {
@@ -94,8 +95,16 @@ __device__ __forceinline__ void kd_for_each_acc(float (&acc)[KD_MW][KD_BN / 2], 
 #pragma unroll
     for (int j = 0; j < KD_BN / 8; ++j)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) visit(r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
+      for (int q = 0; q < 4; ++q)
+        visit(mw, j, q, r0 + (q >> 1) * 8, col0 + 8 * j + 2 * t + (q & 1), acc[mw][4 * j + q]);
   }
+}
+// The same visit as visit(row, col, v), v still the accumulator itself.
+template <typename Visit>
+__device__ __forceinline__ void kd_for_each_acc(float (&acc)[KD_MW][KD_BN / 2], int wg, int warp, int lane,
+                                                long long row0, long long col0, Visit&& visit) {
+  kd_for_each_acc_at(acc, wg, warp, lane, row0, col0,
+                     [&](int, int, int, long long r, long long c, float& v) { visit(r, c, v); });
 }
 
 // What the cluster's sum v of output (row, col) of entry z becomes before the epilogue: v itself unless
