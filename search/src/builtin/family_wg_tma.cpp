@@ -381,12 +381,21 @@ std::optional<std::string> f16s_rejects(const GemmKey& key) {
 
 // Small calls: the copies and the few 128 x 128 tiles cost more than three f16 products save (the
 // gate on an H200: 777 x 333 x 555 took 20.3 us against cuBLAS's 15.6, 1024^3 22.7 against 59.1).
+// Narrow outputs: the copies grow with m + n and the products with m * n, so at 512 columns copying
+// the wide operand costs half of what the products do, and wg_tiled's f16 splits, which split that
+// operand in registers, win (4096 x 512 x 4096: 112.7 us against this family's 126.0, H200, sessions
+// 31-32); its seeds, evaluated first, also spent the search's budget there.
 std::optional<std::string> f16s_declines(const GemmKey& key) {
   constexpr double kMinWork = 1024.0 * 1024.0 * 1024.0;
+  constexpr long long kMinSide = 513;
   const double work = static_cast<double>(key.batch) * key.m * key.n * key.k;
   if (work < kMinWork)
     return fmt::format("batch x m x n x k = {:.3g} is below 1024^3: the copies cost more than the products save",
                        work);
+  if (std::min(key.m, key.n) < kMinSide)
+    return fmt::format("m = {} and n = {}: at 512 or fewer rows or columns copying the other operand costs more "
+                       "than wg_tiled's split in registers",
+                       key.m, key.n);
   return std::nullopt;
 }
 
