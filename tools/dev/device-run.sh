@@ -143,6 +143,11 @@ for stage in "$@"; do
         [[ -n $line ]] && kdctl show "$line" --cache-dir "$c" --source 2>/dev/null | grep -m1 '^// kdispatch builtin' |
           sed "s|^|${line:0:90} |"
       done >"$logs/$tag-winners.log"
+      # Every shape's search tree (each candidate's parameters, verdict and times), for the next
+      # session's choice of what to tune; shapes that kept cuBLAS have a tree too.
+      grep -v '^#' "$shapes" | while read -r line; do
+        [[ -n $line ]] && { echo "== $line"; kdctl show "$line" --cache-dir "$c" 2>&1; }
+      done >"$logs/$tag-trees.log"
       ;;
     e2e-decode)
       # Issue 27's workload: the Llama-3-8B-dims decode step captured in a CUDA graph, bf16 and f32,
