@@ -139,18 +139,41 @@ std::optional<Params> parse_params(const std::string& text) {
   return out;
 }
 
+std::vector<std::string> builtin_family_names() {
+  std::vector<std::string> out;
+  for (const Family& f : families()) out.emplace_back(f.name);
+  out.emplace_back(kRowFamilyName);
+  return out;
+}
+bool is_builtin_family(std::string_view name) {
+  return name == kRowFamilyName || find_family(name) != nullptr;
+}
+
+namespace {
+bool listed(std::span<const std::string> only, std::string_view name) {
+  return std::find(only.begin(), only.end(), name) != only.end();
+}
+}  // namespace
+
 std::vector<search::Proposal> BuiltinProposer::seeds(const search::ProposalContext& ctx) {
-  if (ctx.row != nullptr) return row_seed_proposals(ctx);
+  if (ctx.row != nullptr) {
+    if (!only_.empty() && !listed(only_, kRowFamilyName)) return {};
+    return row_seed_proposals(ctx);
+  }
   std::vector<search::Proposal> out;
-  for (const Family& f : families())
-    if (family_enabled(f) && !not_searched_for(f, ctx.key)) add_seeds(f, ctx, out);
+  for (const Family& f : families()) {
+    const bool seeded = only_.empty() ? family_enabled(f) && !not_searched_for(f, ctx.key)
+                                      : listed(only_, f.name) && !f.rejects(ctx.key);
+    if (seeded) add_seeds(f, ctx, out);
+  }
   return out;
 }
 
-std::vector<search::Proposal> BuiltinProposer::range_seeds(const search::ProposalContext& ctx) {
+std::vector<search::Proposal> BuiltinProposer::range_seeds(const search::ProposalContext& ctx,
+                                                           std::span<const std::string> only) {
   std::vector<search::Proposal> out;
   for (const Family& f : families())
-    if (family_enabled(f) && !f.rejects(ctx.key)) add_seeds(f, ctx, out);
+    if ((only.empty() ? family_enabled(f) : listed(only, f.name)) && !f.rejects(ctx.key)) add_seeds(f, ctx, out);
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <exception>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "builtin/builtin_proposer.hpp"
 #include "cublaslt_proposer/cublaslt_proposer.hpp"
@@ -13,7 +14,13 @@
 namespace kd::search {
 namespace {
 
-MadeProposer make_builtin(const ProposerSettings&) { return std::make_unique<builtin::BuiltinProposer>(); }
+MadeProposer make_builtin(const ProposerSettings& s) {
+  for (const std::string& name : s.builtin_families)
+    if (!builtin::is_builtin_family(name))
+      return fmt::format("builtin family '{}' is unknown; the builtin families: {} (--family)", name,
+                         fmt::join(builtin::builtin_family_names(), ", "));
+  return std::make_unique<builtin::BuiltinProposer>(s.builtin_families);
+}
 
 MadeProposer make_cublaslt(const ProposerSettings&) { return std::make_unique<cublaslt::CublasLtProposer>(); }
 

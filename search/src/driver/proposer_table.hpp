@@ -28,6 +28,9 @@ struct ProposerSettings {
   std::string llm_key_env;   // environment variable holding the API key
   std::string llm_key_file;  // or a file (mode 0600/0400, owned by the caller)
   std::uint64_t llm_tokens = 0;  // this search's LLM token budget; 0: unlimited
+  // The builtin families to seed (kdctl search --family): empty, every enabled family by its rules;
+  // otherwise only these, on every key they do not reject (their cost-based declines set aside).
+  std::vector<std::string> builtin_families;
 };
 
 // A built proposer, or why it cannot be built (a user's configuration problem, in words that

@@ -21,8 +21,8 @@ public:
   // The builtin proposer's range seeds include the families that decline the exact key at HI for
   // padding (builtin::Family::declines): the range gate's timing decides whether a range is worth it.
   std::vector<Proposal> seeds(const ProposalContext& ctx) override {
-    if (dynamic_cast<builtin::BuiltinProposer*>(&inner_) != nullptr)
-      return keep(builtin::BuiltinProposer::range_seeds(ctx));
+    if (const auto* b = dynamic_cast<builtin::BuiltinProposer*>(&inner_))
+      return keep(builtin::BuiltinProposer::range_seeds(ctx, b->only_families()));
     return keep(inner_.seeds(ctx));
   }
   std::vector<Idea> ideas(const ProposalContext& ctx, const Node& seed, int n) override {

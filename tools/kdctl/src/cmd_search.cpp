@@ -49,6 +49,7 @@ constexpr SharedKey kSharedKeys[] = {
 struct SearchArgs {
   std::string key;
   std::string proposers = "builtin";
+  std::string families;  // --family: the builtin families to seed, comma-separated (empty: all, by their rules)
   int rounds = 3, ideas = 3, impls = 2, topk = 2, max_candidates = 64, wall_s = 900;
   bool dry_run = false;
   std::string cache_dir;  // empty: print only
@@ -72,7 +73,20 @@ std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_p
   } catch (const Error& e) {
     return std::string(e.what());
   }
-  return search::make_proposers(std::get<std::vector<search::ProposerName>>(names), daemon::proposer_settings(config));
+  const auto& list = std::get<std::vector<search::ProposerName>>(names);
+  search::ProposerSettings settings = daemon::proposer_settings(config);
+  for (std::string_view rest = a.families; !a.families.empty();) {
+    const auto comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    if (name.empty()) return std::string("--family: an empty family name (a list is comma-separated, no spaces)");
+    settings.builtin_families.emplace_back(name);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  if (!settings.builtin_families.empty() &&
+      std::find(list.begin(), list.end(), search::ProposerName::builtin) == list.end())
+    return std::string("--family picks the builtin proposer's families: add builtin to --proposer");
+  return search::make_proposers(list, settings);
 }
 
 std::string fmt_us(double us) { return us > 0 ? fmt::format("{:.1f}", us) : "-"; }
@@ -265,6 +279,9 @@ void setup_search(CLI::App& sub, std::function<int()>& action) {
                  "shorthand; a GEMM's n (tokens) may be a range LO..HI")
       ->required();
   sub.add_option("--proposer", a->proposers, "Proposers, comma-separated: builtin, llm, cublaslt")->capture_default_str();
+  sub.add_option("--family", a->families,
+                 "Seed only these builtin families (comma-separated, e.g. wg_tma_f16s), on every key they do not "
+                 "reject, their cost-based declines set aside: to measure a family the rules pass over");
   for (const daemon::ConfigKeyInfo& k : daemon::config_keys()) {
     const auto shared = std::find_if(std::begin(kSharedKeys), std::end(kSharedKeys),
                                      [&](const SharedKey& s) { return s.key == k.name; });

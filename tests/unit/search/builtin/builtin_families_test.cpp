@@ -350,5 +350,41 @@ TEST(BuiltinProposer, SeedsATrialFamilyOnlyWhenTheEnvironmentNamesIt) {
   for (const Family& f : families()) EXPECT_EQ(family_enabled(f), !f.trial) << f.name;
 }
 
+// A family list (kdctl search --family) seeds exactly the listed families, on keys they do not reject,
+// their cost-based declines set aside: wg_tma_f16s on a batched attention shape it declines (work
+// below 1024^3, 512 columns), a trial family without the environment, nothing where every listed
+// family rejects the key; a range search's seeds follow the same list.
+TEST(BuiltinProposer, AFamilyListSeedsOnlyThoseFamiliesOnKeysTheyDoNotReject) {
+  const Target t;
+  search::SearchTree tree("t", "k");
+  const auto families_of = [](const std::vector<search::Proposal>& seeds) {
+    std::set<std::string> out;
+    for (const auto& s : seeds) out.insert(s.family);
+    return out;
+  };
+  const GemmKey bmm = std::get<GemmKey>(parse_key(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
+      "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1"));
+  const search::ProposalContext ctx{bmm, t, tree};
+  ASSERT_TRUE(not_searched_for(*find_family("wg_tma_f16s"), bmm).has_value()) << "declined by its rules";
+  EXPECT_EQ(families_of(BuiltinProposer().seeds(ctx)).count("wg_tma_f16s"), 0u);
+  EXPECT_EQ(families_of(BuiltinProposer({"wg_tma_f16s"}).seeds(ctx)), std::set<std::string>{"wg_tma_f16s"});
+  EXPECT_EQ(families_of(BuiltinProposer({"wg_tma_f16s", "wg_tiled"}).seeds(ctx)),
+            (std::set<std::string>{"wg_tma_f16s", "wg_tiled"}));
+  ::unsetenv("KDISPATCH_TRIAL_FAMILIES");
+  const GemmKey bf16 = std::get<GemmKey>(parse_key(
+      "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+      "epilogue=none beta0=1"));
+  const search::ProposalContext bf16_ctx{bf16, t, tree};
+  EXPECT_EQ(families_of(BuiltinProposer({"wg_tma"}).seeds(bf16_ctx)), std::set<std::string>{"wg_tma"})
+      << "a listed trial family needs no KDISPATCH_TRIAL_FAMILIES";
+  EXPECT_TRUE(BuiltinProposer({"wg_tma_f16s"}).seeds(bf16_ctx).empty()) << "f32 only: rejected, not seeded";
+  EXPECT_EQ(families_of(BuiltinProposer::range_seeds(ctx, std::vector<std::string>{"wg_tma_f16s"})),
+            std::set<std::string>{"wg_tma_f16s"});
+  EXPECT_TRUE(is_builtin_family("wg_tma_f16s"));
+  EXPECT_TRUE(is_builtin_family("row_reduce"));
+  EXPECT_FALSE(is_builtin_family("wg_tma_f16"));
+}
+
 }  // namespace
 }  // namespace kd::builtin

@@ -64,5 +64,19 @@ TEST(ProposerTable, AMisconfiguredProposerIsAnErrorNamingItsSetting) {
   EXPECT_NE(std::get<std::string>(made).find("'grpc'"), std::string::npos) << std::get<std::string>(made);
 }
 
+TEST(ProposerTable, AnUnknownBuiltinFamilyIsAnErrorListingTheFamilies) {
+  const ProposerName names[] = {ProposerName::builtin};
+  ProposerSettings settings;
+  settings.builtin_families = {"wg_tma_f16s", "wg_tma_f16"};
+  auto made = make_proposers(names, settings);
+  ASSERT_TRUE(std::holds_alternative<std::string>(made));
+  const std::string& why = std::get<std::string>(made);
+  EXPECT_NE(why.find("'wg_tma_f16'"), std::string::npos) << why;
+  EXPECT_NE(why.find("wg_tiled"), std::string::npos) << "the message lists the families: " << why;
+  settings.builtin_families = {"wg_tma_f16s"};
+  made = make_proposers(names, settings);
+  ASSERT_TRUE(std::holds_alternative<std::vector<std::unique_ptr<Proposer>>>(made)) << std::get<std::string>(made);
+}
+
 }  // namespace
 }  // namespace kd::search

@@ -34,6 +34,36 @@ TEST(KdctlSearch, UnknownOrRepeatedProposerIsAUsageError) {
   EXPECT_NE(r.err.find("given twice"), std::string::npos) << r.err;
 }
 
+// --family: an unknown name, an empty one, or a list without the builtin proposer is a usage error
+// that names the fix.
+TEST(KdctlSearch, FamilyFlagNamesTheProblem) {
+  TempDir dir;
+  KdctlRun r = run_kdctl(dir.path(), {"search", "--key", kKey, "--family", "wg_tma_f16", "--dry-run"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("builtin family 'wg_tma_f16' is unknown"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wg_tma_f16s"), std::string::npos) << "the message lists the families: " << r.err;
+  r = run_kdctl(dir.path(), {"search", "--key", kKey, "--family", "wg_tiled,", "--dry-run"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("empty family name"), std::string::npos) << r.err;
+  r = run_kdctl(dir.path(), {"search", "--key", kKey, "--family", "wg_tiled", "--proposer", "cublaslt", "--dry-run"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_NE(r.err.find("add builtin to --proposer"), std::string::npos) << r.err;
+}
+
+// --family wg_tma_f16s on a batched attention shape its rules decline: a dry run of round 0 proposes
+// and compiles that family's seeds alone.
+TEST(KdctlSearch, FamilyFlagSeedsADeclinedFamily) {
+  TempDir dir;
+  const KdctlRun r = run_kdctl(
+      dir.path(), {"search", "--family", "wg_tma_f16s", "--rounds", "0", "--dry-run", "--key",
+                   "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
+                   "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1"});
+  EXPECT_EQ(r.rc, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("wg_tma_f16s"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("wg_tiled"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("proposals compiled"), std::string::npos) << r.out;
+}
+
 // Only builtin seeds this key (simt_tiled), so a dry run compiles few candidates.
 constexpr const char* kSmallF32Key =
     "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=777 n=333 k=555 lda=777 ldb=555 ldc=777 batch=1 "
