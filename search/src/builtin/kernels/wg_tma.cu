@@ -477,9 +477,9 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
 }
 // Launch 0 of a KD_SPLIT16 plan: op(A)'s rows, then op(B)'s columns, as scaled f16 copies
 // (wg_tma_layout.cuh's kd_tma16_ws). kd_wg_tma runs as its programmatic dependent.
-// Registers for two blocks per SM: with one (the register count a block of whole held rows takes
-// unbounded), the rows path's copies ran 4096^3 NN in 113 us against 85 and 2048^3 NN in 29.5 against
-// 24.1 (H200, session 32); the k-contiguous path was unchanged and neither spills.
+// Registers capped for two blocks per SM. Uncapped, a block holding whole rows took so many that
+// the rows path ran one block per SM: its copies took 113 us at 4096^3 NN against 85 capped, and 29.5
+// against 24.1 at 2048^3 NN (H200, session 32). The k-contiguous path ran the same; neither spills.
 extern "C" __global__ void __launch_bounds__(256, 2) __cluster_dims__(8, 1, 1) kd_wg_tma_split16(kd_gemm_args args) {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ unsigned red[8][32];  // rows contiguous across k: per warp and row
