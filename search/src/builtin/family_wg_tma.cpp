@@ -387,12 +387,12 @@ std::optional<std::string> f16s_rejects(const GemmKey& key) {
 // 31-32); its seeds, evaluated first, also spent the search's budget there.
 std::optional<std::string> f16s_declines(const GemmKey& key) {
   constexpr double kMinWork = 1024.0 * 1024.0 * 1024.0;
-  constexpr long long kMinSide = 513;
+  constexpr long long kNarrowSide = 512;
   const double work = static_cast<double>(key.batch) * key.m * key.n * key.k;
   if (work < kMinWork)
     return fmt::format("batch x m x n x k = {:.3g} is below 1024^3: the copies cost more than the products save",
                        work);
-  if (std::min(key.m, key.n) < kMinSide)
+  if (std::min(key.m, key.n) <= kNarrowSide)
     return fmt::format("m = {} and n = {}: at 512 or fewer rows or columns copying the other operand costs more "
                        "than wg_tiled's split in registers",
                        key.m, key.n);

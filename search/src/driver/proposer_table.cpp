@@ -62,6 +62,17 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The items of a comma list, each trimmed (an empty one stays, for the caller to refuse).
+std::vector<std::string_view> list_items(std::string_view text) {
+  std::vector<std::string_view> out;
+  for (std::size_t start = 0;;) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
+    if (comma == std::string_view::npos) return out;
+    start = comma + 1;
+  }
+}
+
 }  // namespace
 
 std::span<const ProposerInfo> proposer_table() { return kProposers; }
@@ -77,9 +88,7 @@ std::string proposer_names() {
 std::variant<std::vector<ProposerName>, std::string> parse_proposer_list(std::string_view text) {
   if (trim(text).empty()) return fmt::format("no proposer given (known: {})", proposer_names());
   std::vector<ProposerName> out;
-  for (std::size_t start = 0;;) {
-    const std::size_t comma = text.find(',', start);
-    const std::string_view item = trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+  for (const std::string_view item : list_items(text)) {
     if (item.empty()) return fmt::format("empty proposer name in '{}'", text);
     const auto known = std::find_if(kProposers.begin(), kProposers.end(),
                                     [&](const ProposerInfo& p) { return p.text == item; });
@@ -87,8 +96,16 @@ std::variant<std::vector<ProposerName>, std::string> parse_proposer_list(std::st
     if (std::find(out.begin(), out.end(), known->name) != out.end())
       return fmt::format("proposer '{}' is given twice", item);
     out.push_back(known->name);
-    if (comma == std::string_view::npos) break;
-    start = comma + 1;
+  }
+  return out;
+}
+
+std::variant<std::vector<std::string>, std::string> parse_family_list(std::string_view text) {
+  std::vector<std::string> out;
+  if (text.empty()) return out;
+  for (const std::string_view item : list_items(text)) {
+    if (item.empty()) return fmt::format("an empty family name in '{}'", text);
+    out.emplace_back(item);
   }
   return out;
 }

@@ -50,6 +50,9 @@ std::string_view to_string(ProposerName name);
 // empty selection, an empty item ("builtin,"), an unknown name (listing the known ones), a name
 // given twice.
 std::variant<std::vector<ProposerName>, std::string> parse_proposer_list(std::string_view text);
+// kdctl search --family's comma list (ProposerSettings::builtin_families; empty text: none); an empty
+// item is an error. make_proposers checks the names.
+std::variant<std::vector<std::string>, std::string> parse_family_list(std::string_view text);
 
 // "builtin, llm, cublaslt": the known names, for messages.
 std::string proposer_names();

@@ -75,14 +75,9 @@ std::variant<std::vector<std::unique_ptr<search::Proposer>>, std::string> make_p
   }
   const auto& list = std::get<std::vector<search::ProposerName>>(names);
   search::ProposerSettings settings = daemon::proposer_settings(config);
-  for (std::string_view rest = a.families; !a.families.empty();) {
-    const auto comma = rest.find(',');
-    const std::string_view name = rest.substr(0, comma);
-    if (name.empty()) return std::string("--family: an empty family name (a list is comma-separated, no spaces)");
-    settings.builtin_families.emplace_back(name);
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
+  auto families = search::parse_family_list(a.families);
+  if (auto* err = std::get_if<std::string>(&families)) return "--family: " + *err;
+  settings.builtin_families = std::move(std::get<std::vector<std::string>>(families));
   if (!settings.builtin_families.empty() &&
       std::find(list.begin(), list.end(), search::ProposerName::builtin) == list.end())
     return std::string("--family picks the builtin proposer's families: add builtin to --proposer");

@@ -146,14 +146,17 @@ __device__ __forceinline__ kd_tma16_ws kd_ws16(const kd_gemm_args& args) {
 __device__ __forceinline__ float kd_pow2(int e) { return __int_as_float((e + 127) << 23); }
 // The output of accumulator v at (row, col) of entry z back at the scale of A and B (exact: a power
 // of two); outside the output, v as it is (never stored).
+// v, a sum of products of rows and columns scaled by 2^sa and 2^sb, back at their scale.
+__device__ __forceinline__ float kd_unscale_by(int sa, int sb, float v) {
+  const int e = -(sa + sb), e1 = e / 2;  // two normal powers of two: each product exact, one rounding at most
+  return v * kd_pow2(e1) * kd_pow2(e - e1);
+}
 __device__ __forceinline__ float kd_unscale(const kd_gemm_args& args, const kd_tma16_ws& ws, long long z,
                                             long long row, long long col, float v) {
   if (row >= args.m || col >= args.n) return v;
   const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
-  const int sa = reinterpret_cast<const int*>(w + ws.sha)[z * args.m + row];
-  const int sb = reinterpret_cast<const int*>(w + ws.shb)[z * args.n + col];
-  const int e = -(sa + sb), e1 = e / 2;  // two normal powers of two: each product exact, one rounding at most
-  return v * kd_pow2(e1) * kd_pow2(e - e1);
+  return kd_unscale_by(reinterpret_cast<const int*>(w + ws.sha)[z * args.m + row],
+                       reinterpret_cast<const int*>(w + ws.shb)[z * args.n + col], v);
 }
 // The cluster's sum of a split tile, at the operands' scale, before the epilogue (wg_common.cuh).
 #define KD_CLUSTER_VALUE(args, z, row, col, v) kd_unscale(args, kd_ws16(args), z, row, col, v)
@@ -695,8 +698,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   });
   kd_for_each_acc_at(acc, wg, warp, lane, m0, n0, [&](int mw, int j, int q, long long r, long long c, float v) {
     if (!kAllCols && q < 2) scol[0][q] = c < n ? shb[c] : 0;
-    const int e = -(srow[mw][q >> 1] + scol[kAllCols ? j : 0][q & 1]), e1 = e / 2;  // as kd_unscale
-    kd_epilogue(args, C, r, c, v * kd_pow2(e1) * kd_pow2(e - e1));
+    kd_epilogue(args, C, r, c, kd_unscale_by(srow[mw][q >> 1], scol[kAllCols ? j : 0][q & 1], v));
   });
 #else
   kd_for_each_acc(acc, wg, warp, lane, m0, n0,
