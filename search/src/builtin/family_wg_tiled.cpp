@@ -196,6 +196,17 @@ void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& ou
   add_tail_seed(key, t, out, f);
 }
 
+// The narrow plan (a producer and two consumers of m64n32 or m64n64, split-K to one wave; the last
+// seed `base`) on f16 splits, for strict f32: the same three products at twice TF32's rate. Not yet
+// measured (no device time in session 32): 4096 x 64 x 4096 ran its 3xTF32 plan at 52% of a
+// streaming read, 4096 x 32 x 4096 at 65%.
+void add_narrow_f16s_seed(const GemmKey& key, const Params& base, std::vector<Params>& out) {
+  if (key.precision != PrecisionClass::f32 || key.tb != Transpose::N) return;
+  Params f = base;
+  f[kF16s] = 1;
+  out.push_back(f);
+}
+
 std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   if (key.tb == Transpose::T) {
     // B with n contiguous: only the f16 splits read it (wg_rejects).
@@ -214,6 +225,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     std::vector<Params> out = {tile(2, bn, 8, 1, 0, 1), tile(1, bn, 6, 1, 0, 1), tile(2, bn, 8, 1, 0, 1)};
     out[2][kBlo] = 1;
     for (Params& p : out) p[kSplit] = split_one_wave(key, t, p);
+    if (bn == 32) add_narrow_f16s_seed(key, out[0], out);
     add_tail_seed(key, t, out, out[0]);
     add_sk_seed(key, t, out, out[0]);
     return out;
@@ -238,6 +250,7 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     Params narrow = tile(2, 64, 8, 1, 0, 1);
     narrow[kSplit] = split_one_wave(key, t, narrow);
     out.push_back(narrow);
+    add_narrow_f16s_seed(key, narrow, out);
   }
   // Too few tiles for the SMs, but two splits of each come close to one wave (1000^3: 64 tiles on 132
   // SMs): reduce the two splits in a cluster. The kernel lab (tools/dev/lab_wg_cluster.json, H200)
@@ -317,7 +330,7 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // tb = T is read by nothing else.
   const long long f16s = param(p, kF16s);
   if (f16s != 0 && f16s != 1) return false;
-  if (f16s == 1 && (ws != 1 || wg != 2 || bn != 128 || promote != 1 || blo != 0 || sk != 0 ||
+  if (f16s == 1 && (ws != 1 || wg != 2 || (bn != 32 && bn != 64 && bn != 128) || promote != 1 || blo != 0 || sk != 0 ||
                     cluster != 0 || key.batch * key.n > 0x7fffffffLL))
     return false;
   if (key.tb == Transpose::T && f16s != 1) return false;
@@ -549,8 +562,9 @@ std::string f16s_on(const GemmKey& key, const Target&, const Params&) {
                      b16_floats(key) * 4 / 1000000);
 }
 std::optional<Params> f16s_on_apply(const GemmKey& key, const Target&, const Params& p) {
-  if (param(p, kF16s) || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kBn) != 128 || param(p, kSk) ||
-      param(p, kCluster))
+  const long long bn = param(p, kBn);
+  if (param(p, kF16s) || param(p, kWs) != 1 || param(p, kWg) != 2 || (bn != 32 && bn != 64 && bn != 128) ||
+      param(p, kSk) || param(p, kCluster))
     return std::nullopt;
   Params out = p;
   out[kF16s] = 1;

@@ -749,6 +749,35 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrow32PassesTheGate) {
   expect_no_restarts();
 }
 
+// The narrow plans on f16 splits (m64n32 and m64n64 consumers, KD_F16S, strict f32): their seeds
+// through the whole gate, with their times against cuBLAS: Linear layers at 32 and 64 tokens, a ragged
+// 56, and a strided batch of ta = N with bias and beta at 40 columns.
+TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=64 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4000 n=56 k=4004 lda=4004 ldb=4004 ldc=4000 batch=1 "
+           "epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=40 k=500 lda=1000 ldb=504 ldc=1000 batch=2 "
+           "stride_a=504000 stride_b=20160 stride_c=40000 epilogue=bias beta0=0"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_F16S") != 1) continue;
+      ASSERT_LE(p.at("KD_BN"), 64) << builtin::describe(p);
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled narrow f16 splits", line, p));
+      ++evaluated;
+    }
+  }
+  EXPECT_EQ(evaluated, 4);
+  expect_no_restarts();
+}
+
 // TF32-class keys both one-product families are gated on: 1024^3 in the four layouts, dW's layout
 // (ta = N tb = T) as a ragged strided batch with bias and beta, and the 4096^3 cube.
 constexpr const char* kTf32Lines[] = {

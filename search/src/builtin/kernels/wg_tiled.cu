@@ -37,7 +37,7 @@
 //    KD_TAIL k ranges each, whose partials a second launch (kd_wg_tail_reduce) sums, so that the
 //    last wave is made of shorter CTAs.
 //  - f32, KD_F16S = 1 (strict fp32, ta = T or N, tb = N or T, KD_WS with two consumers of m64n128,
-//    KD_PROMOTE 1; no BLO, SK or CLUSTER): the same three products on f16 wgmmas, twice TF32's rate. x = (hi + lo) / s,
+//    or m64n32 and m64n64 for narrow outputs; KD_PROMOTE 1; no BLO, SK or CLUSTER): the same three products on f16 wgmmas, twice TF32's rate. x = (hi + lo) / s,
 //    hi and lo f16 rounded to nearest, s a power of two that puts the largest |x| of its group in
 //    [2^14, 2^15): a row of A per k tile (the quad holding the row agrees by two shuffles; the
 //    promotion is an FFMA by 1 / s), a column of B over all of k. f16's 11 significant bits equal
@@ -170,8 +170,9 @@ static_assert(KD_TAIL >= 1 && KD_TAIL <= 16 && (KD_TAIL == 1 || (KD_SPLITK == 1 
 static_assert(KD_SK == 0 || (KD_SK >= 2 && kF32 && KD_WS && KD_PROMOTE == 1 && KD_SPLITK == 1 && !KD_CLUSTER &&
                                KD_TAIL == 1 && !KD_BLO),
               "KD_SK is 0 or a CTA count >= 2 (f32 with KD_WS and KD_PROMOTE 1; no SPLITK, CLUSTER, TAIL or BLO)");
-static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && KD_BN == 128 && KD_PROMOTE == 1 && !KD_BLO &&
-                             !KD_SK && !KD_CLUSTER), "KD_F16S: f32, KD_WS with two m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
+static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && (KD_BN == 32 || KD_BN == 64 || KD_BN == 128) &&
+                             KD_PROMOTE == 1 && !KD_BLO && !KD_SK && !KD_CLUSTER),
+              "KD_F16S: f32, KD_WS with two m64n32, m64n64 or m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward

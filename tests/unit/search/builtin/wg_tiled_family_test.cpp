@@ -344,7 +344,8 @@ TEST(WgTiled, F16SplitSeedsForStrictF32) {
   const Params p = seeds[1];
   EXPECT_FALSE(f.valid(key, t, with(p, "KD_PROMOTE", 2)));
   EXPECT_FALSE(f.valid(key, t, with(p, "KD_BLO", 1)));
-  EXPECT_FALSE(f.valid(key, t, with(p, "KD_BN", 64)));
+  EXPECT_FALSE(f.valid(key, t, with(p, "KD_BN", 256)));
+  EXPECT_TRUE(f.valid(key, t, with(p, "KD_BN", 64))) << "the narrow plans' m64n64 consumers";
   EXPECT_FALSE(f.valid(key, t, with(p, "KD_WS", 0)));
   EXPECT_FALSE(f.valid(key, t, with(with(p, "KD_SPLITK", 1), "KD_SK", 132)));
   EXPECT_FALSE(f.valid(key, t, with(p, "KD_F16S", 2)));
@@ -388,6 +389,23 @@ TEST(WgTiled, F16SplitSeedsForStrictF32) {
   EXPECT_EQ(one->at("KD_3XTF32"), 0);
   EXPECT_TRUE(f.valid(tf32_key, t, *one)) << describe(*one);
   EXPECT_NE(on->text(tf32_key, t, plain).find("one f16"), std::string::npos);
+  // Narrow outputs (17-64 columns): the narrow plan once more on f16 splits, strict f32 only.
+  for (const auto& [n, bn] : {std::pair{32, 32}, std::pair{40, 32}, std::pair{64, 64}}) {
+    const std::string line = fmt::format(
+        "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n={} k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+        "epilogue=none beta0=1",
+        n);
+    const auto narrow = f16s_of(key_of(line));
+    ASSERT_EQ(narrow.size(), 1u) << line;
+    EXPECT_EQ(narrow[0].at("KD_BN"), bn) << line;
+    EXPECT_EQ(narrow[0].at("KD_STAGES"), 8) << line;
+    EXPECT_GT(narrow[0].at("KD_SPLITK"), 1) << line;
+    EXPECT_TRUE(f16s_of(key_of(line + " precision=tf32")).empty()) << line;
+  }
+  EXPECT_TRUE(f16s_of(key_of("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 "
+                             "ldc=4096 batch=1 epilogue=none beta0=1"))
+                  .empty())
+      << "m64n16 tiles keep 3xTF32";
 }
 
 // Issue 30: the f16 splits serve every layout. ta = N reads A's fragments from k rows of BM + 4 floats;
@@ -496,6 +514,8 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
       // m64n32 tiles (17-47 columns), both A layouts; ragged and batched with bias.
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1",
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=40 k=500 lda=1000 ldb=504 ldc=1000 batch=2 stride_a=504000 stride_b=20160 stride_c=40000 epilogue=bias beta0=0",
+      // m64n64 tiles (48-64 columns), with the narrow plan on f16 splits.
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=64 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1",
       // The f16 splits' other layouts (issue 30): tb = T (its own split of B) with ta = N and T,
       // strided-batched and ragged; seeds only (m != 4096: the main kernel's idea steps are
       // those of tb = N).
