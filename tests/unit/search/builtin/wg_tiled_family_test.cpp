@@ -400,6 +400,7 @@ TEST(WgTiled, F16SplitSeedsForStrictF32) {
     EXPECT_EQ(narrow[0].at("KD_BN"), bn) << line;
     EXPECT_EQ(narrow[0].at("KD_STAGES"), 8) << line;
     EXPECT_GT(narrow[0].at("KD_SPLITK"), 1) << line;
+    EXPECT_TRUE(f.valid(key_of(line), t, narrow[0])) << line << ": " << describe(narrow[0]);
     EXPECT_TRUE(f16s_of(key_of(line + " precision=tf32")).empty()) << line;
   }
   EXPECT_TRUE(f16s_of(key_of("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=16 k=4096 lda=4096 ldb=4096 "
