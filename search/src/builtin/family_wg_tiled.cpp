@@ -78,11 +78,14 @@ long long workspace_bytes(const GemmKey& key, const Params& p) {
   return l.parts() > 1 ? l.parts() * mn * 4 : 0;
 }
 // The smallest power-of-two split (at most 16, keeping >= 8 k tiles per split) that gives at least
-// one CTA per SM.
+// one CTA per SM; for a batched call, a CTA to at least 90% of the SMs. Attention's 128x512x512 x32 is
+// 128 tiles on 132 SMs: split in two it ran 36.7 us against 24.2 unsplit (1.94 waves and a reduce
+// launch; H200, session 33). One-batch calls keep the stricter rule their seeds were measured with.
 long long split_to_fill(const GemmKey& key, const Target& t, const Params& p) {
   const long long tiles = tiles_of(key, p), ktiles = ceil_div(key.k, kTileK);
+  const long long want = key.batch > 1 ? (t.sms * 9 + 9) / 10 : t.sms;
   long long s = 1;
-  while (tiles * s < t.sms && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
+  while (tiles * s < want && s * 2 <= kMaxSplit && ktiles / (s * 2) >= 8) s *= 2;
   return s;
 }
 
@@ -197,9 +200,9 @@ void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& ou
 }
 
 // The narrow plan (a producer and two consumers of m64n32 or m64n64, split-K to one wave; the last
-// seed `base`) on f16 splits, for strict f32: the same three products at twice TF32's rate. Not yet
-// measured (no device time in session 32): 4096 x 64 x 4096 ran its 3xTF32 plan at 52% of a
-// streaming read, 4096 x 32 x 4096 at 65%.
+// seed `base`) on f16 splits, for strict f32: the same three products at twice TF32's rate. Through
+// the gate (H200, session 33) it won 4096 x 64 x 4096 by little: 30.7-31.7 us against 32.3 for the
+// 3xTF32 plan, still 53% of a streaming read; at 4096 x 32 x 4096 the 3xTF32 plan stayed ahead (24.6 us).
 void add_narrow_f16s_seed(const GemmKey& key, const Params& base, std::vector<Params>& out) {
   if (key.precision != PrecisionClass::f32 || key.tb != Transpose::N) return;
   Params f = base;

@@ -224,6 +224,30 @@ TEST(WgTiled, SplitOfBIsAFirstLaunchIntoTheWorkspace) {
 
 // KD_TAIL: the tiles past the last whole wave split in k (28672x128: 224 tiles of 128x128 on 132 SMs,
 // 92 left over, 4 ranges each), summed by a programmatic dependent with one block row per split tile.
+// A batched call whose tiles already cover 90% of the SMs is not split in k: attention's
+// 128x512x512 x32 (128 tiles on 132 SMs) ran 36.7 us split in two and 24.2 us unsplit (H200). One
+// batch of the same tile count still splits, as its seeds were measured.
+TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey bmm = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=512 k=512 lda=128 ldb=512 ldc=128 batch=32 "
+      "stride_a=65536 stride_b=262144 stride_c=65536 epilogue=none beta0=1");
+  int wide = 0;
+  for (const Params& p : completed_seeds(f, bmm, t)) {
+    if (p.at("KD_BN") != 128 || p.at("KD_WG") != 2 || p.at("KD_CLUSTER") != 0) continue;
+    EXPECT_EQ(p.at("KD_SPLITK"), 1) << describe(p);
+    ++wide;
+  }
+  EXPECT_GT(wide, 0);
+  const GemmKey one = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=512 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
+      "epilogue=none beta0=1");
+  const std::vector<Params> seeds = completed_seeds(f, one, t);
+  EXPECT_TRUE(std::any_of(seeds.begin(), seeds.end(), [](const Params& p) { return p.at("KD_SPLITK") == 2; }))
+      << "128 tiles of one batch still split in two";
+}
+
 TEST(WgTiled, PartialLastWaveIsSplitInK) {
   const Family& f = wg_tiled_family();
   const Target t;
