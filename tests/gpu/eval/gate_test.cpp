@@ -778,6 +778,29 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
   expect_no_restarts();
 }
 
+// The persistent stream-K seed of batched calls (whole tiles per CTA, no partials): attention's
+// scores and a ragged batch with bias and beta (k = 72: a partial k tile in every tile).
+TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
+  const builtin::Family& f = builtin::wg_tiled_family();
+  const builtin::Target& t = target_;
+  int evaluated = 0;
+  for (const char* line : {
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
+           "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=500 n=384 k=72 lda=72 ldb=72 ldc=500 batch=40 "
+           "stride_a=36000 stride_b=27648 stride_c=192000 epilogue=bias beta0=0"}) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    for (const builtin::Params& raw : f.seeds(key, t)) {
+      const builtin::Params p = f.complete(key, t, raw);
+      if (p.at("KD_SK") == 0) continue;
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled batched stream-K", line, p));
+      ++evaluated;
+    }
+  }
+  EXPECT_EQ(evaluated, 2);
+  expect_no_restarts();
+}
+
 // TF32-class keys both one-product families are gated on: 1024^3 in the four layouts, dW's layout
 // (ta = N tb = T) as a ragged strided batch with bias and beta, and the 4096^3 cube.
 constexpr const char* kTf32Lines[] = {

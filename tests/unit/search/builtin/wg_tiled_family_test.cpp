@@ -248,6 +248,32 @@ TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
       << "128 tiles of one batch still split in two";
 }
 
+// A batched call of many short tiles gets a persistent seed: stream-K over whole tiles (no partials,
+// no workspace), a divisor of each batch's tiles per batch, one wave. 512x512x64 x32: 16 tiles a
+// batch, 4 CTAs each (128 CTAs of 4 tiles); 20.8 us against 24.3 one tile per CTA (H200, session 33).
+// 128^3 x256 (one tile a batch) has nothing to loop over.
+TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey scores = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
+      "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1");
+  std::vector<Params> sk;
+  for (const Params& p : completed_seeds(f, scores, t))
+    if (p.at("KD_SK") > 0) sk.push_back(p);
+  ASSERT_EQ(sk.size(), 1u);
+  EXPECT_EQ(sk[0].at("KD_SK"), 4);
+  EXPECT_TRUE(f.valid(scores, t, sk[0]));
+  const LaunchPlan lp = f.plan(scores, t, sk[0]);
+  EXPECT_EQ(lp.workspace_bytes, 0u) << "whole tiles per CTA leave no partials";
+  ASSERT_EQ(lp.launches.size(), 1u);
+  EXPECT_EQ(lp.launches[0].grid[0] * lp.launches[0].grid[2], 128u);
+  const GemmKey tiny = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  for (const Params& p : completed_seeds(f, tiny, t)) EXPECT_EQ(p.at("KD_SK"), 0) << describe(p);
+}
+
 TEST(WgTiled, PartialLastWaveIsSplitInK) {
   const Family& f = wg_tiled_family();
   const Target t;
