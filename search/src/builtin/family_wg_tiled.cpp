@@ -58,7 +58,9 @@ long long sk_units(const GemmKey& key, const Params& p) {
   return ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn)) * ceil_div(key.k, kTileK);
 }
 // The most CTAs any tile spans: the workspace's slots (1: every tile whole, no workspace, no reduce).
+// KD_SKB's CTAs take whole tiles (wg_valid).
 long long sk_partials(const GemmKey& key, const Params& p) {
+  if (param(p, kSkb)) return 1;
   const long long tiles = ceil_div(key.m, bm_of(p)) * ceil_div(key.n, param(p, kBn));
   return kd_wg_sk_slots(tiles, ceil_div(key.k, kTileK), param(p, kSk));
 }
@@ -172,10 +174,24 @@ void add_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, 
 // every tile's store exposed (24.3 us against cuBLAS's 37.3, H200, session 33).
 void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, const Params& base) {
   if (key.batch == 1 || param(base, kWs) != 1 || param(base, kSplit) != 1) return;
-  const long long per = tiles_of(key, base) / key.batch, room = t.sms * ctas_per_sm(key, t, base);
+  const long long tiles = tiles_of(key, base), per = tiles / key.batch, room = t.sms * ctas_per_sm(key, t, base);
   for (long long d = per / 2; d >= 2; --d) {
     if (per % d != 0 || d * key.batch > room) continue;
-    if (10 * d * key.batch >= 9 * room) out.push_back(as_stream_k(base, d));
+    if (10 * d * key.batch >= 9 * room) {
+      out.push_back(as_stream_k(base, d));
+      return;
+    }
+    break;
+  }
+  // Too few tiles a batch for that (128^3 x256: one each): the same over every batch entry in one
+  // launch (KD_SKB), the most CTAs that divide all the tiles, two or more each.
+  for (long long c = std::min(room, tiles / 2); c >= 2; --c) {
+    if (tiles % c != 0) continue;
+    if (10 * c >= 9 * room) {
+      Params p = as_stream_k(base, c);
+      p[kSkb] = 1;
+      out.push_back(p);
+    }
     return;
   }
 }
@@ -341,8 +357,14 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   // warp-specialized kernel promoting every tile, instead of the other ways to divide k.
   const long long sk = param(p, kSk);
   if (sk < 0 || sk == 1) return false;
-  if (sk > 0 && (ws != 1 || promote != 1 || split != 1 || cluster != 0 || blo != 0 || tail != 1 || sk > sk_units(key, p) ||
-                 sk_units(key, p) > 0x7fffffffLL || sk > 65535))
+  if (sk > 0 && (ws != 1 || promote != 1 || split != 1 || cluster != 0 || blo != 0 || tail != 1 || sk > 65535))
+    return false;
+  // KD_SKB: the units run over every batch entry (one launch of KD_SK CTAs), each CTA whole tiles.
+  const long long skb = param(p, kSkb);
+  if (skb != 0 && skb != 1) return false;
+  if (skb == 0 && sk > 0 && (sk > sk_units(key, p) || sk_units(key, p) > 0x7fffffffLL)) return false;
+  if (skb == 1 &&
+      (sk == 0 || key.batch < 2 || tiles_of(key, p) % sk != 0 || key.batch * sk_units(key, p) > 0x7fffffffLL))
     return false;
   // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (a producer and two m64n128
   // consumers promoting every tile), without the other k-division and B-lo schemes; any ta and tb. B with
@@ -387,7 +409,7 @@ LaunchPlan wg_plan(const GemmKey& key, const Target& t, const Params& p) {
   // KD_TAIL: one CTA per whole tile, then `tail` per tile of the partial wave (the kernel reads the
   // number of split tiles back from this extent).
   if (tail > 1) main.grid = {u32(kd_wg_tail_ctas(tiles_of(key, p), tail_n, tail)), 1, u32(key.batch)};
-  if (param(p, kSk)) main.grid = {u32(param(p, kSk)), 1, u32(key.batch)};
+  if (param(p, kSk)) main.grid = {u32(param(p, kSk)), 1, u32(param(p, kSkb) ? 1 : key.batch)};
   main.block = {u32(layout_of(key, p).threads()), 1, 1};
   main.smem_bytes = u32(smem_bytes(key, p));
   main.pdl = param(p, kBlo) == 1 || param(p, kF16s) == 1;
@@ -565,6 +587,7 @@ std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Pa
   if (!param(p, kSk)) return std::nullopt;
   Params out = p;
   out[kSk] = 0;
+  out.erase(kSkb);
   out[kSplit] = split_to_fill(key, t, out);
   return out;
 }

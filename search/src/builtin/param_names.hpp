@@ -30,6 +30,7 @@ inline constexpr char kWs[] = "KD_WS";
 inline constexpr char kBlo[] = "KD_BLO";
 inline constexpr char kTail[] = "KD_TAIL";
 inline constexpr char kSk[] = "KD_SK";
+inline constexpr char kSkb[] = "KD_SKB";
 inline constexpr char kF16s[] = "KD_F16S";
 inline constexpr char kSplit16[] = "KD_SPLIT16";
 // Skinny families.

@@ -779,7 +779,8 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
 }
 
 // The persistent stream-K seed of batched calls (whole tiles per CTA, no partials): attention's
-// scores and a ragged batch with bias and beta (k = 72: a partial k tile in every tile).
+// scores and a ragged batch with bias and beta (k = 72: a partial k tile in every tile), within each
+// batch entry and over all of them (KD_SKB).
 TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
   const builtin::Target& t = target_;
@@ -788,7 +789,12 @@ TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
            "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=500 n=384 k=72 lda=72 ldb=72 ldc=500 batch=40 "
-           "stride_a=36000 stride_b=27648 stride_c=192000 epilogue=bias beta0=0"}) {
+           "stride_a=36000 stride_b=27648 stride_c=192000 epilogue=bias beta0=0",
+           // Over every batch entry (KD_SKB): one tile each, two per CTA; then a ragged one with bias.
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+           "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=72 lda=72 ldb=72 ldc=120 batch=256 "
+           "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     for (const builtin::Params& raw : f.seeds(key, t)) {
       const builtin::Params p = f.complete(key, t, raw);
@@ -797,7 +803,7 @@ TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
       ++evaluated;
     }
   }
-  EXPECT_EQ(evaluated, 2);
+  EXPECT_EQ(evaluated, 4);
   expect_no_restarts();
 }
 

@@ -67,10 +67,11 @@
 //   KD_WS 0|1 (f32; with KD_LATE = 0)   KD_CLUSTER 0|1 (SPLITK 2..8)   KD_BLO 0|1 (f32, 3xTF32, WS)
 //   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_F16S 0|1   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 //   KD_PDL 0|1 (the first launch waits on the previous kernel's grid first, gemm.cuh)
+//   KD_SKB 0|1 (with KD_SK: the units run over every batch entry, KD_SK CTAs in all; whole tiles each)
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
 //   [batch * n], block = [256] (KD_TB = 1: grid = [batch * ceil(n / 32)], block = [512]); then]
 //   kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK] (KD_TAIL: [tiles +
-//   split tiles * (TAIL - 1), 1, batch]; KD_SK: [KD_SK, 1, batch]),
+//   split tiles * (TAIL - 1), 1, batch]; KD_SK: [KD_SK, 1, batch], with KD_SKB [KD_SK, 1, 1]),
 //   block = [128 * (WG + WS)], pdl with KD_BLO or KD_F16S, smem and workspace as wg_tiled_layout.cuh
 //   lays them out; then where partial tiles were left (more than one split without KD_CLUSTER,
 //   KD_TAIL, stream-K tiles that span CTAs) the launch that sums them, pdl: kd_wg_tiled_reduce grid
@@ -111,6 +112,9 @@
 #endif
 #ifndef KD_F16S
 #define KD_F16S 0
+#endif
+#ifndef KD_SKB
+#define KD_SKB 0
 #endif
 
 #if KD_TB != 0 && !KD_F16S
@@ -173,6 +177,7 @@ static_assert(KD_SK == 0 || (KD_SK >= 2 && kF32 && KD_WS && KD_PROMOTE == 1 && K
 static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && (KD_BN == 32 || KD_BN == 64 || KD_BN == 128) &&
                              KD_PROMOTE == 1 && !KD_BLO && !KD_SK && !KD_CLUSTER),
               "KD_F16S: f32, KD_WS with two m64n32, m64n64 or m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
+static_assert(KD_SKB == 0 || (KD_SKB == 1 && KD_SK > 0), "KD_SKB is 0 or 1 (with KD_SK)");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward
@@ -263,11 +268,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
     n0 = tile_id / tiles_m * KD_BN;
     parts = split < 0 ? 1 : KD_TAIL;
   } else if constexpr (KD_SK > 0) {
-    z = blockIdx.z;
+    z = KD_SKB ? 0 : blockIdx.z;
     tm = static_cast<int>((m + kBM - 1) / kBM);
     const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN);
     ktiles_all = static_cast<int>((k + kBK - 1) / kBK);
-    units = tiles * ktiles_all;
+    units = tiles * ktiles_all * (KD_SKB ? static_cast<int>(args.batch) : 1);
     u0 = static_cast<int>(kd_wg_sk_begin(blockIdx.x, units, KD_SK));
     u1 = static_cast<int>(kd_wg_sk_begin(blockIdx.x + 1LL, units, KD_SK));
   } else {
@@ -375,8 +380,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
           for (int j = KD_STAGES - 2; j < nk;) {
             const int u = u0 + j, tile = u / ktiles_all;
             const int e = (tile + 1) * ktiles_all - u0 < nk ? (tile + 1) * ktiles_all - u0 : nk;
-            const kd_chunks qa = kd_plan_a(args, m, static_cast<long long>(tile % tm) * kBM),
-                            qb = kd_plan_b(ldb, n, static_cast<long long>(tile / tm) * KD_BN);
+            const kd_chunks qa = KD_SKB ? kd_skb_plan_a(args, m, n, tm, tile)
+                                        : kd_plan_a(args, m, static_cast<long long>(tile % tm) * kBM),
+                            qb = KD_SKB ? kd_skb_plan_b(args, ldb, n, tm, tile)
+                                        : kd_plan_b(ldb, n, static_cast<long long>(tile / tm) * KD_BN);
             for (int kt = u - tile * ktiles_all; j < e; ++j, ++i, ++kt) {
               ring.publish(i);
               ring.refill_wait(j);

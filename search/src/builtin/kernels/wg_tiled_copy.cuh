@@ -138,6 +138,23 @@ __device__ __forceinline__ kd_chunks kd_plan_a(const kd_gemm_args& args, const l
 __device__ __forceinline__ kd_chunks kd_plan_b(const long long& ldb, const long long& n, long long col0) {
   return kd_plan_rows<KD_BN, true>(ldb, n, col0);
 }
+// KD_SKB (stream-K over every batch entry): the plans of global tile `tile` (batch entry
+// tile / tiles, then tile-major within it), the entry's offset folded into the plans' element offset,
+// since the operands' base pointers stay at entry 0.
+__device__ __forceinline__ kd_chunks kd_skb_plan_a(const kd_gemm_args& args, const long long& m, const long long& n,
+                                                   int tm, int tile) {
+  const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN), z = tile / tiles, t = tile - z * tiles;
+  kd_chunks p = kd_plan_a(args, m, static_cast<long long>(t % tm) * kBM);
+  p.off += z * args.stride_a;
+  return p;
+}
+__device__ __forceinline__ kd_chunks kd_skb_plan_b(const kd_gemm_args& args, const long long& ldb, const long long& n,
+                                                   int tm, int tile) {
+  const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN), z = tile / tiles, t = tile - z * tiles;
+  kd_chunks p = kd_plan_b(ldb, n, static_cast<long long>(t / tm) * KD_BN);
+  p.off += z * args.stride_b;
+  return p;
+}
 
 // Copies of 16-byte chunks per loading thread and k tile: A (f32 ta = N: 32 rows of BM; otherwise BM
 // rows of 128 bytes) and B (BN rows of 128 bytes).
@@ -188,8 +205,9 @@ struct kd_copy {
   // Stream-K: the k tile and plans of the CTA's unit i (a division: the prologue's few tiles only).
   __device__ __forceinline__ void load_unit(int slot, int i) const {
     const int u = u0 + i, t = u / ktiles_all;
-    load_ws(slot, u - t * ktiles_all, kd_plan_a(args, m, static_cast<long long>(t % tm) * kBM),
-            kd_plan_b(ldb, n, static_cast<long long>(t / tm) * KD_BN));
+    load_ws(slot, u - t * ktiles_all,
+            KD_SKB ? kd_skb_plan_a(args, m, n, tm, t) : kd_plan_a(args, m, static_cast<long long>(t % tm) * kBM),
+            KD_SKB ? kd_skb_plan_b(args, ldb, n, tm, t) : kd_plan_b(ldb, n, static_cast<long long>(t / tm) * KD_BN));
   }
   // A and B of k tile kt: the fixed plans inside k, the general loaders at its edge.
   __device__ __forceinline__ void load_ab(int slot, long long kt) const {

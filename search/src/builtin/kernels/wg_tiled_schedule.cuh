@@ -17,20 +17,23 @@ struct kd_stream_k {
   float (&acc)[KD_MW][kAcc];
   const int &wg, &warp, &lane;
   const long long &z, &m, &n;
-  const int &tm, &ktiles_all, &units;  // tiles per column of C, k tiles per tile, units per batch entry
+  const int &tm, &ktiles_all, &units;  // tiles per column of C, k tiles per tile, units per batch entry (KD_SKB: in all)
 
   // The segment that ends at unit u: a tile that one CTA covers whole goes to C; otherwise the
   // segment's partial goes to workspace slot (CTA - the tile's first CTA), [slot][batch][n][m], which
   // kd_wg_sk_reduce sums in slot order. The accumulators start again from zero.
   __device__ __forceinline__ void flush(long long u) const {
     const long long t = u / ktiles_all, ts = t * ktiles_all;  // once per segment
-    const long long sm0 = t % tm * kBM, sn0 = t / tm * KD_BN;
+    // KD_SKB: t runs over every batch entry's tiles (z is 0), and each CTA has whole tiles.
+    const long long tiles = KD_SKB ? tm * ((n + KD_BN - 1) / KD_BN) : 1, zt = KD_SKB ? t / tiles : 0,
+                    tt = KD_SKB ? t - zt * tiles : t;
+    const long long sm0 = tt % tm * kBM, sn0 = tt / tm * KD_BN;
     const long long first = kd_wg_sk_cta(ts, units, KD_SK), last = kd_wg_sk_cta(ts + ktiles_all - 1, units, KD_SK);
     if (first == last) {
-      KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
+      KD_C_T* C = static_cast<KD_C_T*>(args.c) + (z + zt) * args.stride_c;
       kd_for_each_acc(acc, wg, warp, lane, sm0, sn0,
                       [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
-    } else {
+    } else {  // never with KD_SKB: its host rules give every CTA whole tiles
       float* W = static_cast<float*>(args.workspace) + ((blockIdx.x - first) * args.batch + z) * m * n;
       kd_for_each_acc(acc, wg, warp, lane, sm0, sn0, [&](long long r, long long c, float v) {
         if (r < m && c < n) W[r + c * m] = v;

@@ -251,7 +251,8 @@ TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
 // A batched call of many short tiles gets a persistent seed: stream-K over whole tiles (no partials,
 // no workspace), a divisor of each batch's tiles per batch, one wave. 512x512x64 x32: 16 tiles a
 // batch, 4 CTAs each (128 CTAs of 4 tiles); 20.8 us against 24.3 one tile per CTA (H200, session 33).
-// 128^3 x256 (one tile a batch) has nothing to loop over.
+// 128^3 x256 (one tile a batch) runs the same over every batch entry in one launch (KD_SKB): 128 CTAs
+// of two tiles each.
 TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const Family& f = wg_tiled_family();
   const Target t;
@@ -268,10 +269,43 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_EQ(lp.workspace_bytes, 0u) << "whole tiles per CTA leave no partials";
   ASSERT_EQ(lp.launches.size(), 1u);
   EXPECT_EQ(lp.launches[0].grid[0] * lp.launches[0].grid[2], 128u);
+  EXPECT_FALSE(sk[0].contains("KD_SKB")) << "four CTAs in each batch entry";
   const GemmKey tiny = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
-  for (const Params& p : completed_seeds(f, tiny, t)) EXPECT_EQ(p.at("KD_SK"), 0) << describe(p);
+  std::vector<Params> skb;
+  for (const Params& p : completed_seeds(f, tiny, t))
+    if (p.at("KD_SK") > 0) skb.push_back(p);
+  ASSERT_EQ(skb.size(), 1u);
+  EXPECT_EQ(skb[0].at("KD_SK"), 128);
+  EXPECT_EQ(skb[0].at("KD_SKB"), 1);
+  const LaunchPlan across = f.plan(tiny, t, skb[0]);
+  EXPECT_EQ(across.workspace_bytes, 0u);
+  ASSERT_EQ(across.launches.size(), 1u);
+  EXPECT_EQ(across.launches[0].grid, (std::array<std::uint32_t, 3>{128, 1, 1}));
+  // Whole tiles only: a CTA count that does not divide the tiles, or one batch entry, is not valid.
+  EXPECT_FALSE(f.valid(tiny, t, with(skb[0], "KD_SK", 129)));
+  const GemmKey single = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=128 lda=128 ldb=128 ldc=4096 batch=1 "
+      "epilogue=none beta0=1");
+  EXPECT_FALSE(f.valid(single, t, with(skb[0], "KD_SK", 128)));
+  // The GPU gate test's ragged batch (one tile each, bias) gets one too.
+  const GemmKey ragged = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=72 lda=72 ldb=72 ldc=120 batch=256 "
+      "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0");
+  const std::vector<Params> rs = completed_seeds(f, ragged, t);
+  const auto across_all = [](const Params& p) { return p.contains("KD_SKB") && p.at("KD_SKB") == 1; };
+  EXPECT_EQ(std::count_if(rs.begin(), rs.end(), across_all), 1);
+  // Switching stream-K off drops KD_SKB with it.
+  bool off = false;
+  for (const IdeaMove& move : wg_tiled_ideas()) {
+    if (move.id != "wg.sk_off") continue;
+    const std::optional<Params> q = move.apply(tiny, t, skb[0]);
+    ASSERT_TRUE(q.has_value());
+    EXPECT_FALSE(q->contains("KD_SKB"));
+    off = true;
+  }
+  EXPECT_TRUE(off);
 }
 
 TEST(WgTiled, PartialLastWaveIsSplitInK) {
