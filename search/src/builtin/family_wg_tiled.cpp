@@ -184,7 +184,8 @@ void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params
     break;
   }
   // Too few tiles a batch for that (128^3 x256: one each): the same over every batch entry in one
-  // launch (KD_SKB), the most CTAs that divide all the tiles, two or more each.
+  // launch (KD_SKB), the most CTAs that divide all the tiles, two or more each. 128^3 x256 in 128 CTAs
+  // of two tiles: 22.5 us against 24.4 for one tile per CTA (H100, session 33).
   for (long long c = std::min(room, tiles / 2); c >= 2; --c) {
     if (tiles % c != 0) continue;
     if (10 * c >= 9 * room) {
