@@ -256,12 +256,16 @@ TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
 TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const Family& f = wg_tiled_family();
   const Target t;
+  const auto stream_k_seeds = [&](const GemmKey& key) {
+    std::vector<Params> out;
+    for (const Params& p : completed_seeds(f, key, t))
+      if (p.at("KD_SK") > 0) out.push_back(p);
+    return out;
+  };
   const GemmKey scores = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
       "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1");
-  std::vector<Params> sk;
-  for (const Params& p : completed_seeds(f, scores, t))
-    if (p.at("KD_SK") > 0) sk.push_back(p);
+  const std::vector<Params> sk = stream_k_seeds(scores);
   ASSERT_EQ(sk.size(), 1u);
   EXPECT_EQ(sk[0].at("KD_SK"), 4);
   EXPECT_TRUE(f.valid(scores, t, sk[0]));
@@ -273,9 +277,7 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const GemmKey tiny = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
-  std::vector<Params> skb;
-  for (const Params& p : completed_seeds(f, tiny, t))
-    if (p.at("KD_SK") > 0) skb.push_back(p);
+  const std::vector<Params> skb = stream_k_seeds(tiny);
   ASSERT_EQ(skb.size(), 1u);
   EXPECT_EQ(skb[0].at("KD_SK"), 128);
   EXPECT_EQ(skb[0].at("KD_SKB"), 1);
