@@ -38,6 +38,13 @@ std::vector<Params> completed_seeds(const Family& f, const GemmKey& key, const T
   return out;
 }
 
+std::vector<Params> completed_seeds_with(const Family& f, const GemmKey& key, const Target& t, const char* name) {
+  std::vector<Params> out;
+  for (const Params& p : completed_seeds(f, key, t))
+    if (const auto it = p.find(name); it != p.end() && it->second != 0) out.push_back(p);
+  return out;
+}
+
 IdeaSweep sweep_ideas(const Family& f, std::span<const IdeaMove> moves) {
   const Target t;
   IdeaSweep sweep;

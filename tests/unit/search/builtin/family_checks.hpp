@@ -20,6 +20,8 @@ std::string source_dir();
 std::vector<GemmKey> llama_keys();
 GemmKey key_of(const std::string& line);
 std::vector<Params> completed_seeds(const Family& f, const GemmKey& key, const Target& t);
+// The completed seeds whose parameter `name` is set and not 0 (a scheme switched on).
+std::vector<Params> completed_seeds_with(const Family& f, const GemmKey& key, const Target& t, const char* name);
 
 // Every completed seed of every Llama key `f` serves, on the Hopper target `t`: a key has seeds,
 // each valid on `t` and not on Ampere (wgmma needs sm_90a), whose plan parsed from its rendered

@@ -15,6 +15,7 @@ namespace kd::builtin {
 namespace {
 
 using test::completed_seeds;
+using test::completed_seeds_with;
 using test::key_of;
 using test::llama_keys;
 
@@ -256,12 +257,7 @@ TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
 TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const Family& f = wg_tiled_family();
   const Target t;
-  const auto stream_k_seeds = [&](const GemmKey& key) {
-    std::vector<Params> out;
-    for (const Params& p : completed_seeds(f, key, t))
-      if (p.at("KD_SK") > 0) out.push_back(p);
-    return out;
-  };
+  const auto stream_k_seeds = [&](const GemmKey& key) { return completed_seeds_with(f, key, t, "KD_SK"); };
   const GemmKey scores = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
       "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1");
@@ -295,9 +291,7 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const GemmKey ragged = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=72 lda=72 ldb=72 ldc=120 batch=256 "
       "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0");
-  const std::vector<Params> rs = completed_seeds(f, ragged, t);
-  const auto across_all = [](const Params& p) { return p.contains("KD_SKB") && p.at("KD_SKB") == 1; };
-  EXPECT_EQ(std::count_if(rs.begin(), rs.end(), across_all), 1);
+  EXPECT_EQ(completed_seeds_with(f, ragged, t, "KD_SKB").size(), 1u);
   // Switching stream-K off drops KD_SKB with it.
   bool off = false;
   for (const IdeaMove& move : wg_tiled_ideas()) {
@@ -410,12 +404,7 @@ TEST(WgTiled, StreamKSeedsWhereSplitKLeavesAPartialWave) {
 TEST(WgTiled, F16SplitSeedsForStrictF32) {
   const Family& f = wg_tiled_family();
   const Target t;
-  const auto f16s_of = [&](const GemmKey& key) {
-    std::vector<Params> out;
-    for (const Params& p : completed_seeds(f, key, t))
-      if (p.at("KD_F16S") == 1) out.push_back(p);
-    return out;
-  };
+  const auto f16s_of = [&](const GemmKey& key) { return completed_seeds_with(f, key, t, "KD_F16S"); };
   const std::string n128 = "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 epilogue=none beta0=1";
   const GemmKey key = key_of(n128);
   const auto seeds = f16s_of(key);
