@@ -138,21 +138,32 @@ __device__ __forceinline__ kd_chunks kd_plan_a(const kd_gemm_args& args, const l
 __device__ __forceinline__ kd_chunks kd_plan_b(const long long& ldb, const long long& n, long long col0) {
   return kd_plan_rows<KD_BN, true>(ldb, n, col0);
 }
-// KD_SKB (stream-K over every batch entry): the plans of global tile `tile` (batch entry
-// tile / tiles, then tile-major within it), the entry's offset folded into the plans' element offset,
-// since the operands' base pointers stay at entry 0.
+// KD_SKB (stream-K over every batch entry): global tile `tile` as its batch entry z and its tile t
+// within the entry (tile-major, tm tiles per column of C). I is int in the producer, whose registers
+// are few, and long long in the consumers' flush.
+template <class I>
+struct kd_skb_tile {
+  I z, t;
+};
+template <class I>
+__device__ __forceinline__ kd_skb_tile<I> kd_skb_at(I tile, I tm, const long long& n) {
+  const I tiles = tm * static_cast<I>((n + KD_BN - 1) / KD_BN), z = tile / tiles;
+  return {z, tile - z * tiles};
+}
+// Its plans: the entry's offset folded into the element offset, since the operands' base pointers
+// stay at entry 0.
 __device__ __forceinline__ kd_chunks kd_skb_plan_a(const kd_gemm_args& args, const long long& m, const long long& n,
                                                    int tm, int tile) {
-  const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN), z = tile / tiles, t = tile - z * tiles;
-  kd_chunks p = kd_plan_a(args, m, static_cast<long long>(t % tm) * kBM);
-  p.off += z * args.stride_a;
+  const kd_skb_tile<int> e = kd_skb_at(tile, tm, n);
+  kd_chunks p = kd_plan_a(args, m, static_cast<long long>(e.t % tm) * kBM);
+  p.off += e.z * args.stride_a;
   return p;
 }
 __device__ __forceinline__ kd_chunks kd_skb_plan_b(const kd_gemm_args& args, const long long& ldb, const long long& n,
                                                    int tm, int tile) {
-  const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN), z = tile / tiles, t = tile - z * tiles;
-  kd_chunks p = kd_plan_b(ldb, n, static_cast<long long>(t / tm) * KD_BN);
-  p.off += z * args.stride_b;
+  const kd_skb_tile<int> e = kd_skb_at(tile, tm, n);
+  kd_chunks p = kd_plan_b(ldb, n, static_cast<long long>(e.t / tm) * KD_BN);
+  p.off += e.z * args.stride_b;
   return p;
 }
 

@@ -25,8 +25,8 @@ struct kd_stream_k {
   __device__ __forceinline__ void flush(long long u) const {
     const long long t = u / ktiles_all, ts = t * ktiles_all;  // once per segment
     // KD_SKB: t runs over every batch entry's tiles (z is 0), and each CTA has whole tiles.
-    const long long tiles = KD_SKB ? tm * ((n + KD_BN - 1) / KD_BN) : 1, zt = KD_SKB ? t / tiles : 0,
-                    tt = KD_SKB ? t - zt * tiles : t;
+    const kd_skb_tile<long long> e = KD_SKB ? kd_skb_at<long long>(t, tm, n) : kd_skb_tile<long long>{0, t};
+    const long long zt = e.z, tt = e.t;
     const long long sm0 = tt % tm * kBM, sn0 = tt / tm * KD_BN;
     const long long first = kd_wg_sk_cta(ts, units, KD_SK), last = kd_wg_sk_cta(ts + ktiles_all - 1, units, KD_SK);
     if (first == last) {
