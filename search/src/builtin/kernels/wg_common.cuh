@@ -79,6 +79,14 @@ __device__ __forceinline__ void kd_fence_regs(float (&d)[R]) {
 __device__ __forceinline__ unsigned long long kd_desc(unsigned addr) {
   return static_cast<unsigned long long>((addr & 0x3FFFF) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
+// The same descriptor in two parts, for a tile's several k steps: kd_desc_lo(addr) once, then
+// kd_desc_at(lo, bytes) per step. A shared address is under 2^18 (228 KB), so the start field never
+// carries into the next one and the mask above is a no-op; built so, a step's descriptor is one add
+// instead of a mask, shift and or per wgmma (the uniform datapath's share of a narrow tile's loop).
+__device__ __forceinline__ unsigned kd_desc_lo(unsigned addr) { return (addr >> 4) | (1u << 16); }
+__device__ __forceinline__ unsigned long long kd_desc_at(unsigned lo, unsigned bytes) {
+  return (static_cast<unsigned long long>(64u | (1u << 30)) << 32) | (lo + (bytes >> 4));
+}
 
 // Visits each of the calling consumer thread's accumulators acc[mw][4 * j + q] with its row and
 // column, counted from (row0, col0) at the CTA tile's corner: visit(mw, j, q, row, col, v), v the

@@ -191,6 +191,10 @@ __device__ __forceinline__ int kd_lt() { return KD_WS ? static_cast<int>(threadI
 __device__ __forceinline__ void kd_cp_async16(unsigned dst, const void* src, int bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src), "r"(bytes) : "memory");
 }
+// A whole 16-byte chunk (no zero fill to compute).
+__device__ __forceinline__ void kd_cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+}
 __device__ __forceinline__ void kd_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void kd_cp_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }

@@ -116,6 +116,20 @@ __device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const 
     kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
   }
 }
+// A k tile whose every chunk of the plan is whole (inside k, m and n): no per-chunk bounds, one address
+// add per chunk.
+template <int ITERS>
+__device__ __forceinline__ void kd_load_whole(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0) {
+  const kd_t* src = X + p.off + k0 * p.kstride;
+#pragma unroll
+  for (int i = 0; i < ITERS; ++i) kd_cp_async16(dst + p.dst + i * p.dstep, src + i * p.step);
+}
+// Whether every chunk of the plan's k tile at k0 is whole.
+template <int ITERS>
+__device__ __forceinline__ bool kd_whole(const kd_chunks& p, long long k0, long long k) {
+  return k0 + kBK <= k && p.bytes == 16 && static_cast<long long>(ITERS - 1) * p.rstep < p.rows_left &&
+         (ITERS - 1) * p.kstep < kBK - p.kfix;
+}
 // Any k tile, k edge included, from the same plan: fewer live registers than the general loaders,
 // for the producer warpgroup (KD_WS), which runs in 72 registers beside two consumers.
 template <int ITERS>
@@ -206,10 +220,19 @@ struct kd_copy {
   __device__ __forceinline__ void load_ws(int slot, long long kt, const kd_chunks& qa, const kd_chunks& qb) const {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
     const long long k0 = kt * kBK;
-    // The general loader even inside k: its per-chunk bounds spread the producer's copies, and the
-    // tight loop of kd_load_fast measured 1-3% slower here and 18% with KD_BLO's third tile (kernel
-    // lab, H200, session 12), probably a burst of copies queued ahead of the consumers' fragment
-    // loads (not profiled).
+    // The general loader even inside k for tiles of 128 columns: its per-chunk bounds spread the
+    // producer's copies, and the tight loop of kd_load_fast measured 1-3% slower here and 18% with
+    // KD_BLO's third tile (kernel lab, H200, session 12), probably a burst of copies queued ahead of
+    // the consumers' fragment loads (not profiled); with both paths its 72 registers spill. The
+    // narrow tiles' producer is what bounds them (Nsight Compute, 4096 x 32 x 4096, session 34: 295
+    // instructions per k tile, 17 per copy), so whole tiles there take one add per copy.
+    if constexpr (KD_BN <= 64) {
+      if (kd_whole<kd_a_iters()>(qa, k0, k) && kd_whole<kd_b_iters()>(qb, k0, kb)) {
+        kd_load_whole<kd_a_iters()>(sa, A, qa, k0);
+        kd_load_whole<kd_b_iters()>(sb, B, qb, k0);
+        return;
+      }
+    }
     kd_load_edge<kd_a_iters()>(sa, A, qa, k0, k);
     kd_load_edge<kd_b_iters()>(sb, B, qb, k0, kb);
   }

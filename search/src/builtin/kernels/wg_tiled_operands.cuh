@@ -13,10 +13,14 @@
 // Round to TF32 to nearest (ties away), as tc_tiled: two integer ops for finite values; NaN
 // propagates through the lo part.
 __device__ __forceinline__ unsigned kd_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// The same rounding for an operand that only wgmma reads: wgmma reads TF32 operands truncated (B's
+// hi below relies on it), so half a TF32 ulp added is the whole rounding and the mask can be left to
+// it; one op per element fewer on the consumers' and the producer's paths.
+__device__ __forceinline__ unsigned kd_tf32_w(float x) { return __float_as_uint(x) + 0x1000u; }
 // B's lo part for 3xTF32: B's hi is the raw value, which wgmma reads truncated to TF32; lo is the
-// exact rest, rounded to TF32.
+// exact rest, rounded to TF32 (as wgmma reads it).
 __device__ __forceinline__ float kd_lo_b(float x) {
-  return __uint_as_float(kd_tf32(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
+  return __uint_as_float(kd_tf32_w(x - __uint_as_float(__float_as_uint(x) & 0xffffe000u)));
 }
 
 // B's parts that a first launch writes into the workspace after the partial tiles
@@ -267,33 +271,55 @@ struct kd_ops_tf32 : kd_ops_base {
   template <class P>
   __device__ __forceinline__ void mma_tile(int i, P) {
     constexpr int p = P::value;
-    // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
-    const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) +
-                      (KD_TA ? row * kALdF32 + t : t * kALdF32 + row);
+    if constexpr (KD_TA) {
+      // ta = T: one ldmatrix.x4 per k8 step. Its four 8 x 4-float matrices (rows +0 / +8, k +0 / +4)
+      // are the fragment's a0..a3, each lane getting the float at (lane / 4, lane % 4) of each; lane
+      // L addresses row L % 8 + 8 (L / 8 % 2) at k 4 (L / 16). Rows are 16-byte aligned and 36 floats
+      // apart, so the eight rows of a matrix fall in distinct banks.
+      const int lane = threadIdx.x & 31;
+      const unsigned la = base + (i % KD_STAGES) * kStageBytes +
+                          ((row - (lane >> 2) + (lane & 7) + (lane & 8)) * kALdF32 + (lane >> 4) * 4) * 4;
 #pragma unroll
-    for (int j = 0; j < 4; ++j)
+      for (int j = 0; j < 4; ++j) {
+        unsigned x[4];
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
+                     : "r"(la + j * 32));
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float x = KD_TA ? sa[(q & 1) * 8 * kALdF32 + 8 * j + (q >> 1) * 4]
-                              : sa[(8 * j + (q >> 1) * 4) * kALdF32 + (q & 1) * 8];
-        ahi[p][j][q] = kd_tf32(x);
-        if constexpr (X3) alo[p][j][q] = kd_tf32(x - __uint_as_float(ahi[p][j][q]));
+        for (int q = 0; q < 4; ++q) {
+          ahi[p][j][q] = kd_tf32(__uint_as_float(x[q]));
+          if constexpr (X3) alo[p][j][q] = kd_tf32_w(__uint_as_float(x[q]) - __uint_as_float(ahi[p][j][q]));
+        }
       }
+    } else {
+      // One base pointer per thread, constant offsets from it (see tc_tiled's kd_f32_a_frags).
+      const float* sa = reinterpret_cast<const float*>(smem + (i % KD_STAGES) * kStageBytes) + t * kALdF32 + row;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const float x = sa[(8 * j + (q >> 1) * 4) * kALdF32 + (q & 1) * 8];
+          ahi[p][j][q] = kd_tf32(x);
+          if constexpr (X3) alo[p][j][q] = kd_tf32_w(x - __uint_as_float(ahi[p][j][q]));
+        }
+    }
     const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
     kd_wg_fence();
     if constexpr (X3) {
       const unsigned sl = KD_BLO ? sb + kBBytes : base + KD_STAGES * kStageBytes + (i % kLoRing) * kBBytes;  // B lo
+      const unsigned db = kd_desc_lo(sb), dl = kd_desc_lo(sl);
       // Small products first, then hi*hi: the chain's truncation is relative to the group's own sum.
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
-        kd_wgmma_tf32(tmp, alo[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
-        kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sl + j * 32), 1);
+        kd_wgmma_tf32(tmp, alo[p][j], kd_desc_at(db, j * 32), p == 0 && j == 0 ? 0 : 1);
+        kd_wgmma_tf32(tmp, ahi[p][j], kd_desc_at(dl, j * 32), 1);
       }
 #pragma unroll
-      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), 1);
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc_at(db, j * 32), 1);
     } else {
+      const unsigned db = kd_desc_lo(sb);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc(sb + j * 32), p == 0 && j == 0 ? 0 : 1);
+      for (int j = 0; j < 4; ++j) kd_wgmma_tf32(tmp, ahi[p][j], kd_desc_at(db, j * 32), p == 0 && j == 0 ? 0 : 1);
     }
     kd_wg_commit();
   }
@@ -364,18 +390,18 @@ struct kd_ops_f16s : kd_ops_base {
         for (int r = 0; r < 2; ++r) {
           kd_split_f16x2(v[j][h][r].x * s[r], v[j][h][r].y * s[r], ahi[p][j][h * 2 + r], alo[p][j][h * 2 + r]);
         }
-    const unsigned sb = base + (i % KD_STAGES) * kStageBytes + kABytes;
+    const unsigned db = kd_desc_lo(base + (i % KD_STAGES) * kStageBytes + kABytes);
     kd_wg_fence();
     if constexpr (KD_3XTF32) {
 #pragma unroll
       for (int j = 0; j < 2; ++j) {
-        kd_wgmma_f16r(tmp, alo[p][j], kd_desc(sb + j * 32), j == 0 ? 0 : 1);
-        kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + 64 + j * 32), 1);
+        kd_wgmma_f16r(tmp, alo[p][j], kd_desc_at(db, j * 32), j == 0 ? 0 : 1);
+        kd_wgmma_f16r(tmp, ahi[p][j], kd_desc_at(db, 64 + j * 32), 1);
       }
     }
     // The TF32 class (KD_3XTF32 = 0) keeps hi * hi alone: the tile's first product starts tmp afresh.
 #pragma unroll
-    for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc(sb + j * 32), KD_3XTF32 || j > 0 ? 1 : 0);
+    for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc_at(db, j * 32), KD_3XTF32 || j > 0 ? 1 : 0);
     kd_wg_commit();
   }
   __device__ __forceinline__ void promote() {
