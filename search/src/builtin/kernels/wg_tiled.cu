@@ -400,7 +400,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
             kd_cp_commit();
           }
         } else {
-          for (int i = 0; i < nk; ++i) {
+          // Iteration i copies k tile i + STAGES - 2: first the whole ones (copy.whole_tiles), then
+          // the rest and the drain, with the same ring steps.
+          int i = 0;
+          if constexpr (kWholeLoop) {
+            const int nw = nk > KD_STAGES - 2 ? copy.whole_tiles(kt0 + KD_STAGES - 2, nk - (KD_STAGES - 2)) : 0;
+            for (; i < nw; ++i) {
+              ring.publish(i);
+              const int next = i + KD_STAGES - 2;
+              ring.refill_wait(next);
+              copy.load_whole(next % KD_STAGES, kt0 + next);
+              kd_cp_commit();
+            }
+          }
+          for (; i < nk; ++i) {
             ring.publish(i);
             const int next = i + KD_STAGES - 2;
             if (next < nk) {

@@ -145,6 +145,14 @@ __device__ __forceinline__ void kd_load_edge(unsigned dst, const kd_t* X, const 
   }
 }
 
+// Whether the producer's main loop copies whole k tiles in a loop of their own (kd_copy::load_whole).
+// Not with KD_BLO (its third tile), nor for f16 splits of 128 columns: there the general loader's
+// copies, spread by their bounds arithmetic, measured faster (4096 x 512 x 4096, H100, session 34:
+// 115.4 against 122.4 us; 4096 x 256: 69.2 against 68.8), as in session 12; 3xTF32 tiles of 128
+// columns gained (4096 x 128 x 4096 46.9 -> 44.5 us, 128 x 512 x 512 x32 25.9 -> 24.1) and the narrow
+// tiles more (4096 x 32 x 4096, H200: 27.8 -> 23.5 us, with the other changes of that session).
+constexpr bool kWholeLoop = !KD_BLO && (KD_BN <= 64 || !KD_F16S);
+
 // The copy plans of a tile of A at row row0 and of B at column col0.
 __device__ __forceinline__ kd_chunks kd_plan_a(const kd_gemm_args& args, const long long& m, long long row0) {
   return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32>(args.lda, m, row0);
@@ -220,13 +228,9 @@ struct kd_copy {
   __device__ __forceinline__ void load_ws(int slot, long long kt, const kd_chunks& qa, const kd_chunks& qb) const {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
     const long long k0 = kt * kBK;
-    // The general loader even inside k for tiles of 128 columns: its per-chunk bounds spread the
-    // producer's copies, and the tight loop of kd_load_fast measured 1-3% slower here and 18% with
-    // KD_BLO's third tile (kernel lab, H200, session 12), probably a burst of copies queued ahead of
-    // the consumers' fragment loads (not profiled); with both paths its 72 registers spill. The
-    // narrow tiles' producer is what bounds them (Nsight Compute, 4096 x 32 x 4096, session 34: 295
-    // instructions per k tile, 17 per copy), so whole tiles there take one add per copy.
-    if constexpr (KD_BN <= 64) {
+    // Stream-K's narrow tiles: whole k tiles take one add per copy (see load_whole; the check inside
+    // the loop would spill the 72 registers of 128-column tiles' producer).
+    if constexpr (KD_SK > 0 && KD_BN <= 64) {
       if (kd_whole<kd_a_iters()>(qa, k0, k) && kd_whole<kd_b_iters()>(qb, k0, kb)) {
         kd_load_whole<kd_a_iters()>(sa, A, qa, k0);
         kd_load_whole<kd_b_iters()>(sb, B, qb, k0);
@@ -235,6 +239,27 @@ struct kd_copy {
     }
     kd_load_edge<kd_a_iters()>(sa, A, qa, k0, k);
     kd_load_edge<kd_b_iters()>(sb, B, qb, k0, kb);
+  }
+  // The producer warpgroup's copies of a k tile that whole_tiles counted: the plans' chunks with one
+  // address add each, where the general loader spends 17 instructions of bounds per copy. On the
+  // narrow tiles the producer's issue is what bounds the loop (Nsight Compute, 4096 x 32 x 4096,
+  // session 34: 295 instructions per k tile), so the producer's main loop copies the whole tiles in
+  // a loop of its own (kWholeLoop), whose registers the general loader's do not add to.
+  __device__ __forceinline__ void load_whole(int slot, long long kt) const {
+    const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
+    kd_load_whole<kd_a_iters()>(sa, A, pa, kt * kBK);
+    kd_load_whole<kd_b_iters()>(sb, B, pb, kt * kBK);
+  }
+  // How many of the k tiles kt_first, kt_first + 1, ... (at most `count`) are whole for every chunk of
+  // the tile's plans, as kd_whole: warp-uniform, since the loops around the copies hold the producer's
+  // named barrier.
+  __device__ __forceinline__ int whole_tiles(long long kt_first, int count) const {
+    const bool rows = pa.bytes == 16 && pb.bytes == 16 &&
+                      static_cast<long long>(kd_a_iters() - 1) * pa.rstep < pa.rows_left &&
+                      static_cast<long long>(kd_b_iters() - 1) * pb.rstep < pb.rows_left;
+    if (!__all_sync(0xffffffffu, rows)) return 0;
+    const long long w = (k < kb ? k : kb) / kBK - kt_first;
+    return w <= 0 ? 0 : (w < count ? static_cast<int>(w) : count);
   }
   // Stream-K: the k tile and plans of the CTA's unit i (a division: the prologue's few tiles only).
   __device__ __forceinline__ void load_unit(int slot, int i) const {
