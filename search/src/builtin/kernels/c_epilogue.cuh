@@ -32,12 +32,8 @@ __device__ __forceinline__ void kd_finish_c(const kd_gemm_args& args, T* dst, lo
   kd_store(dst, out);
 }
 
-// C[row, col] = alpha*sum (+ beta*C[row, col]) (+ bias[row]); rows and columns past the matrix are
-// dropped.
-template <typename T>
-__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, T* C, long long row, long long col,
-                                            float sum) {
-  if (row >= args.m || col >= args.n) return;
+// The value kd_finish_c finishes: alpha * sum (the sum first raised by KD_UNLEAN's lean).
+__device__ __forceinline__ float kd_epilogue_value(const kd_gemm_args& args, float sum) {
 #ifdef KD_UNLEAN
   // The tensor cores' f32 accumulation truncates each chained sum toward zero; over a GEMM that
   // leaves the outputs 0.6-1.7 units of 2^-24 smaller in magnitude on average, by the inputs'
@@ -51,7 +47,16 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, T* C, long
   constexpr float kd_tc_lean = KD_TC_LEAN;
   if constexpr (KD_UNLEAN) sum = fmaf(sum, kd_tc_lean, sum);
 #endif
-  float out = args.alpha * sum;
+  return args.alpha * sum;
+}
+
+// C[row, col] = alpha*sum (+ beta*C[row, col]) (+ bias[row]); rows and columns past the matrix are
+// dropped.
+template <typename T>
+__device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, T* C, long long row, long long col,
+                                            float sum) {
+  if (row >= args.m || col >= args.n) return;
+  float out = kd_epilogue_value(args, sum);
   T* dst = C + row + col * args.ldc;
   kd_finish_c(args, dst, row, out);
 }

@@ -15,7 +15,8 @@
 //  - f32 (KD_3XTF32 = 1, strict fp32): error-compensated TF32, x = hi + lo. B's hi is the raw
 //    value in shared memory (wgmma reads it truncated to TF32); its lo (the exact rest, rounded) is
 //    written once per k tile into a side-buffer ring by the loading threads. A
-//    (ta = T or N) is read into registers and split there with hi rounded to nearest (wgmma's
+//    (ta = T: one ldmatrix.x4 per k8 step; ta = N: scalar loads) is read into registers and split
+//    there with hi rounded to nearest (wgmma's
 //    register-A form, the mma.sync m16n8k8 fragment per warp); so lo_a (either sign) times lo_b,
 //    the dropped term, carries no bias. A k tile's 3 x 4 products (lo*hi, hi*lo, then hi*hi, per
 //    k8) chain in a temporary accumulator; every KD_PROMOTE k tiles it is added to the f32 sum with
@@ -25,7 +26,9 @@
 //    KD_3XTF32 = 0 is plain TF32, B rounded in place (precision=tf32 keys only);
 //  - f32, KD_WS = 1 (warp-specialized): one more warpgroup, the producer, copies the k tiles and
 //    splits B; the KD_WG consumer warpgroups only run wgmmas. They meet at mbarriers per ring slot
-//    and B-lo buffer instead of a CTA barrier per k tile (see the main loop). KD_WS = 0: every
+//    and B-lo buffer instead of a CTA barrier per k tile (see the main loop). The producer copies
+//    the k tiles whose chunks are all whole in a loop of their own, one address add per copy
+//    (kWholeLoop, wg_tiled_copy.cuh), the others with the general loader. KD_WS = 0: every
 //    warpgroup copies, splits and computes, in step;
 //  - KD_SPLITK > 1 splits the k tiles over blockIdx.z and reduces in a second launch, as tc_tiled;
 //    with KD_CLUSTER = 1 (SPLITK 2..8) the splits of one tile form a thread-block cluster and sum

@@ -31,8 +31,11 @@ struct kd_stream_k {
     const long long first = kd_wg_sk_cta(ts, units, KD_SK), last = kd_wg_sk_cta(ts + ktiles_all - 1, units, KD_SK);
     if (first == last) {
       KD_C_T* C = static_cast<KD_C_T*>(args.c) + (z + zt) * args.stride_c;
-      kd_for_each_acc(acc, wg, warp, lane, sm0, sn0,
-                      [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+      if (sm0 + kBM <= m && sn0 + KD_BN <= n)
+        kd_store_acc_whole(args, C, acc, wg, warp, lane, sm0, sn0);
+      else
+        kd_for_each_acc(acc, wg, warp, lane, sm0, sn0,
+                        [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
     } else {  // never with KD_SKB: its host rules give every CTA whole tiles
       float* W = static_cast<float*>(args.workspace) + ((blockIdx.x - first) * args.batch + z) * m * n;
       kd_for_each_acc(acc, wg, warp, lane, sm0, sn0, [&](long long r, long long c, float v) {
@@ -62,8 +65,11 @@ __device__ __forceinline__ void kd_store_tile(const kd_gemm_args& args, float (&
   kd_ops::finish(args, acc, wg, warp, lane, z, n, m0, n0);
   if (KD_TAIL > 1 ? split < 0 : KD_SPLITK == 1) {
     KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
-    kd_for_each_acc(acc, wg, warp, lane, m0, n0,
-                    [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
+    if (m0 + kBM <= m && n0 + KD_BN <= n)
+      kd_store_acc_whole(args, C, acc, wg, warp, lane, m0, n0);
+    else
+      kd_for_each_acc(acc, wg, warp, lane, m0, n0,
+                      [&](long long r, long long c, float v) { kd_epilogue(args, C, r, c, v); });
   } else {
     // The reduce launch may start now (programmatic dependent launch: it waits for this grid to
     // complete before reading; launched normally, this does nothing).
