@@ -107,24 +107,23 @@ __device__ __forceinline__ kd_chunks kd_plan_kn(long long ld, long long m, long 
   p.kstep = kLoaders / kPerRow;
   return p;
 }
-template <int ITERS>
+// WHOLE: every chunk of the plan is whole (kd_whole; inside k, m and n), so no chunk has bounds to
+// check (the producer's whole tiles, kd_copy::load_whole).
+template <int ITERS, bool WHOLE = false>
 __device__ __forceinline__ void kd_load_fast(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0) {
   const kd_t* src = X + p.off + k0 * p.kstride;
 #pragma unroll
   for (int i = 0; i < ITERS; ++i) {
-    const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left;
-    kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
+    if constexpr (WHOLE) {
+      kd_cp_async16(dst + p.dst + i * p.dstep, src + i * p.step);
+    } else {
+      const bool ok = static_cast<long long>(i) * p.rstep < p.rows_left;
+      kd_cp_async16(dst + p.dst + i * p.dstep, ok ? src + i * p.step : X, ok ? p.bytes : 0);
+    }
   }
 }
-// A k tile whose every chunk of the plan is whole (inside k, m and n): no per-chunk bounds, one address
-// add per chunk.
-template <int ITERS>
-__device__ __forceinline__ void kd_load_whole(unsigned dst, const kd_t* X, const kd_chunks& p, long long k0) {
-  const kd_t* src = X + p.off + k0 * p.kstride;
-#pragma unroll
-  for (int i = 0; i < ITERS; ++i) kd_cp_async16(dst + p.dst + i * p.dstep, src + i * p.step);
-}
-// Whether every chunk of the plan's k tile at k0 is whole.
+// Whether every chunk of the plan's k tile at k0 is whole. (kd_copy::whole_tiles spells out the
+// same row terms for two plans: through a shared helper the producer's loops compiled to other code.)
 template <int ITERS>
 __device__ __forceinline__ bool kd_whole(const kd_chunks& p, long long k0, long long k) {
   return k0 + kBK <= k && p.bytes == 16 && static_cast<long long>(ITERS - 1) * p.rstep < p.rows_left &&
@@ -232,8 +231,8 @@ struct kd_copy {
     // the loop would spill the 72 registers of 128-column tiles' producer).
     if constexpr (KD_SK > 0 && KD_BN <= 64) {
       if (kd_whole<kd_a_iters()>(qa, k0, k) && kd_whole<kd_b_iters()>(qb, k0, kb)) {
-        kd_load_whole<kd_a_iters()>(sa, A, qa, k0);
-        kd_load_whole<kd_b_iters()>(sb, B, qb, k0);
+        kd_load_fast<kd_a_iters(), true>(sa, A, qa, k0);
+        kd_load_fast<kd_b_iters(), true>(sb, B, qb, k0);
         return;
       }
     }
@@ -247,8 +246,8 @@ struct kd_copy {
   // a loop of its own (kWholeLoop), whose registers the general loader's do not add to.
   __device__ __forceinline__ void load_whole(int slot, long long kt) const {
     const unsigned sa = base + slot * kStageBytes, sb = sa + kABytes;
-    kd_load_whole<kd_a_iters()>(sa, A, pa, kt * kBK);
-    kd_load_whole<kd_b_iters()>(sb, B, pb, kt * kBK);
+    kd_load_fast<kd_a_iters(), true>(sa, A, pa, kt * kBK);
+    kd_load_fast<kd_b_iters(), true>(sb, B, pb, kt * kBK);
   }
   // How many of the k tiles kt_first, kt_first + 1, ... (at most `count`) are whole for every chunk of
   // the tile's plans, as kd_whole: warp-uniform, since the loops around the copies hold the producer's
