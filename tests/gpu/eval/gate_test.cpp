@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
@@ -278,6 +279,31 @@ protected:
   }
   // No evaluation needed a fresh worker (0 when gate() was never used).
   void expect_no_restarts() const { EXPECT_EQ(parent_ ? parent_->restarts() : 0, 0); }
+  // Every seed of family f for `line`, completed, that `pick` keeps (every one without it), through
+  // gate_builtin under `label`, `check(key, p)` asserting on it first; adds the seeds run to
+  // `evaluated`. Call it inside ASSERT_NO_FATAL_FAILURE: a failed assertion ends the test.
+  void gate_seeds(const builtin::Family& f, const char* line, const char* label, int& evaluated,
+                  const std::function<bool(const builtin::Params&)>& pick = {},
+                  const std::function<void(const GemmKey&, const builtin::Params&)>& check = {},
+                  bool may_vary_bits = false) {
+    const GemmKey key = std::get<GemmKey>(parse_key(line));
+    for (const builtin::Params& raw : f.seeds(key, target_)) {
+      const builtin::Params p = f.complete(key, target_, raw);
+      if (pick && !pick(p)) continue;
+      if (check) {
+        ASSERT_NO_FATAL_FAILURE(check(key, p));
+      }
+      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, target_, dev_, label, line, p, may_vary_bits));
+      ++evaluated;
+    }
+  }
+  // wg_tiled's f16-split seeds (gate_seeds' pick), whose plans start with the split of B (its check).
+  static bool f16_split(const builtin::Params& p) { return p.at("KD_F16S") == 1; }
+  std::function<void(const GemmKey&, const builtin::Params&)> split_b16_first() const {
+    return [this](const GemmKey& key, const builtin::Params& p) {
+      ASSERT_EQ(builtin::wg_tiled_family().plan(key, target_, p).launches.front().entry, "kd_wg_split_b16");
+    };
+  }
   DeviceInfo dev_;
   builtin::Target target_;
   test::TempDir dir_;
@@ -395,7 +421,6 @@ TEST_F(GpuEvalBuiltin, WgTmaDeviceBuiltMapsMatchTheDriverEncoding) {
 
 TEST_F(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
   const builtin::Family& f = builtin::wg_tma_family();
-  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=bf16 b=bf16 c=bf16 compute=f32 ta=T tb=N m=4096 n=256 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
@@ -408,10 +433,7 @@ TEST_F(GpuEvalBuiltin, WgTmaSeedsPassTheGate) {
            "epilogue=none beta0=1"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line;
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tma", line, f.complete(key, t, raw)));
-      ++evaluated;
-    }
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tma", evaluated));
   }
   EXPECT_GE(evaluated, 8);
   expect_no_restarts();
@@ -473,16 +495,15 @@ TEST_F(GpuEvalBuiltin, WgTiledTailSplitPassesTheGate) {
            "epilogue=bias beta0=0"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line;
-    bool found = false;
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_TAIL") < 2 || p.at("KD_F16S") == 1) continue;  // f16 splits: WgTiledF16SplitPassesTheGate
-      found = true;
-      ASSERT_EQ(f.plan(key, t, p).launches.back().entry, "kd_wg_tail_reduce");
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled tail", line, p));
-      ++evaluated;
-    }
-    EXPECT_TRUE(found) << "no tail seed for " << line;
+    const int before = evaluated;
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(
+        f, line, "wg_tiled tail", evaluated,
+        // f16 splits: WgTiledF16SplitPassesTheGate
+        [](const builtin::Params& p) { return p.at("KD_TAIL") >= 2 && p.at("KD_F16S") != 1; },
+        [&](const GemmKey& k, const builtin::Params& p) {
+          ASSERT_EQ(f.plan(k, t, p).launches.back().entry, "kd_wg_tail_reduce");
+        }));
+    EXPECT_GT(evaluated, before) << "no tail seed for " << line;
   }
   EXPECT_EQ(evaluated, 2);
   expect_no_restarts();
@@ -538,7 +559,6 @@ TEST_F(GpuEvalBuiltin, WgTiledStreamKPassesTheGate) {
 // last halves and column scales come from the partial float4 path) and a tail split.
 TEST_F(GpuEvalBuiltin, WgTiledF16SplitPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=128 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
@@ -549,16 +569,9 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitPassesTheGate) {
            "epilogue=none beta0=1"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line;
-    int found = 0;
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_F16S") != 1) continue;
-      ++found;
-      ASSERT_EQ(f.plan(key, t, p).launches.front().entry, "kd_wg_split_b16");
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled f16 split", line, p));
-      ++evaluated;
-    }
-    EXPECT_GT(found, 0) << "no f16-split seed for " << line;
+    const int before = evaluated;
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled f16 split", evaluated, f16_split, split_b16_first()));
+    EXPECT_GT(evaluated, before) << "no f16-split seed for " << line;
   }
   EXPECT_GE(evaluated, 5);
   expect_no_restarts();
@@ -572,7 +585,6 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitPassesTheGate) {
 // seed of each key; prints each one's time against cuBLAS's.
 TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target& t = target_;
   int evaluated = 0, tb_t = 0, ta_n = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 batch=1 "
@@ -589,17 +601,11 @@ TEST_F(GpuEvalBuiltin, WgTiledF16SplitEveryLayoutPassesTheGate) {
            "stride_a=1001000 stride_b=301301 stride_c=300000 epilogue=none beta0=0"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f.rejects(key).has_value()) << line << ": " << *f.rejects(key);
-    int found = 0;
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_F16S") != 1) continue;
-      ++found;
-      ASSERT_EQ(f.plan(key, t, p).launches.front().entry, "kd_wg_split_b16");
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled f16 split", line, p));
-      ++evaluated;
-      tb_t += key.tb == Transpose::T;
-      ta_n += key.ta == Transpose::N;
-    }
+    const int before = evaluated;
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled f16 split", evaluated, f16_split, split_b16_first()));
+    const int found = evaluated - before;
+    tb_t += key.tb == Transpose::T ? found : 0;
+    ta_n += key.ta == Transpose::N ? found : 0;
     EXPECT_GT(found, 0) << "no f16-split seed for " << line;
   }
   EXPECT_GE(evaluated, 6);
@@ -651,12 +657,7 @@ TEST_F(GpuEvalBuiltin, SimtGemvPassesTheGate) {
            "epilogue=none beta0=1"}) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(f->rejects(key).has_value()) << line;
-    for (const builtin::Params& raw : f->seeds(key, t)) {
-      const builtin::Params p = f->complete(key, t, raw);
-      ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "simt_gemv seed", line, p));
-      ++evaluated;
-    }
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(*f, line, "simt_gemv seed", evaluated));  // gate_builtin asserts valid()
   }
   for (const char* line : {
            "gemm a=f16 b=f16 c=f16 compute=f32 ta=T tb=N m=1001 n=3 k=1000 lda=1000 ldb=1000 ldc=1001 batch=2 "
@@ -693,12 +694,7 @@ TEST_F(GpuEvalBuiltin, SkinnyWsPassesTheGate) {
         "epilogue=none beta0=1";
     const GemmKey key = std::get<GemmKey>(parse_key(line));
     ASSERT_FALSE(builtin::not_searched_for(*f, key).has_value()) << line;
-    for (const builtin::Params& raw : f->seeds(key, t)) {
-      const builtin::Params p = f->complete(key, t, raw);
-      ASSERT_TRUE(f->valid(key, t, p)) << builtin::describe(p);
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), *f, t, dev_, "skinny_ws seed", line, p, true));
-      ++evaluated;
-    }
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(*f, line, "skinny_ws seed", evaluated, {}, {}, true));
   }
   for (const char* line : {
            "gemm a=f16 b=f16 c=f16 compute=f32 ta=T tb=N m=1000 n=13 k=1000 lda=1000 ldb=1000 ldc=1000 batch=2 "
@@ -728,7 +724,6 @@ TEST_F(GpuEvalBuiltin, SkinnyWsPassesTheGate) {
 // and a strided batch of ta = N with bias and beta at 40 columns (two column tiles).
 TEST_F(GpuEvalBuiltin, WgTiledNarrow32PassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
@@ -737,13 +732,10 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrow32PassesTheGate) {
            "epilogue=none beta0=1",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=40 k=500 lda=1000 ldb=504 ldc=1000 batch=2 "
            "stride_a=504000 stride_b=20160 stride_c=40000 epilogue=bias beta0=0"}) {
-    const GemmKey key = std::get<GemmKey>(parse_key(line));
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      ASSERT_EQ(p.at("KD_BN"), 32) << builtin::describe(p);
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled m64n32", line, p));
-      ++evaluated;
-    }
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled m64n32", evaluated, {},
+                                       [](const GemmKey&, const builtin::Params& p) {
+                                         ASSERT_EQ(p.at("KD_BN"), 32) << builtin::describe(p);
+                                       }));
   }
   EXPECT_GE(evaluated, 6);
   expect_no_restarts();
@@ -754,7 +746,6 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrow32PassesTheGate) {
 // 56, and a strided batch of ta = N with bias and beta at 40 columns.
 TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=32 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
@@ -765,14 +756,10 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
            "epilogue=none beta0=1",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=1000 n=40 k=500 lda=1000 ldb=504 ldc=1000 batch=2 "
            "stride_a=504000 stride_b=20160 stride_c=40000 epilogue=bias beta0=0"}) {
-    const GemmKey key = std::get<GemmKey>(parse_key(line));
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_F16S") != 1) continue;
-      ASSERT_LE(p.at("KD_BN"), 64) << builtin::describe(p);
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled narrow f16 splits", line, p));
-      ++evaluated;
-    }
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled narrow f16 splits", evaluated, f16_split,
+                                       [](const GemmKey&, const builtin::Params& p) {
+                                         ASSERT_LE(p.at("KD_BN"), 64) << builtin::describe(p);
+                                       }));
   }
   EXPECT_EQ(evaluated, 4);
   expect_no_restarts();
@@ -783,7 +770,6 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
 // batch entry and over all of them (KD_SKB).
 TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
-  const builtin::Target& t = target_;
   int evaluated = 0;
   for (const char* line : {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
@@ -795,13 +781,8 @@ TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
            "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=72 lda=72 ldb=72 ldc=120 batch=256 "
            "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0"}) {
-    const GemmKey key = std::get<GemmKey>(parse_key(line));
-    for (const builtin::Params& raw : f.seeds(key, t)) {
-      const builtin::Params p = f.complete(key, t, raw);
-      if (p.at("KD_SK") == 0) continue;
-      ASSERT_NO_FATAL_FAILURE(gate_builtin(gate(), f, t, dev_, "wg_tiled batched stream-K", line, p));
-      ++evaluated;
-    }
+    ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled batched stream-K", evaluated,
+                                       [](const builtin::Params& p) { return p.at("KD_SK") != 0; }));
   }
   EXPECT_EQ(evaluated, 4);
   expect_no_restarts();
