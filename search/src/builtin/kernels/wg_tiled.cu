@@ -146,6 +146,15 @@ constexpr int kBM = kd_layout().bm();
 constexpr int kBK = kd_layout().bk();
 constexpr int kVec = kd_layout().vec();
 constexpr int kAcc = kd_layout().acc();
+// KD_F16S of 32 or 64 columns: the consumers split the next tile's A while the current tile's wgmmas
+// run (kernel lab, H200: 4096 x 64 x 4096 29.9 us against 30.9-31.5 in step). With 128 columns the
+// same loop measured slower (4096 x 128 x 4096: 40.4-41.3 us against 38.1-38.8; 4096 x 256: 68.3-68.6
+// against 63.6-64.3), so those keep the in-step loop.
+// Macros, not constants: under NVRTC's -default-device a constant is also a variable in the cubin.
+#define KD_AHEAD (KD_F16S && KD_BN <= 64)
+// A fragment sets in registers: one per tile whose wgmmas may be in flight (KD_PROMOTE), and two when
+// the consumers split ahead.
+#define KD_FRAGS (KD_AHEAD ? 2 : KD_PROMOTE)
 constexpr int kALdF32 = kd_layout().a_ld_f32();
 constexpr int kABytesRaw = kd_layout().a_bytes_raw();
 constexpr int kABytes = kd_layout().a_bytes();
@@ -343,9 +352,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   for (int i = 0; i < kAcc; ++i) tmp[i] = 0.f;
   const int g = lane >> 2, t = lane & 3;
   const int row = wg * 64 + warp * 16 + g;
-  unsigned ahi[KD_PROMOTE][4][4];
-  unsigned alo[KD_PROMOTE][4][4];
-  float inv_sa[2] = {1.f, 1.f};
+  unsigned ahi[KD_FRAGS][4][4];
+  unsigned alo[KD_FRAGS][4][4];
+  float inv_sa[KD_FRAGS][2] = {};
   kd_ops ops{{acc, smem, base, wg, row, t, tmp, ahi, alo, inv_sa}};
 
 #if !KD_F32
@@ -451,6 +460,19 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         sk.flush(u0 + i - 1);
         kt = 0;
       }
+    } else if constexpr (KD_AHEAD) {
+      // One tile ahead: tile i + 1's A is split while tile i's wgmmas run, then tile i is promoted
+      // (kd_consumer::ahead). Two tiles per pass, so that each fragment set is a fixed register set.
+      if (nk > 0) {
+        kd_mbar_wait(ring.full(0), 0);
+        ops.split_a<0>(0);
+      }
+      int i = 0;
+      for (; i + 2 <= nk; i += 2) {
+        step.ahead(i, kd_int<0>{});
+        step.ahead(i + 1, kd_int<1>{});
+      }
+      if (i < nk) step.ahead(i, kd_int<0>{});
     } else {
       int i = 0;
       for (; i + KD_PROMOTE <= nk; i += KD_PROMOTE) {

@@ -236,12 +236,20 @@ struct kd_ops_base {
   const int& row;  // the thread's A rows: row, row + 8
   const int& t;
   float (&tmp)[kAcc];
-  unsigned (&ahi)[KD_PROMOTE][4][4];
-  unsigned (&alo)[KD_PROMOTE][4][4];
-  float (&inv_sa)[2];  // KD_F16S: 1 / s of the thread's rows in the last tile
+  unsigned (&ahi)[KD_FRAGS][4][4];
+  unsigned (&alo)[KD_FRAGS][4][4];
+  float (&inv_sa)[KD_FRAGS][2];  // KD_F16S: 1 / s of the thread's rows in the tile of fragment set p
 
   __device__ __forceinline__ void split_tile(int) const {}
   __device__ __forceinline__ void promote() {}
+  // KD_F16S's steps of one tile, apart (the consumers split the next tile while this one's wgmmas
+  // run): split A into fragment set p, issue from it, promote with its scales.
+  template <int p>
+  __device__ __forceinline__ void split_a(int) {}
+  template <int p>
+  __device__ __forceinline__ void issue(int) {}
+  template <int p>
+  __device__ __forceinline__ void promote_set() {}
   __device__ __forceinline__ void forget() {}
   __device__ __forceinline__ static void finish(const kd_gemm_args&, float (&)[KD_MW][kAcc], int, int, int, long long,
                                                 long long, long long, long long) {}
@@ -340,10 +348,9 @@ struct kd_ops_tf32 : kd_ops_base {
 // f32 as f16 splits (KD_F16S, see the top of wg_tiled.cu): A's rows split per k tile with their own
 // scale, B's halves copied as they are; the promotion undoes A's scale, finish() B's.
 struct kd_ops_f16s : kd_ops_base {
-
-  template <class P>
-  __device__ __forceinline__ void mma_tile(int i, P) {
-    constexpr int p = P::value;
+  // k tile i's A into fragment set p: its rows' scales (inv_sa[p]) and hi and lo halves.
+  template <int p>
+  __device__ __forceinline__ void split_a(int i) {
     // Thread (g, t) holds rows row and row + 8 at k 2t, 2t + 1, 2t + 8, 2t + 9 of each k16 step
     // (the register-A fragment); its quad holds the rows' 32 k. Banks: 8g + 2t (row stride 40).
     // ta = N: the same values, each read once from A's [32][BM + 4] k rows (banks 8t + g).
@@ -380,7 +387,7 @@ struct kd_ops_f16s : kd_ops_base {
     for (int r = 0; r < 2; ++r) {
       mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
       mx[r] = max(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-      kd_f16_scale(mx[r], s[r], inv_sa[r]);
+      kd_f16_scale(mx[r], s[r], inv_sa[p][r]);
     }
 #pragma unroll
     for (int j = 0; j < 2; ++j)
@@ -390,6 +397,10 @@ struct kd_ops_f16s : kd_ops_base {
         for (int r = 0; r < 2; ++r) {
           kd_split_f16x2(v[j][h][r].x * s[r], v[j][h][r].y * s[r], ahi[p][j][h * 2 + r], alo[p][j][h * 2 + r]);
         }
+  }
+  // k tile i's wgmmas from fragment set p into tmp (one commit group), which the first starts afresh.
+  template <int p>
+  __device__ __forceinline__ void issue(int i) {
     const unsigned db = kd_desc_lo(base + (i % KD_STAGES) * kStageBytes + kABytes);
     kd_wg_fence();
     if constexpr (KD_3XTF32) {
@@ -404,19 +415,47 @@ struct kd_ops_f16s : kd_ops_base {
     for (int j = 0; j < 2; ++j) kd_wgmma_f16r(tmp, ahi[p][j], kd_desc_at(db, j * 32), KD_3XTF32 || j > 0 ? 1 : 0);
     kd_wg_commit();
   }
-  __device__ __forceinline__ void promote() {
+  template <class P>
+  __device__ __forceinline__ void mma_tile(int i, P) {
+    split_a<P::value>(i);
+    issue<P::value>(i);
+  }
+  // Waits for the wgmmas and adds tmp, A's scale undone, to the f32 sum.
+  template <int p>
+  __device__ __forceinline__ void promote_set() {
     kd_wg_wait<0>();
     kd_fence_regs(tmp);
 #pragma unroll
-    for (int q = 0; q < kAcc; ++q) acc[0][q] = fmaf(tmp[q], inv_sa[(q >> 1) & 1], acc[0][q]);
+    for (int q = 0; q < kAcc; ++q) acc[0][q] = fmaf(tmp[q], inv_sa[p][(q >> 1) & 1], acc[0][q]);
   }
+  __device__ __forceinline__ void promote() { promote_set<0>(); }
   // B's column scales: written by kd_wg_split_b16, whose grid this one depends on.
   __device__ __forceinline__ static void finish(const kd_gemm_args& args, float (&acc)[KD_MW][kAcc], int wg, int warp,
                                                 int lane, long long z, long long n, long long m0, long long n0) {
     asm volatile("griddepcontrol.wait;" ::: "memory");
     const float* inv = kd_inv16(args) + z * n;
-    kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long, long long c, float& v) {
-      if (c < n) v *= inv[c];
-    });
+    if constexpr (KD_SPLITK == 1) {
+      // Unsplit plans keep a load beside each product: with the loads below, 4096 x 512 x 4096 ran
+      // 118.5 us against 114.7 (kernel lab, H200; the main loop's instructions are the same, their
+      // registers are not).
+      kd_for_each_acc(acc, wg, warp, lane, m0, n0, [&](long long, long long c, float& v) {
+        if (c < n) v *= inv[c];
+      });
+      return;
+    }
+    // Split-K: the thread's 2 * BN / 8 columns n0 + 8 j + 2 t + e, all loaded before the first
+    // product, one round trip to L2 where a load beside each product waited for one after another
+    // (Nsight Compute, 4096 x 128 x 4096, H200: 12% of the consumers' time). Kernel lab, H200:
+    // 4096 x 128 x 4096 38.1-38.8 us against 41.9-42.3, 4096 x 256 x 4096 63.6-64.3 against 67.8.
+    const long long c0 = n0 + 2 * (lane & 3);
+    float sc[KD_BN / 8][2];
+#pragma unroll
+    for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) sc[j][e] = c0 + 8 * j + e < n ? inv[c0 + 8 * j + e] : 0.f;
+#pragma unroll
+    for (int j = 0; j < KD_BN / 8; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[0][4 * j + q] *= sc[j][q & 1];
   }
 };

@@ -106,4 +106,19 @@ struct kd_consumer {
       }
     }
   }
+  // KD_F16S of 32 or 64 columns (KD_AHEAD): k tile i, whose A the previous step split into fragment
+  // set p. Its wgmmas are issued, then tile i + 1's A is split into the other set while they run, then
+  // tile i is promoted and its slot goes back. Holding tile i while waiting for tile i + 1 is the
+  // two-tile case of kd_ring's deadlock argument.
+  template <class P>
+  __device__ __forceinline__ void ahead(int i, P) const {
+    constexpr int p = P::value;
+    ops.template issue<p>(i);
+    if (i + 1 < nk) {
+      kd_mbar_wait(ring.full(i + 1), ((i + 1) / KD_STAGES) & 1);
+      ops.template split_a<1 - p>(i + 1);
+    }
+    ops.template promote_set<p>();
+    ring.release(i);
+  }
 };
