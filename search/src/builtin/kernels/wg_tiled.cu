@@ -258,9 +258,12 @@ using kd_ops = kd_pick<!kF32, kd_ops_16bit<kd_t>, kd_pick<KD_F16S, kd_ops_f16s, 
 // f32 warp-specialized: producer and consumers, stream-K in segments) and the epilogue, calling the
 // hooks above; the loops and the arithmetic stay here (see the top).
 extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_tiled(kd_gemm_args args) {
-#if KD_PDL
+#if KD_PDL && !KD_F16S
   KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
 #endif
+  // KD_F16S: kd_wg_split_b16 is the plan's first launch and owes the previous kernel that wait; it
+  // lets this grid start only after it (launch_dependents follows its wait), so the operands are
+  // complete here, and the prologue waits for its grid before the first copy of B's halves.
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const unsigned raw_addr = kd_smem_addr(smem_raw);
   const unsigned base = (raw_addr + 1023u) & ~1023u;

@@ -297,8 +297,18 @@ struct kd_copy {
   // the operands' copies go out first and the lo tiles wait for kd_wg_split_b's grid; group 0 holds
   // every prologue A and B copy, so waiting for tile s's group still covers them.
   __device__ __forceinline__ void prologue(int nk, long long kt0) const {
-    if constexpr (KD_F16S) asm volatile("griddepcontrol.wait;" ::: "memory");
-    if constexpr (KD_BLO) {
+    if constexpr (KD_F16S) {
+      // A's copies go out while kd_wg_split_b16 may still run, B's halves once its grid is complete.
+#pragma unroll
+      for (int s = 0; s < KD_STAGES - 2; ++s)
+        if (s < nk) kd_load_edge<kd_a_iters()>(base + s * kStageBytes, A, pa, (kt0 + s) * kBK, k);
+      asm volatile("griddepcontrol.wait;" ::: "memory");
+#pragma unroll
+      for (int s = 0; s < KD_STAGES - 2; ++s) {
+        if (s < nk) kd_load_edge<kd_b_iters()>(base + s * kStageBytes + kABytes, B, pb, (kt0 + s) * kBK, kb);
+        kd_cp_commit();
+      }
+    } else if constexpr (KD_BLO) {
 #pragma unroll
       for (int s = 0; s < KD_STAGES - 2; ++s)
         if (s < nk) load_ab(s, kt0 + s);

@@ -75,11 +75,25 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args a
     if (kk + 2 < k) v.z = Bc[kk + 2];
     return v;
   };
+  // Columns of up to kHeld * 1024 k are read once, into registers; longer ones twice (the max, then
+  // the split).
+  constexpr int kHeld = 4;
+  const bool held = ld16 <= kHeld * 1024;
+  float4 h[kHeld];
   unsigned mx = 0;
-  for (long long kk = 4 * threadIdx.x; kk < k; kk += 1024) {
-    const float4 v = load4(kk);
+  auto fold = [&](const float4& v) {
     mx = max(max(mx, __float_as_uint(v.x) & 0x7fffffffu), __float_as_uint(v.y) & 0x7fffffffu);
     mx = max(max(mx, __float_as_uint(v.z) & 0x7fffffffu), __float_as_uint(v.w) & 0x7fffffffu);
+  };
+  if (held) {
+#pragma unroll
+    for (int q = 0; q < kHeld; ++q) {
+      const long long kk = 4 * threadIdx.x + 1024LL * q;
+      h[q] = kk < ld16 ? load4(kk) : make_float4(0.f, 0.f, 0.f, 0.f);
+      fold(h[q]);
+    }
+  } else {
+    for (long long kk = 4 * threadIdx.x; kk < k; kk += 1024) fold(load4(kk));
   }
   for (int o = 16; o; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
   if ((threadIdx.x & 31) == 0) warp_max[threadIdx.x >> 5] = mx;
@@ -89,14 +103,22 @@ extern "C" __global__ void __launch_bounds__(256) kd_wg_split_b16(kd_gemm_args a
   float s, inv;
   kd_f16_scale(mx, s, inv);
   __half* out = reinterpret_cast<__half*>(kd_b16(args) + col * ld16);
-  for (long long kk = 4 * threadIdx.x; kk < ld16; kk += 1024) {
-    const float4 v = load4(kk);
+  auto split = [&](long long kk, const float4& v) {
     uint2 hi, lo;
     kd_split_f16x2(v.x * s, v.y * s, hi.x, lo.x);
     kd_split_f16x2(v.z * s, v.w * s, hi.y, lo.y);
     __half* o = out + (kk >> 5) * 64 + (kk & 31);
     *reinterpret_cast<uint2*>(o) = hi;
     *reinterpret_cast<uint2*>(o + 32) = lo;
+  };
+  if (held) {
+#pragma unroll
+    for (int q = 0; q < kHeld; ++q) {
+      const long long kk = 4 * threadIdx.x + 1024LL * q;
+      if (kk < ld16) split(kk, h[q]);
+    }
+  } else {
+    for (long long kk = 4 * threadIdx.x; kk < ld16; kk += 1024) split(kk, load4(kk));
   }
   if (threadIdx.x == 0) kd_inv16(args)[col] = inv;
 }
