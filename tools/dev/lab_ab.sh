@@ -68,6 +68,13 @@ run)
   cfg=$1 rounds=$2 family=$3
   shift 3
   cd "$root"
+  # Each version's outputs and table column are named by its folder's last component.
+  declare -A seen=()
+  for v in "$@"; do
+    name=$(basename "$v")
+    [[ -z ${seen[$name]:-} ]] || { echo "$0: versions ${seen[$name]} and $v are both named $name: rename one folder" >&2; exit 2; }
+    seen[$name]=$v
+  done
   out=${OUT:-lab-ab-out}
   mkdir -p "$out"
   for ((r = 1; r <= rounds; r++)); do
