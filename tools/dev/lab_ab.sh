@@ -58,7 +58,9 @@ prepare)
   for rev in "$@"; do
     rm -rf "lab-ab/$rev"
     mkdir -p "lab-ab/$rev"
-    git archive "$rev" "$kernels" | tar x -C "lab-ab/$rev" --strip-components=4 || exit 1
+    # The folder's files at the top of lab-ab/REV: strip as many components as $kernels has.
+    git archive "$rev" "$kernels" | tar x -C "lab-ab/$rev" --strip-components=$(($(tr -cd / <<<"$kernels" | wc -c) + 1)) ||
+      exit 1
     echo "lab-ab/$rev: the kernels folder at $(git rev-parse --short "$rev")"
   done
   ;;
