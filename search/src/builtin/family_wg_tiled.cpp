@@ -215,8 +215,16 @@ void add_tail_seed(const GemmKey& key, const Target& t, std::vector<Params>& out
 // bits at f16's rate), the only plan that reads such a B; with tb = N its TF32 plans are faster (H100,
 // session 23: 4096^3 one product 777 us against cuBLAS TF32's 356; kernel-notes.md), so there the
 // one product is an idea move (wg.f16s_on) only.
+// Strided batches of short k (attention's scores and values), tb = N: the first launch splits each of
+// the batch x n columns of B in a block of its own, 16384-32768 blocks of 64-128 elements, and those
+// plans ran 69.5 and 93.5 us at 512x512x64 x32 and 128^3 x256 against 20.0 and 18.3 for the 3xTF32
+// stream-K plans (kdctl search, H200, session 36). With tb = T the f16 splits are the only plans.
+bool f16s_split_too_fine(const GemmKey& key) {
+  return key.batch > 1 && key.k <= 128 && key.tb == Transpose::N;
+}
+
 void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& out) {
-  if (key.n <= kF16sMinN || key.precision == PrecisionClass::f16) return;
+  if (key.n <= kF16sMinN || key.precision == PrecisionClass::f16 || f16s_split_too_fine(key)) return;
   if (key.precision == PrecisionClass::tf32 && key.tb == Transpose::N) return;
   Params f = tile(2, 128, 4, 1, 0, 1);
   f[kF16s] = 1;
@@ -238,7 +246,7 @@ void add_f16s_seeds(const GemmKey& key, const Target& t, std::vector<Params>& ou
 // Since session 35 (the next tile split while this one's wgmmas run, the split of B overlapped) it wins
 // both through the daemon's own search on an H200: 26.8 us at n = 64, 23.9 at n = 32.
 void add_narrow_f16s_seed(const GemmKey& key, const Params& base, std::vector<Params>& out) {
-  if (key.precision != PrecisionClass::f32 || key.tb != Transpose::N) return;
+  if (key.precision != PrecisionClass::f32 || key.tb != Transpose::N || f16s_split_too_fine(key)) return;
   Params f = base;
   f[kF16s] = 1;
   out.push_back(f);
@@ -609,7 +617,7 @@ std::string f16s_on(const GemmKey& key, const Target&, const Params&) {
 std::optional<Params> f16s_on_apply(const GemmKey& key, const Target&, const Params& p) {
   const long long bn = param(p, kBn);
   if (param(p, kF16s) || param(p, kWs) != 1 || param(p, kWg) != 2 || (bn != 32 && bn != 64 && bn != 128) ||
-      param(p, kSk) || param(p, kCluster))
+      param(p, kSk) || param(p, kCluster) || f16s_split_too_fine(key))
     return std::nullopt;
   Params out = p;
   out[kF16s] = 1;

@@ -304,6 +304,36 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_TRUE(off);
 }
 
+// Attention's batches of short k get no f16-split plan, seeded or by the idea move: its first launch
+// would split B a column per block (H200: 69-93 us against 18-20 for the 3xTF32 plans). Longer k, and
+// tb = T (where only the f16 splits read B), keep them.
+TEST(WgTiled, BatchedShortKGetsNoF16Splits) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const auto f16s = [&](const char* line) { return completed_seeds_with(f, key_of(line), t, "KD_F16S").size(); };
+  const char* scores =
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
+      "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1";
+  EXPECT_EQ(f16s(scores), 0u);
+  EXPECT_EQ(f16s("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+                 "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1"),
+            0u);
+  EXPECT_GT(f16s("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=512 k=512 lda=128 ldb=512 ldc=128 batch=32 "
+                 "stride_a=65536 stride_b=262144 stride_c=65536 epilogue=none beta0=1"),
+            0u);
+  EXPECT_GT(f16s("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=512 n=512 k=64 lda=64 ldb=512 ldc=512 batch=32 "
+                 "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1"),
+            0u);
+  const GemmKey key = key_of(scores);
+  for (const Params& p : completed_seeds(f, key, t)) {
+    for (const IdeaMove& move : wg_tiled_ideas()) {
+      if (move.id == "wg.f16s_on") {
+        EXPECT_FALSE(move.apply(key, t, p).has_value());
+      }
+    }
+  }
+}
+
 TEST(WgTiled, PartialLastWaveIsSplitInK) {
   const Family& f = wg_tiled_family();
   const Target t;
