@@ -19,7 +19,9 @@
 //    tensormap proxy release; the TMA reads it after the matching acquire;
 //  - KD_SPLITK > 1 (with KD_CLUSTER = 1, 2..8 splits) splits the k tiles over blockIdx.z; the splits
 //    of one tile form a thread-block cluster and sum their f32 partials through distributed shared
-//    memory in split order.
+//    memory in split order. Two splits of two consumer warpgroups at one CTA per SM
+//    (KD_PAIR_FINISH): split r finishes warpgroup r's rows, the other CTA's warpgroup r storing its
+//    sums into r's shared memory.
 // Grid order: n tiles on x (fastest), so the CTAs that share an A tile run together and A is read from
 // DRAM once even when the grid is several waves deep.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 8
@@ -187,6 +189,47 @@ __device__ __forceinline__ void kd_tma_load(unsigned dst, const void* map, int k
 }
 // Every thread of the CTA (barrier 1): the producer's and the consumers' paths both reach it.
 __device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 1, %0;" ::"n"(kThreads) : "memory"); }
+
+// Two k splits of two consumer warpgroups: CTA (split) r finishes warpgroup r's rows of the tile, and
+// warpgroup r of the other CTA sends it its sums. Each sender thread stores its accumulators into the
+// finisher's ring (the same thread of the same warpgroup holds the same outputs there, so the layout
+// is thread-major and every access conflict-free), and the finisher adds them in registers and stores
+// its rows as an unsplit CTA does. Against kd_cluster_finish (partial tiles staged in each CTA's ring,
+// read back across the cluster, and summed and stored four outputs at a time): no remote loads, and
+// no CTA reads another's shared memory after the second barrier, so none waits for the other to exit.
+// One CTA per SM only: sized for two, the finish spills (16 bytes at 80 registers a thread). A macro,
+// not a constant: under NVRTC's -default-device a constant is a variable in every cubin.
+#define KD_PAIR_FINISH (KD_CLUSTER && KD_SPLITK == 2 && KD_WG == 2 && KD_CTAS == 1)
+#if KD_PAIR_FINISH
+// This thread's accumulators into the same thread's slots of CTA `rank`'s ring at shared address `ring`.
+__device__ __forceinline__ void kd_pair_send(const float (&acc)[KD_MW][kAcc], unsigned ring, unsigned rank, int t) {
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(ring), "r"(rank));
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw)
+#pragma unroll
+    for (int q = 0; q < kAcc; q += 4)
+      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(
+                       remote + 16u * static_cast<unsigned>(((mw * kAcc + q) / 4) * 128 + t)),
+                   "f"(acc[mw][q]), "f"(acc[mw][q + 1]), "f"(acc[mw][q + 2]), "f"(acc[mw][q + 3])
+                   : "memory");
+}
+// The other split's sums (sent by kd_pair_send into this CTA's ring, generic pointer `ring`) added
+// after this thread's own: split 0's sum plus split 1's, in either CTA (addition commutes).
+__device__ __forceinline__ void kd_pair_add(float (&acc)[KD_MW][kAcc], const float* ring, int t) {
+  const float4* in = reinterpret_cast<const float4*>(ring);
+#pragma unroll
+  for (int mw = 0; mw < KD_MW; ++mw)
+#pragma unroll
+    for (int q = 0; q < kAcc; q += 4) {
+      const float4 v = in[((mw * kAcc + q) / 4) * 128 + t];
+      acc[mw][q] += v.x;
+      acc[mw][q + 1] += v.y;
+      acc[mw][q + 2] += v.z;
+      acc[mw][q + 3] += v.w;
+    }
+}
+#endif
 
 // A 2-D tensor map over `rows` rows of `cols` 16-bit elements (row stride `ld` elements) at `base`,
 // with a box of 64 x box_rows and the 128-byte swizzle, built by one whole warp in the 128-byte
@@ -612,7 +655,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
       }
       __syncwarp();  // the warp reconverges before the CTA-wide barrier of the cluster path
     }
-#if KD_CLUSTER
+#if KD_PAIR_FINISH
+    kd_cluster_sync();  // with the consumers' two below
+    kd_cluster_sync();
+#elif KD_CLUSTER
     kd_bar_sync_all();  // with the consumers' below: every copy landed, the ring is free
     kd_cluster_finish(args, base, z, m0, n0);
 #endif
@@ -674,12 +720,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
 #pragma unroll
   for (int mw = 0; mw < KD_MW; ++mw) kd_fence_regs(acc[mw]);
 
-#if KD_CLUSTER
+#if KD_CLUSTER && !KD_PAIR_FINISH
   kd_bar_sync_all();
   float* P = reinterpret_cast<float*>(smem_raw + (base - raw_addr));
   kd_for_each_acc(acc, wg, warp, lane, 0, 0, [&](long long r, long long c, float v) { P[r + c * kBM] = v; });
   kd_cluster_finish(args, base, z, m0, n0);
 #else
+#if KD_PAIR_FINISH
+  // The first barrier: both CTAs' copies landed and wgmmas retired, so both rings are
+  // free; the producers' copy-grid wait also precedes it, which orders the epilogue's shift reads.
+  kd_cluster_sync();
+  if (wg != split) kd_pair_send(acc, base, static_cast<unsigned>(wg), threadIdx.x & 127);
+  kd_cluster_sync();  // the sums arrived
+  if (wg != split) return;
+  kd_pair_add(acc, reinterpret_cast<const float*>(smem_raw + (base - raw_addr)), threadIdx.x & 127);
+#endif
   KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
 #if KD_SPLIT16
   // The shifts of this thread's 2 * KD_MW rows and KD_BN / 4 columns, read before the first store:
