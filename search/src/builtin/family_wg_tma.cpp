@@ -350,6 +350,8 @@ Family make_f32_family() {
   // 4096^3 in all four layouts (1.09-1.71x cuBLAS TF32; docs/kernel-notes.md, session 30). Seeded
   // before wg_tiled, whose TF32 plans lost to cuBLAS TF32 everywhere.
   f.declines = f32_declines;
+  // The copies (the first launch) wait on the previous kernel's grid first with KD_PDL = 1.
+  f.pdl_first = true;
   return f;
 }
 
@@ -433,6 +435,7 @@ Family make_f16s_family() {
   Family f{"wg_tma_f16s", "kd_wg_tma", embedded_kernel("wg_tma.cu"), f16s_rejects, f16s_seeds, f16s_complete,
            f16s_valid, tma_plan};
   f.declines = f16s_declines;
+  f.pdl_first = true;  // as wg_tma_f32's
   return f;
 }
 

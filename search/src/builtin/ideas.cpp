@@ -187,6 +187,8 @@ const IdeaMove kPdlIdeas[] = {
     {"simt_tiled", "simt.pdl_on", pdl_on_text, pdl_on},    {"simt_tiled", "simt.pdl_off", pdl_off_text, pdl_off},
     {"tc_tiled", "tc.pdl_on", pdl_on_text, pdl_on},        {"tc_tiled", "tc.pdl_off", pdl_off_text, pdl_off},
     {"wg_tiled", "wg.pdl_on", pdl_on_text, pdl_on},        {"wg_tiled", "wg.pdl_off", pdl_off_text, pdl_off},
+    {"wg_tma_f32", "tma32.pdl_on", pdl_on_text, pdl_on},   {"wg_tma_f32", "tma32.pdl_off", pdl_off_text, pdl_off},
+    {"wg_tma_f16s", "tma16s.pdl_on", pdl_on_text, pdl_on}, {"wg_tma_f16s", "tma16s.pdl_off", pdl_off_text, pdl_off},
 };
 
 const IdeaMove kIdeas[] = {

@@ -32,14 +32,16 @@
 //   KD_WG consumer warpgroups (1, 2)   KD_MW m64 blocks per warpgroup (1, 2; MW * BN <= 256)
 //   KD_BN 64 | 128 | 256   KD_STAGES ring depth (2..8)   KD_SPLITK k splits (1..8)
 //   KD_CLUSTER 0|1 (1 with SPLITK 2..8)   KD_CTAS 1|2 (CTAs per SM the registers are sized for)
-//   KD_BETA_ZERO 0|1   KD_BIAS 0|1
+//   KD_BETA_ZERO 0|1   KD_BIAS 0|1   KD_PDL 0|1 (KD_SPLIT16: the first launch waits on the previous
+//     kernel's grid first, gemm.cuh)
 //   KD_SPLIT16 0|1|2: f32 A and B (any KD_TA, KD_TB) through f16 copies, below: 1 the TF32 class,
 //     2 strict f32 (hi and lo copies; KD_MW * KD_BN <= 128)
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps; 512 and
 //   four with KD_SPLIT16 = 2) as wg_tma_layout.cuh lays them out.
 // KD_SPLIT16 (family wg_tma_f32): a TF32-class call computed as one f16 product. Launch 0,
-//   kd_wg_tma_split16 (block 256, clusters of 8, grid kd_tma16_blocks for op(A) then op(B)), writes
+//   kd_wg_tma_split16 (block 256, clusters of 8, grid kd_tma16_blocks for op(A) then op(B); "pdl"
+//   with KD_PDL = 1, the families' seeds on sm_90), writes
 //   op(A)'s rows and op(B)'s columns as k-contiguous f16 copies into the workspace, each row x 2^s
 //   with s per row so that its max lies in [2^14, 2^15): f16's 11 significant bits are TF32's, and the
 //   scale keeps them for every element within 2^28 of its row's max. Launch 1, kd_wg_tma as a
@@ -527,6 +529,11 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
 // the rows path ran one block per SM: its copies took 113 us at 4096^3 NN against 85 capped, and 29.5
 // against 24.1 at 2048^3 NN (H200, session 32). The k-contiguous path ran the same; neither spills.
 extern "C" __global__ void __launch_bounds__(256, 2) __cluster_dims__(8, 1, 1) kd_wg_tma_split16(kd_gemm_args args) {
+#if KD_PDL
+  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+#endif
+  // After that wait, so that the product, which may start only once every block of this grid got
+  // here, inherits it: the previous kernel has completed before the product writes C.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   __shared__ unsigned red[8][32];  // rows contiguous across k: per warp and row
   __shared__ unsigned part_max[8];  // k-contiguous rows: per row (warp)

@@ -4,6 +4,8 @@
 #include <map>
 #include <set>
 
+#include <fmt/format.h>
+
 #include "builtin/builtin_proposer.hpp"
 #include "builtin/embedded_kernels.hpp"
 #include "builtin/family.hpp"
@@ -89,7 +91,39 @@ TEST(BuiltinFamilies, DependentFirstLaunchSeedsPassTheCompiledContractChecks) {
   for (const auto& [family, key] : first_key) covered.insert(family);
   EXPECT_EQ(covered,
             (std::set<std::string>{"simt_gemv", "skinny_ws", "skinny_bulk", "skinny_mma", "simt_tiled", "tc_tiled",
-                                   "wg_tiled"}));
+                                   "wg_tiled", "wg_tma_f16s"}));
+}
+
+// The f32 families on wg_tma's copies (strict and the TF32 class) are seeded on sm_90 with their
+// first launch, the copies, a programmatic dependent; the copy kernel waits on the grid before its
+// first load, so every seed passes the compiled contract checks. Cubes of 1024 in two layouts each.
+TEST(BuiltinFamilies, CopyFirstSeedsOfTheF32TmaFamiliesAreDependentLaunches) {
+  const Target t;
+  search::SearchTree tree("t", "k");
+  BuiltinProposer proposer;
+  std::set<std::string> seen;
+  for (const char* tail : {"", " precision=tf32"})
+    for (const char* layout : {"ta=N tb=N", "ta=T tb=T"}) {
+      const GemmKey key = std::get<GemmKey>(parse_key(
+          fmt::format("gemm a=f32 b=f32 c=f32 compute=f32 {} m=1024 n=1024 k=1024 lda=1024 ldb=1024 ldc=1024 "
+                      "batch=1 epilogue=none beta0=1{}",
+                      layout, tail)));
+      const search::ProposalContext ctx{key, t, tree};
+      for (const auto& s : proposer.seeds(ctx)) {
+        if (s.family != "wg_tma_f16s" && s.family != "wg_tma_f32") continue;
+        seen.insert(s.family);
+        const auto plan = std::get<LaunchPlan>(parse_plan_from_source(s.source));
+        ASSERT_EQ(plan.launches.size(), 2u) << s.params;
+        EXPECT_EQ(plan.launches[0].entry, "kd_wg_tma_split16");
+        EXPECT_TRUE(plan.launches[0].pdl) << s.family << " " << s.params;
+        EXPECT_TRUE(plan.launches[1].pdl);
+        const search::CompileOutput out = search::compile_cuda({.source = s.source, .name = "seed.cu", .arch = t.arch});
+        ASSERT_EQ(out.status, search::CompileStatus::ok) << s.family << ": " << out.log;
+        const auto rejection = search::check_compiled(plan, out.ptx, out.cubin, t.arch);
+        EXPECT_FALSE(rejection) << s.family << " " << s.params << ": " << (rejection ? rejection->message : "");
+      }
+    }
+  EXPECT_EQ(seen, (std::set<std::string>{"wg_tma_f16s", "wg_tma_f32"}));
 }
 
 TEST(BuiltinFamilies, SkinnyFamiliesRejectLayoutsTheyCannotServe) {
