@@ -13,7 +13,9 @@ wgmma); "err_floor" (default
 the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
 "workspace": bytes of device workspace handed in the args (not zeroed, poisoned once). A launch with
-"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it. A variant
+"pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it; a variant with
+"pdl_first": true makes its first launch one too under --serving (of the previous call's last launch in
+the graph; the variant must define KD_PDL=1 so its first kernel waits on the grid). A variant
 with "diagnostic": "words" times part of a plan (its output is expected to be wrong).
 
 --serving adds the gate's serving regime (design.md, "Timing"): R back-to-back calls captured in one
@@ -152,7 +154,7 @@ for case in cfg["cases"]:
     dt = DT[case["dtype"]]; m, n, k = case["m"], case["n"], case["k"]
     entry = case.get("entry", "kd_skinny_mma")
     ta = case.get("ta", "T")
-    skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic")
+    skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic", "pdl_first")
     jobs = [(f"{case['dtype']}_{ta}_{m}x{n}x{k}_{i}",
              {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}},
              case.get("arch", "sm_90"))

@@ -67,7 +67,9 @@ prepare)
 run)
   shift
   [[ $# -ge 4 ]] || { echo "usage: $0 run CONFIGS.json ROUNDS FAMILY.cu VERSION..." >&2; exit 2; }
-  cfg=$1 rounds=$2 family=$3
+  # FAMILY is the family's file name in the kernels folder; a path to it (the tree's, or a
+  # version's) names the same file.
+  cfg=$1 rounds=$2 family=$(basename "$3")
   shift 3
   cd "$root"
   # Each version's outputs and table column are named by its folder's last component.
@@ -83,7 +85,7 @@ run)
     for v in "$@"; do
       dir=$kernels
       [[ $v == tree ]] || dir=$v
-      [[ -f $dir/$family ]] || { echo "$0: no $dir/$family" >&2; exit 2; }
+      [[ -f $dir/$family ]] || { echo "$0: no $dir/$family: FAMILY is a file of the kernels folder (e.g. wg_tma.cu) and VERSION is \`tree' or a folder from prepare" >&2; exit 2; }
       name=$(basename "$v")
       timeout 600 python3 "$here/kernel_lab.py" "$dir/$family" "$cfg" --serving --out "/tmp/lab-ab-$name" \
         >"$out/lab-$name-r$r.txt" 2>&1
