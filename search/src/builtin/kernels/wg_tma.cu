@@ -203,6 +203,11 @@ __device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 1, %0
 // not a constant: under NVRTC's -default-device a constant is a variable in every cubin.
 #define KD_PAIR_FINISH (KD_CLUSTER && KD_SPLITK == 2 && KD_WG == 2 && KD_CTAS == 1)
 #if KD_PAIR_FINISH
+// The float4 slot of a warpgroup's thread t for its accumulators q .. q + 3 of m64 block mw: thread-major
+// within each group of four, so a warp's 32 slots are 512 contiguous bytes.
+__device__ __forceinline__ unsigned kd_pair_slot(int mw, int q, int t) {
+  return static_cast<unsigned>(((mw * kAcc + q) / 4) * 128 + t);
+}
 // This thread's accumulators into the same thread's slots of CTA `rank`'s ring at shared address `ring`.
 __device__ __forceinline__ void kd_pair_send(const float (&acc)[KD_MW][kAcc], unsigned ring, unsigned rank, int t) {
   unsigned remote;
@@ -211,8 +216,7 @@ __device__ __forceinline__ void kd_pair_send(const float (&acc)[KD_MW][kAcc], un
   for (int mw = 0; mw < KD_MW; ++mw)
 #pragma unroll
     for (int q = 0; q < kAcc; q += 4)
-      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(
-                       remote + 16u * static_cast<unsigned>(((mw * kAcc + q) / 4) * 128 + t)),
+      asm volatile("st.shared::cluster.v4.f32 [%0], {%1, %2, %3, %4};" ::"r"(remote + 16u * kd_pair_slot(mw, q, t)),
                    "f"(acc[mw][q]), "f"(acc[mw][q + 1]), "f"(acc[mw][q + 2]), "f"(acc[mw][q + 3])
                    : "memory");
 }
@@ -224,7 +228,7 @@ __device__ __forceinline__ void kd_pair_add(float (&acc)[KD_MW][kAcc], const flo
   for (int mw = 0; mw < KD_MW; ++mw)
 #pragma unroll
     for (int q = 0; q < kAcc; q += 4) {
-      const float4 v = in[((mw * kAcc + q) / 4) * 128 + t];
+      const float4 v = in[kd_pair_slot(mw, q, t)];
       acc[mw][q] += v.x;
       acc[mw][q + 1] += v.y;
       acc[mw][q + 2] += v.z;
