@@ -59,8 +59,12 @@ def load(cubin, entry):
     mod = ctypes.c_void_p(); fn = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), data), "load " + cubin)
     ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, entry.encode()), "get " + entry)
-    # MAX_DYNAMIC_SHARED_SIZE_BYTES; refused for some kernels that use none (then nothing to opt into).
-    cu.cuFuncSetAttribute(fn, 8, 232448 - 1024)
+    # MAX_DYNAMIC_SHARED_SIZE_BYTES, all that the kernel's static shared memory leaves of the opt-in
+    # limit (asking for more is refused, which leaves the 48 KB default); refused for some kernels
+    # that use none (then nothing to opt into).
+    static = ctypes.c_int(0)
+    cu.cuFuncGetAttribute(ctypes.byref(static), 1, fn)  # SHARED_SIZE_BYTES
+    cu.cuFuncSetAttribute(fn, 8, 232448 - 1024 - static.value)
     return fn
 
 class LaunchAttr(ctypes.Structure):  # CUlaunchAttribute: id, 4 bytes of padding, a 64-byte value union
