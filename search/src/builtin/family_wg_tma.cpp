@@ -43,6 +43,25 @@ kd_tma16_ws split16_layout(const GemmKey& key, const Params& p) {
   return kd_tma16_layout(layout_of(p).workspace_bytes(ctas_of(key, p)), key.batch, key.m, key.n, key.k,
                          param(p, kSplit16) == 2);
 }
+// KD_COPY_CLUSTER: the first launch's cluster size; records made before it existed ran clusters of 8.
+long long copy_cluster(const Params& p) {
+  const long long c = param(p, kCopyCluster);
+  return c == 0 ? 8 : c;
+}
+// The smallest cluster that keeps each operand's k split what a cluster of 8 gives it (as few blocks
+// per row group as hold their chunk in registers): a cluster launch costs the first launch about 2 us
+// over a plain one, and a cluster larger than the splits buys nothing (1024^3 TN: copies 7.3 against
+// 5.1 us, the call 21.0 against 19.1; H200, session 37), while reading a row twice instead of splitting
+// it costs more (1024^3 NN copies 10.9 against 8.1).
+long long min_copy_cluster(const GemmKey& key) {
+  const long long c = kd_tma16_cluster_max();
+  return std::max(kd_tma16_ksplit(key.ta == Transpose::T, key.k, c),
+                  kd_tma16_ksplit(key.tb == Transpose::N, key.k, c));
+}
+long long copy_blocks(const GemmKey& key, long long cluster) {
+  return kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k, cluster) +
+         kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k, cluster);
+}
 long long workspace_bytes(const GemmKey& key, const Params& p) {
   if (param(p, kSplit16) >= 1) return split16_layout(key, p).end;
   return layout_of(p).workspace_bytes(ctas_of(key, p));
@@ -117,9 +136,7 @@ LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
   if (param(p, kSplit16) >= 1) {
     LaunchSpec split;
     split.entry = "kd_wg_tma_split16";
-    split.grid = {u32(kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
-                      kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k)),
-                  1, 1};
+    split.grid = {u32(copy_blocks(key, copy_cluster(p))), 1, 1};
     split.block = {256, 1, 1};
     plan.launches.push_back(split);
     main.pdl = true;
@@ -285,9 +302,7 @@ std::optional<std::string> split16_rejects(const GemmKey& key) {
   if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
   // The first launch's grid: blocks per 8 k-contiguous rows or per 32 rows contiguous across k, times
   // the blocks each row's k is split over (kernels/wg_tma_layout.cuh), for both operands.
-  if (kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k) +
-          kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k) >
-      kMaxDim)
+  if (copy_blocks(key, kd_tma16_cluster_max()) > kMaxDim)
     return "more rows than the first launch's grid holds";
   return std::nullopt;
 }
@@ -312,16 +327,23 @@ template <long long Split16>
 Params split16_complete(const GemmKey& key, const Target& t, Params p) {
   p = tma_complete(key, t, std::move(p));
   p[kSplit16] = Split16;
+  p[kCopyCluster] = min_copy_cluster(key);
   return p;
 }
 constexpr auto f32_complete = split16_complete<1>;
 constexpr auto f16s_complete = split16_complete<2>;
 
+// Any cluster size that divides the portable 8 works: kernel and plan split k by the same rule.
+bool copy_cluster_valid(const Params& p) {
+  const long long c = copy_cluster(p);
+  return c == 1 || c == 2 || c == 4 || c == 8;
+}
+
 bool f32_valid(const GemmKey& key, const Target& t, const Params& p) {
   // The epilogue's scales need registers that 128 accumulators at two CTAs per SM leave no room for
   // (ptxas spilled m64n256 per warpgroup there).
   if (param(p, kCtas) == 2 && param(p, kMw) * param(p, kBn) > 128) return false;
-  return param(p, kSplit16) == 1 && tma_valid(key, t, p);
+  return param(p, kSplit16) == 1 && copy_cluster_valid(p) && tma_valid(key, t, p);
 }
 
 std::vector<Params> f32_seeds(const GemmKey& key, const Target& t) {
@@ -406,7 +428,7 @@ std::optional<std::string> f16s_declines(const GemmKey& key) {
 // 32-64 KB, and two CTAs' rings would be two stages deep.
 bool f16s_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (param(p, kMw) * param(p, kBn) > 128 || param(p, kCtas) != 1) return false;
-  return param(p, kSplit16) == 2 && tma_valid(key, t, p);
+  return param(p, kSplit16) == 2 && copy_cluster_valid(p) && tma_valid(key, t, p);
 }
 
 // Tiles of 128 x 128 first (two consumer warpgroups of m64n128: 3.5x cuBLAS at 4096^3 in the lab,

@@ -35,14 +35,15 @@
 //   KD_BETA_ZERO 0|1   KD_BIAS 0|1   KD_PDL 0|1 (KD_SPLIT16: the first launch waits on the previous
 //     kernel's grid first, gemm.cuh)
 //   KD_SPLIT16 0|1|2: f32 A and B (any KD_TA, KD_TB) through f16 copies, below: 1 the TF32 class,
-//     2 strict f32 (hi and lo copies; KD_MW * KD_BN <= 128)
+//     2 strict f32 (hi and lo copies; KD_MW * KD_BN <= 128)   KD_COPY_CLUSTER 1|2|4|8 (KD_SPLIT16:
+//     the first launch's cluster size; 1 = no cluster)
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps; 512 and
 //   four with KD_SPLIT16 = 2) as wg_tma_layout.cuh lays them out.
 // KD_SPLIT16 (family wg_tma_f32): a TF32-class call computed as one f16 product. Launch 0,
-//   kd_wg_tma_split16 (block 256, clusters of 8, grid kd_tma16_blocks for op(A) then op(B); "pdl"
-//   with KD_PDL = 1, the families' seeds on sm_90), writes
-//   op(A)'s rows and op(B)'s columns as k-contiguous f16 copies into the workspace, each row x 2^s
+//   kd_wg_tma_split16 (block 256, clusters of KD_COPY_CLUSTER, grid kd_tma16_blocks for op(A) then
+//   op(B); "pdl" with KD_PDL = 1, the families' seeds on sm_90), writes op(A)'s rows and op(B)'s
+//   columns as k-contiguous f16 copies into the workspace, each row x 2^s
 //   with s per row so that its max lies in [2^14, 2^15): f16's 11 significant bits are TF32's, and the
 //   scale keeps them for every element within 2^28 of its row's max. Launch 1, kd_wg_tma as a
 //   programmatic dependent, multiplies the copies and scales each output by 2^-(s_row + s_col),
@@ -72,6 +73,11 @@
 // (kd_wg_tma_split16) writes into the workspace; family wg_tma_f32.
 #ifndef KD_SPLIT16
 #define KD_SPLIT16 0
+#endif
+// KD_SPLIT16: the first launch's cluster size (1, 2, 4, 8), which bounds the blocks a row's k is split
+// over (wg_tma_layout.cuh). Records made before the parameter ran clusters of 8.
+#ifndef KD_COPY_CLUSTER
+#define KD_COPY_CLUSTER 8
 #endif
 #if !KD_SPLIT16 && (KD_TA != 1 || KD_TB != 0)
 #error "wg_tma: only ta = T, tb = N (k contiguous in A and B)"
@@ -532,7 +538,14 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
 // Registers capped for two blocks per SM. Uncapped, a block holding whole rows took so many that
 // the rows path ran one block per SM: its copies took 113 us at 4096^3 NN against 85 capped, and 29.5
 // against 24.1 at 2048^3 NN (H200, session 32). The k-contiguous path ran the same; neither spills.
-extern "C" __global__ void __launch_bounds__(256, 2) __cluster_dims__(8, 1, 1) kd_wg_tma_split16(kd_gemm_args args) {
+// A cluster only as large as the k splits need (KD_COPY_CLUSTER, set by the host rules): a cluster launch
+// costs about 2 us more than a plain one (1024^3 TN: 7.3 against 5.1 us, H200, session 37).
+#if KD_COPY_CLUSTER > 1
+#define KD_COPY_CLUSTER_DIMS __cluster_dims__(KD_COPY_CLUSTER, 1, 1)
+#else
+#define KD_COPY_CLUSTER_DIMS
+#endif
+extern "C" __global__ void __launch_bounds__(256, 2) KD_COPY_CLUSTER_DIMS kd_wg_tma_split16(kd_gemm_args args) {
 #if KD_PDL
   KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
 #endif
@@ -545,7 +558,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) __cluster_dims__(8, 1, 1) k
   const kd_tma16_ws ws = kd_ws16(args);
   unsigned char* w = static_cast<unsigned char*>(args.workspace);
   const long long m = args.m, n = args.n, k = args.k;
-  const long long blocks_a = kd_tma16_blocks(KD_TA == 1, args.batch, m, k);
+  const long long blocks_a = kd_tma16_blocks(KD_TA == 1, args.batch, m, k, KD_COPY_CLUSTER);
   const bool is_a = blockIdx.x < blocks_a;
   const long long b = is_a ? blockIdx.x : blockIdx.x - blocks_a;  // blocks_a is whole clusters
   // op(A) row i of entry z is k-contiguous when ta = T (A stored k x m), row-contiguous when ta = N;
@@ -558,7 +571,7 @@ extern "C" __global__ void __launch_bounds__(256, 2) __cluster_dims__(8, 1, 1) k
   __half* dst16lo = reinterpret_cast<__half*>(w + (is_a ? ws.a16lo : ws.b16lo));  // KD_SPLIT16 = 2
   int* shifts = reinterpret_cast<int*>(w + (is_a ? ws.sha : ws.shb));
   // This block's row group and its part of k; the group's f blocks are neighbours in one cluster.
-  const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k));
+  const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k, KD_COPY_CLUSTER));
   const long long group = b / f;
   const unsigned part = static_cast<unsigned>(b % f), first = kd_cluster_rank() / f * f;
   const long long groups = kd_tma16_groups(kmajor, args.batch, rows);

@@ -334,6 +334,40 @@ TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
   EXPECT_EQ(seeds[0].at("KD_BN"), 128);
 }
 
+// The copies' cluster is as small as their k splits allow (a cluster launch costs about 2 us), none
+// where no row is split; a record made before KD_COPY_CLUSTER keeps its clusters of 8.
+TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
+  const Family& f = wg_tma_f16s_family();
+  const Target t;
+  struct Case {
+    const char *ta, *tb;
+    long long m, k, cluster, blocks;  // n = m
+  };
+  // k-contiguous rows: 8 per block, whole up to k = 2048; rows contiguous across k: 32 per block, whole up
+  // to k = 512.
+  const Case cases[] = {{"T", "N", 1024, 1024, 1, 128 + 128}, {"T", "N", 1000, 1024, 1, 125 + 125},
+                        {"N", "N", 1024, 1024, 2, 64 + 128},  {"T", "T", 1024, 1024, 2, 128 + 64},
+                        {"T", "N", 4096, 4096, 2, 1024 + 1024}, {"N", "N", 4096, 4096, 8, 1024 + 1024}};
+  for (const Case& c : cases) {
+    const GemmKey key = key_of(tf32_line(c.ta, c.tb, c.m, c.m, c.k, ""));
+    const auto seeds = completed_seeds(f, key, t);
+    ASSERT_FALSE(seeds.empty()) << key.shape_line();
+    for (const Params& p : seeds) {
+      EXPECT_EQ(p.at("KD_COPY_CLUSTER"), c.cluster) << key.shape_line();
+      EXPECT_EQ(checked_copies_plan(f, key, t, p).launches[0].grid[0], static_cast<std::uint32_t>(c.blocks))
+          << key.shape_line();
+    }
+  }
+  const GemmKey ragged = key_of(tf32_line("T", "N", 1000, 1000, 1024, ""));
+  Params old = completed_seeds(f, ragged, t).at(0);
+  old.erase("KD_COPY_CLUSTER");
+  ASSERT_TRUE(f.valid(ragged, t, old));
+  EXPECT_EQ(f.plan(ragged, t, old).launches[0].grid[0], 128u + 128u) << "125 groups per operand in clusters of 8";
+  // No cluster at all compiles too (the seeds' NVRTC check covers clusters of 2 to 8).
+  test::expect_nvrtc_clean({render(f, ragged, t, completed_seeds(f, ragged, t).at(0))},
+                           /*no_wgmma_serialization=*/true);
+}
+
 TEST(WgTmaF16s, IdeasYieldValidDistinctConfigurations) {
   EXPECT_GE(applied_copy_moves(wg_tma_f16s_family(), wg_tma_f16s_ideas(),
                                key_of(tf32_line("N", "N", 4096, 4096, 4096, "")), 2),
