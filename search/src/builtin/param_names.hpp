@@ -34,6 +34,7 @@ inline constexpr char kSkb[] = "KD_SKB";
 inline constexpr char kF16s[] = "KD_F16S";
 inline constexpr char kSplit16[] = "KD_SPLIT16";
 inline constexpr char kCopyCluster[] = "KD_COPY_CLUSTER";
+inline constexpr char kSharedMaps[] = "KD_SHARED_MAPS";
 // Skinny families.
 inline constexpr char kKc[] = "KD_KC";
 inline constexpr char kRows[] = "KD_ROWS";

@@ -36,10 +36,12 @@
 //     kernel's grid first, gemm.cuh)
 //   KD_SPLIT16 0|1|2: f32 A and B (any KD_TA, KD_TB) through f16 copies, below: 1 the TF32 class,
 //     2 strict f32 (hi and lo copies; KD_MW * KD_BN <= 128)   KD_COPY_CLUSTER 1|2|4|8 (KD_SPLIT16:
-//     the first launch's cluster size; 1 = no cluster)
+//     the first launch's cluster size; 1 = no cluster)   KD_SHARED_MAPS 0|1 (KD_SPLIT16: the first
+//     launch builds each batch entry's maps; 0: each product CTA builds its own)
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps; 512 and
-//   four with KD_SPLIT16 = 2) as wg_tma_layout.cuh lays them out.
+//   four with KD_SPLIT16 = 2; with KD_SHARED_MAPS the first batch entries' slots hold each entry's
+//   maps) as wg_tma_layout.cuh lays them out.
 // KD_SPLIT16 (family wg_tma_f32): a TF32-class call computed as one f16 product. Launch 0,
 //   kd_wg_tma_split16 (block 256, clusters of KD_COPY_CLUSTER, grid kd_tma16_blocks for op(A) then
 //   op(B); "pdl" with KD_PDL = 1, the families' seeds on sm_90), writes op(A)'s rows and op(B)'s
@@ -78,6 +80,14 @@
 // over (wg_tma_layout.cuh). Records made before the parameter ran clusters of 8.
 #ifndef KD_COPY_CLUSTER
 #define KD_COPY_CLUSTER 8
+#endif
+// KD_SPLIT16: the first launch builds each batch entry's tensor maps, which every product CTA of that
+// entry then uses; 0 (records made before the parameter): each product CTA builds its own.
+#ifndef KD_SHARED_MAPS
+#define KD_SHARED_MAPS 0
+#endif
+#if KD_SHARED_MAPS && !KD_SPLIT16
+#error "KD_SHARED_MAPS: the maps are built by the first launch of KD_SPLIT16"
 #endif
 #if !KD_SPLIT16 && (KD_TA != 1 || KD_TB != 0)
 #error "wg_tma: only ta = T, tb = N (k contiguous in A and B)"
@@ -552,6 +562,33 @@ extern "C" __global__ void __launch_bounds__(256, 2) KD_COPY_CLUSTER_DIMS kd_wg_
   // After that wait, so that the product, which may start only once every block of this grid got
   // here, inherits it: the previous kernel has completed before the product writes C.
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#if KD_SHARED_MAPS
+  // Each batch entry's maps, once per call, in the map slot of its index (the product CTAs of entry z
+  // read slot z after their wait on this grid): a product CTA that builds its own maps does so on the
+  // call's critical path whenever it starts after the copies, as most do (1024^3 TN: 19.4 against 17.5
+  // us, H200, session 37).
+  __shared__ __align__(128) unsigned char map_tmp[256 * kd_layout().parts()];
+  if (threadIdx.x < 32) {
+    const kd_tma16_ws ws = kd_ws16(args);
+    const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
+    const unsigned tmp = kd_smem_addr(map_tmp);
+    const int lane = static_cast<int>(threadIdx.x);
+    constexpr int kParts = kd_layout().parts();
+    for (long long z = blockIdx.x; z < args.batch; z += gridDim.x) {
+      unsigned char* slot = static_cast<unsigned char*>(args.workspace) + z * kd_layout().map_bytes();
+      const kd_t* A = reinterpret_cast<const kd_t*>(w + ws.a16) + z * args.m * ws.ld16;
+      const kd_t* B = reinterpret_cast<const kd_t*>(w + ws.b16) + z * args.n * ws.ld16;
+      kd_make_map(tmp, slot, A, args.k, args.m, ws.ld16, kBM, lane);
+      kd_make_map(tmp + 128 * kParts, slot + 128 * kParts, B, args.k, args.n, ws.ld16, KD_BN, lane);
+#if KD_SPLIT16 == 2
+      kd_make_map(tmp + 128, slot + 128, reinterpret_cast<const kd_t*>(w + ws.a16lo) + z * args.m * ws.ld16, args.k,
+                  args.m, ws.ld16, kBM, lane);
+      kd_make_map(tmp + 384, slot + 384, reinterpret_cast<const kd_t*>(w + ws.b16lo) + z * args.n * ws.ld16, args.k,
+                  args.n, ws.ld16, KD_BN, lane);
+#endif
+    }
+  }
+#endif
   __shared__ unsigned red[8][32];  // rows contiguous across k: per warp and row
   __shared__ unsigned part_max[8];  // k-contiguous rows: per row (warp)
   __shared__ uint4 stage[8][KD_SPLIT16][32][5];  // rows contiguous across k: per warp, hi (and lo)
@@ -631,8 +668,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   if (wg == KD_WG) {
     if constexpr (kSplitRegs) kd_setmaxnreg_dec<kProducerRegs>();
     if (warp == 0) {
+#if KD_SHARED_MAPS
+      // Entry z's maps, built by the first launch (read past the wait on its grid below).
+      unsigned char* slot = static_cast<unsigned char*>(args.workspace) + z * kd_layout().map_bytes();
+#else
       const long long cta = (static_cast<long long>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
       unsigned char* slot = static_cast<unsigned char*>(args.workspace) + cta * kd_layout().map_bytes();
+#endif
+      constexpr int kParts = kd_layout().parts();
+#if !KD_SHARED_MAPS
 #if KD_SPLIT16
       const kd_tma16_ws ws = kd_ws16(args);
       const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
@@ -645,7 +689,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
       const long long lda = args.lda, ldb = args.ldb;
 #endif
       // The maps: A's, B's; with lo parts A hi, A lo, B hi, B lo (the order of a stage's tiles).
-      constexpr int kParts = kd_layout().parts();
       kd_make_map(maps, slot, A, k, m, lda, kBM, lane);
       kd_make_map(maps + 128 * kParts, slot + 128 * kParts, B, k, n, ldb, KD_BN, lane);
 #if KD_SPLIT16 == 2
@@ -654,10 +697,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
       kd_make_map(maps + 384, slot + 384, reinterpret_cast<const kd_t*>(w + ws.b16lo) + z * n * ws.ld16, k, n, ldb,
                   KD_BN, lane);
 #endif
+#endif  // !KD_SHARED_MAPS
 #if KD_SPLIT16
       // A programmatic dependent of kd_wg_tma_split16, which reads nothing this kernel writes and
-      // writes the copies and shifts: the maps (addresses only) are built while it runs, and the
-      // copies are read only past this wait. The consumers read the shifts after tiles that the
+      // writes the copies and shifts (and with KD_SHARED_MAPS the maps): this CTA's own maps
+      // (addresses only) are built while it runs, and the copies and shared maps are read only past
+      // this wait. The consumers read the shifts after tiles that the
       // TMA loaded past it (their full barriers order them); the wait makes the whole grid see the
       // copies.
       asm volatile("griddepcontrol.wait;" ::: "memory");

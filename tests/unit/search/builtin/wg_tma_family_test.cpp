@@ -335,7 +335,8 @@ TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
 }
 
 // The copies' cluster is as small as their k splits allow (a cluster launch costs about 2 us), none
-// where no row is split; a record made before KD_COPY_CLUSTER keeps its clusters of 8.
+// where no row is split, and the copy launch builds the product's tensor maps; a record made before
+// KD_COPY_CLUSTER and KD_SHARED_MAPS keeps its clusters of 8 and per-CTA maps.
 TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
   const Family& f = wg_tma_f16s_family();
   const Target t;
@@ -354,6 +355,7 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
     ASSERT_FALSE(seeds.empty()) << key.shape_line();
     for (const Params& p : seeds) {
       EXPECT_EQ(p.at("KD_COPY_CLUSTER"), c.cluster) << key.shape_line();
+      EXPECT_EQ(p.at("KD_SHARED_MAPS"), 1) << "the first launch builds the maps";
       EXPECT_EQ(checked_copies_plan(f, key, t, p).launches[0].grid[0], static_cast<std::uint32_t>(c.blocks))
           << key.shape_line();
     }
@@ -361,7 +363,8 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
   const GemmKey ragged = key_of(tf32_line("T", "N", 1000, 1000, 1024, ""));
   Params old = completed_seeds(f, ragged, t).at(0);
   old.erase("KD_COPY_CLUSTER");
-  ASSERT_TRUE(f.valid(ragged, t, old));
+  old.erase("KD_SHARED_MAPS");
+  ASSERT_TRUE(f.valid(ragged, t, old)) << "a record made before both parameters";
   EXPECT_EQ(f.plan(ragged, t, old).launches[0].grid[0], 128u + 128u) << "125 groups per operand in clusters of 8";
   // No cluster at all compiles too (the seeds' NVRTC check covers clusters of 2 to 8).
   test::expect_nvrtc_clean({render(f, ragged, t, completed_seeds(f, ragged, t).at(0))},
