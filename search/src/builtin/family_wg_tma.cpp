@@ -332,8 +332,9 @@ Params split16_complete(const GemmKey& key, const Target& t, Params p) {
   p[kCopyCluster] = min_copy_cluster(key);
   // The first launch builds each batch entry's tensor maps once, for all of that entry's product CTAs:
   // built by each CTA they cost the call about 1.3-1.9 us at 1024^3 (19.4 against 17.5 us TN, 21.0
-  // against 19.7 NN; H200, session 37). Records made before the parameter build their own.
-  p[kSharedMaps] = 1;
+  // against 19.7 NN; H200, session 37). An explicit 0 stays (a lab diagnostic that runs the product
+  // without the copy launch needs its CTAs' own maps).
+  if (p.find(kSharedMaps) == p.end()) p[kSharedMaps] = 1;
   return p;
 }
 constexpr auto f32_complete = split16_complete<1>;
