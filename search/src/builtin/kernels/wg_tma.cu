@@ -702,9 +702,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
       // A programmatic dependent of kd_wg_tma_split16, which reads nothing this kernel writes and
       // writes the copies and shifts (and with KD_SHARED_MAPS the maps): this CTA's own maps
       // (addresses only) are built while it runs, and the copies and shared maps are read only past
-      // this wait. The consumers read the shifts after tiles that the
-      // TMA loaded past it (their full barriers order them); the wait makes the whole grid see the
-      // copies.
+      // this wait. The consumers read the shifts after tiles that the TMA loaded past it (their full
+      // barriers order them); the wait makes the whole grid see the copies.
       asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
       if (lane == 0) {
