@@ -365,10 +365,10 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
   old.erase("KD_COPY_CLUSTER");
   old.erase("KD_SHARED_MAPS");
   ASSERT_TRUE(f.valid(ragged, t, old)) << "a record made before both parameters";
+  EXPECT_EQ(f.plan(ragged, t, old).launches[0].grid[0], 128u + 128u) << "125 groups per operand in clusters of 8";
   Params own = completed_seeds(f, ragged, t).at(0);
   own["KD_SHARED_MAPS"] = 0;
   EXPECT_EQ(f.complete(ragged, t, own).at("KD_SHARED_MAPS"), 0) << "per-CTA maps on request (the lab's product alone)";
-  EXPECT_EQ(f.plan(ragged, t, old).launches[0].grid[0], 128u + 128u) << "125 groups per operand in clusters of 8";
   // No cluster at all compiles too (the seeds' NVRTC check covers clusters of 2 to 8).
   test::expect_nvrtc_clean({render(f, ragged, t, completed_seeds(f, ragged, t).at(0))},
                            /*no_wgmma_serialization=*/true);
