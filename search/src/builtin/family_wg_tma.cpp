@@ -48,19 +48,25 @@ long long copy_cluster(const Params& p) {
   const long long c = param(p, kCopyCluster);
   return c == 0 ? 8 : c;
 }
+// KD_COPY_ROWS: the rows of a row group whose rows are contiguous across k (ta = N's A, tb = T's B);
+// records made before it existed used 32.
+long long copy_rows(const Params& p) {
+  const long long r = param(p, kCopyRows);
+  return r == 0 ? 32 : r;
+}
 // The smallest cluster that keeps each operand's k split what a cluster of 8 gives it (as few blocks
 // per row group as hold their chunk in registers): a cluster launch costs the first launch about 2 us
 // over a plain one, and a cluster larger than the splits buys nothing (1024^3 TN: copies 7.3 against
 // 5.1 us, the call 21.0 against 19.1; H200, session 37), while reading a row twice instead of splitting
 // it costs more (1024^3 NN copies 10.9 against 8.1).
-long long min_copy_cluster(const GemmKey& key) {
+long long min_copy_cluster(const GemmKey& key, long long rows) {
   const long long c = kd_tma16_cluster_max();
-  return std::max(kd_tma16_ksplit(key.ta == Transpose::T, key.k, c),
-                  kd_tma16_ksplit(key.tb == Transpose::N, key.k, c));
+  return std::max(kd_tma16_ksplit(key.ta == Transpose::T, key.k, c, rows),
+                  kd_tma16_ksplit(key.tb == Transpose::N, key.k, c, rows));
 }
-long long copy_blocks(const GemmKey& key, long long cluster) {
-  return kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k, cluster) +
-         kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k, cluster);
+long long copy_blocks(const GemmKey& key, long long cluster, long long rows) {
+  return kd_tma16_blocks(key.ta == Transpose::T, key.batch, key.m, key.k, cluster, rows) +
+         kd_tma16_blocks(key.tb == Transpose::N, key.batch, key.n, key.k, cluster, rows);
 }
 long long workspace_bytes(const GemmKey& key, const Params& p) {
   if (param(p, kSplit16) >= 1) return split16_layout(key, p).end;
@@ -120,8 +126,8 @@ bool tma_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (stages < 2 || stages > 8) return false;
   if (split < 1 || split > kMaxSplit || split > ceil_div(key.k, kTileK)) return false;
   if (cluster != (split > 1 ? 1 : 0)) return false;
-  // Shared maps are built by the first launch, which only the f16 copies have.
-  if (param(p, kSharedMaps) != 0 && param(p, kSplit16) == 0) return false;
+  // Shared maps are built by the first launch, which only the f16 copies have; so are its row groups.
+  if ((param(p, kSharedMaps) != 0 || param(p, kCopyRows) != 0) && param(p, kSplit16) == 0) return false;
   // The cluster's partial tile (f32) is staged in the CTA's own ring.
   if (split > 1 && !layout_of(p).partial_tile_fits()) return false;
   if (ceil_div(key.m, bm_of(p)) > 65535 || key.batch * split > 65535) return false;
@@ -138,7 +144,7 @@ LaunchPlan tma_plan(const GemmKey& key, const Target&, const Params& p) {
   if (param(p, kSplit16) >= 1) {
     LaunchSpec split;
     split.entry = "kd_wg_tma_split16";
-    split.grid = {u32(copy_blocks(key, copy_cluster(p))), 1, 1};
+    split.grid = {u32(copy_blocks(key, copy_cluster(p), copy_rows(p))), 1, 1};
     split.block = {256, 1, 1};
     plan.launches.push_back(split);
     main.pdl = true;
@@ -303,8 +309,9 @@ std::optional<std::string> split16_rejects(const GemmKey& key) {
   if (key.k < 1) return "needs k >= 1";
   if (key.m > kMaxDim || key.n > kMaxDim || key.k > kMaxDim) return "m, n and k must be below 2^31 (TMA coordinates)";
   // The first launch's grid: blocks per 8 k-contiguous rows or per 32 rows contiguous across k, times
-  // the blocks each row's k is split over (kernels/wg_tma_layout.cuh), for both operands.
-  if (copy_blocks(key, kd_tma16_cluster_max()) > kMaxDim)
+  // the blocks each row's k is split over (kernels/wg_tma_layout.cuh), for both operands. (Groups of 8
+  // rows contiguous across k are taken only where their grid fits too: split16_complete.)
+  if (copy_blocks(key, kd_tma16_cluster_max(), 32) > kMaxDim)
     return "more rows than the first launch's grid holds";
   return std::nullopt;
 }
@@ -329,7 +336,13 @@ template <long long Split16>
 Params split16_complete(const GemmKey& key, const Target& t, Params p) {
   p = tma_complete(key, t, std::move(p));
   p[kSplit16] = Split16;
-  p[kCopyCluster] = min_copy_cluster(key);
+  // Rows contiguous across k are copied in groups of 8, as many and as large as the k-contiguous path's
+  // (a group of 32 holds a quarter of the k, so at m = 1024 there were 64 blocks, each twice the bytes
+  // of the other operand's 128): 1024^3 NN 19.59 -> 19.23 us, 2048^3 NN 100.5 -> 98.4, 4096^3 NN
+  // 756 -> 750 (H200, session 38). An explicit 32 stays; so does 32 where 8 would overflow the grid.
+  if (p.find(kCopyRows) == p.end())
+    p[kCopyRows] = copy_blocks(key, kd_tma16_cluster_max(), 8) <= kMaxDim ? 8 : 32;
+  p[kCopyCluster] = min_copy_cluster(key, copy_rows(p));
   // The first launch builds each batch entry's tensor maps once, for all of that entry's product CTAs:
   // built by each CTA they cost the call about 1.3-1.9 us at 1024^3 (19.4 against 17.5 us TN, 21.0
   // against 19.7 NN; H200, session 37). An explicit 0 stays (a lab diagnostic that runs the product
@@ -342,16 +355,17 @@ constexpr auto f16s_complete = split16_complete<2>;
 
 // Any cluster size that divides the portable 8 works: kernel and plan split k by the same rule. Maps
 // shared or per CTA.
-bool copy_launch_valid(const Params& p) {
-  const long long c = copy_cluster(p), shared = param(p, kSharedMaps);
-  return (c == 1 || c == 2 || c == 4 || c == 8) && (shared == 0 || shared == 1);
+bool copy_launch_valid(const GemmKey& key, const Params& p) {
+  const long long c = copy_cluster(p), shared = param(p, kSharedMaps), rows = copy_rows(p);
+  return (c == 1 || c == 2 || c == 4 || c == 8) && (shared == 0 || shared == 1) && (rows == 8 || rows == 32) &&
+         copy_blocks(key, c, rows) <= kMaxDim;
 }
 
 bool f32_valid(const GemmKey& key, const Target& t, const Params& p) {
   // The epilogue's scales need registers that 128 accumulators at two CTAs per SM leave no room for
   // (ptxas spilled m64n256 per warpgroup there).
   if (param(p, kCtas) == 2 && param(p, kMw) * param(p, kBn) > 128) return false;
-  return param(p, kSplit16) == 1 && copy_launch_valid(p) && tma_valid(key, t, p);
+  return param(p, kSplit16) == 1 && copy_launch_valid(key, p) && tma_valid(key, t, p);
 }
 
 std::vector<Params> f32_seeds(const GemmKey& key, const Target& t) {
@@ -436,7 +450,7 @@ std::optional<std::string> f16s_declines(const GemmKey& key) {
 // 32-64 KB, and two CTAs' rings would be two stages deep.
 bool f16s_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (param(p, kMw) * param(p, kBn) > 128 || param(p, kCtas) != 1) return false;
-  return param(p, kSplit16) == 2 && copy_launch_valid(p) && tma_valid(key, t, p);
+  return param(p, kSplit16) == 2 && copy_launch_valid(key, p) && tma_valid(key, t, p);
 }
 
 // Tiles of 128 x 128 first (two consumer warpgroups of m64n128: 3.5x cuBLAS at 4096^3 in the lab,

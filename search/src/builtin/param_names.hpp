@@ -35,6 +35,7 @@ inline constexpr char kF16s[] = "KD_F16S";
 inline constexpr char kSplit16[] = "KD_SPLIT16";
 inline constexpr char kCopyCluster[] = "KD_COPY_CLUSTER";
 inline constexpr char kSharedMaps[] = "KD_SHARED_MAPS";
+inline constexpr char kCopyRows[] = "KD_COPY_ROWS";
 // Skinny families.
 inline constexpr char kKc[] = "KD_KC";
 inline constexpr char kRows[] = "KD_ROWS";

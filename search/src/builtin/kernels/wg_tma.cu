@@ -37,7 +37,8 @@
 //   KD_SPLIT16 0|1|2: f32 A and B (any KD_TA, KD_TB) through f16 copies, below: 1 the TF32 class,
 //     2 strict f32 (hi and lo copies; KD_MW * KD_BN <= 128)   KD_COPY_CLUSTER 1|2|4|8 (KD_SPLIT16:
 //     the first launch's cluster size; 1 = no cluster)   KD_SHARED_MAPS 0|1 (KD_SPLIT16: the first
-//     launch builds each batch entry's maps; 0: each product CTA builds its own)
+//     launch builds each batch entry's maps; 0: each product CTA builds its own)   KD_COPY_ROWS 8|32
+//     (KD_SPLIT16: the rows of a first-launch block of an operand whose rows are contiguous across k)
 // Plan: launch 0 kd_wg_tma: grid = [ceil(n / BN), ceil(m / (64 * WG * MW)), batch * SPLITK],
 //   block = [128 * (WG + 1)], smem and workspace (256 bytes per CTA, its two tensor maps; 512 and
 //   four with KD_SPLIT16 = 2; with KD_SHARED_MAPS the first batch entries' slots hold each entry's
@@ -80,6 +81,14 @@
 // over (wg_tma_layout.cuh). Records made before the parameter ran clusters of 8.
 #ifndef KD_COPY_CLUSTER
 #define KD_COPY_CLUSTER 8
+#endif
+// KD_SPLIT16: the rows of one first-launch row group of an operand whose rows are contiguous across k
+// (ta = N's A, tb = T's B): 8 or 32 (wg_tma_layout.cuh). Records made before the parameter used 32.
+#ifndef KD_COPY_ROWS
+#define KD_COPY_ROWS 32
+#endif
+#if KD_COPY_ROWS != 8 && KD_COPY_ROWS != 32
+#error "KD_COPY_ROWS is 8 or 32"
 #endif
 // KD_SPLIT16: the first launch builds each batch entry's tensor maps, which every product CTA of that
 // entry then uses; 0 (records made before the parameter): each product CTA builds its own.
@@ -543,6 +552,102 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
     }
   }
 }
+// KD_COPY_ROWS = 8: rows r0 .. r0 + 7 as kd_split16_rows32 takes 32. Lane l holds row r0 + l % 8 and,
+// of each tile of 32 k, the 8 consecutive k from 8 * (l / 8): every load reads four runs of 32 bytes
+// (8 neighbouring rows), and every store writes 8 rows' 64 contiguous bytes of halves straight from the
+// registers, with no staging. A block of 8 rows holds four times the k of a block of 32, so where 32-row
+// groups are few (m = 1024: 32 groups split in two, against 128 blocks of the other operand) the
+// groups are as many and as large as the k-contiguous path's.
+__device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld, long long r0, long long rows,
+                                                 long long k, __half* dst, __half* dstlo, long long ld16, int* shift,
+                                                 unsigned (*red)[32], unsigned f, unsigned part, unsigned first) {
+  constexpr int kTiles = 4 * kd_tma16_tiles();  // 64 floats a lane, as the 32-row path
+  const int lane = threadIdx.x & 31, w = threadIdx.x >> 5;
+  const int rl = lane & 7, q0 = 8 * (lane >> 3);
+  const long long r = r0 + rl;
+  const bool in = r0 >= 0 && r < rows;
+  const float* col = src + (in ? r : 0);
+  const long long chunk = ((k + f - 1) / f + 31) / 32 * 32;
+  const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
+  const long long t0 = k0 / 32 + w;  // this warp's tiles: t0, t0 + 8, ... while below k1
+  auto load_run = [&](long long kt, float (&v)[8]) {
+    const long long kb = kt * 32 + q0;
+    if (in && kb + 8 <= k) {
+#pragma unroll
+      for (int q = 0; q < 8; ++q) v[q] = col[(kb + q) * ld];
+    } else {
+#pragma unroll
+      for (int q = 0; q < 8; ++q) v[q] = in && kb + q < k ? col[(kb + q) * ld] : 0.f;
+    }
+  };
+  const bool held = (chunk / 32 + 7) / 8 <= kTiles;
+  float v[kTiles][8];
+  unsigned mx = 0;
+  if (held) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j) {
+      if ((t0 + 8 * j) * 32 < k1) {
+        load_run(t0 + 8 * j, v[j]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < 8; ++q) v[j][q] = 0.f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+#pragma unroll
+      for (int q = 0; q < 8; ++q) mx = max(mx, kd_abs_bits(v[j][q]));
+  } else {
+    for (long long kt = t0; kt * 32 < k1; kt += 8) {
+      float t[8];
+      load_run(kt, t);
+#pragma unroll
+      for (int q = 0; q < 8; ++q) mx = max(mx, kd_abs_bits(t[q]));
+    }
+  }
+  mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
+  mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+  red[w][lane] = mx;
+  __syncthreads();
+  if (w == 0) {
+    for (int i = 1; i < 8; ++i) mx = max(mx, red[i][lane]);
+    red[0][lane] = mx;
+  }
+  if (f > 1) {
+    mx = kd_group_max(kd_smem_addr(&red[0][lane]), first, f);
+  } else {
+    __syncthreads();
+    mx = red[0][lane];
+  }
+  if (r0 < 0) return;  // a padding block (the whole block)
+  const int sh = kd_f16_shift(mx);
+  const float s = kd_pow2(sh);
+  if (in && part == 0 && lane < 8 && w == 0) shift[rl] = sh;
+  __half* to = dst + rl * ld16;
+  __half* tolo = dstlo + rl * ld16;
+  auto put_run = [&](long long kt, const float (&t)[8]) {
+    const long long kb = kt * 32 + q0;
+    if (!in || kb >= k) return;  // a run past k holds zeros, as the row's ld16 does not
+    uint4 h, l;
+    h.x = kd_split_pair(t[0], t[1], s, l.x);
+    h.y = kd_split_pair(t[2], t[3], s, l.y);
+    h.z = kd_split_pair(t[4], t[5], s, l.z);
+    h.w = kd_split_pair(t[6], t[7], s, l.w);
+    *reinterpret_cast<uint4*>(to + kb) = h;
+    if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint4*>(tolo + kb) = l;
+  };
+  if (held) {
+#pragma unroll
+    for (int j = 0; j < kTiles; ++j)
+      if ((t0 + 8 * j) * 32 < k1) put_run(t0 + 8 * j, v[j]);
+  } else {
+    for (long long kt = t0; kt * 32 < k1; kt += 8) {
+      float t[8];
+      load_run(kt, t);
+      put_run(kt, t);
+    }
+  }
+}
 // Launch 0 of a KD_SPLIT16 plan: op(A)'s rows, then op(B)'s columns, as scaled f16 copies
 // (wg_tma_layout.cuh's kd_tma16_ws). kd_wg_tma runs as its programmatic dependent.
 // Registers capped for two blocks per SM. Uncapped, a block holding whole rows took so many that
@@ -591,11 +696,13 @@ extern "C" __global__ void __launch_bounds__(256, 2) KD_COPY_CLUSTER_DIMS kd_wg_
 #endif
   __shared__ unsigned red[8][32];  // rows contiguous across k: per warp and row
   __shared__ unsigned part_max[8];  // k-contiguous rows: per row (warp)
+#if KD_COPY_ROWS == 32
   __shared__ uint4 stage[8][KD_SPLIT16][32][5];  // rows contiguous across k: per warp, hi (and lo)
+#endif
   const kd_tma16_ws ws = kd_ws16(args);
   unsigned char* w = static_cast<unsigned char*>(args.workspace);
   const long long m = args.m, n = args.n, k = args.k;
-  const long long blocks_a = kd_tma16_blocks(KD_TA == 1, args.batch, m, k, KD_COPY_CLUSTER);
+  const long long blocks_a = kd_tma16_blocks(KD_TA == 1, args.batch, m, k, KD_COPY_CLUSTER, KD_COPY_ROWS);
   const bool is_a = blockIdx.x < blocks_a;
   const long long b = is_a ? blockIdx.x : blockIdx.x - blocks_a;  // blocks_a is whole clusters
   // op(A) row i of entry z is k-contiguous when ta = T (A stored k x m), row-contiguous when ta = N;
@@ -608,21 +715,26 @@ extern "C" __global__ void __launch_bounds__(256, 2) KD_COPY_CLUSTER_DIMS kd_wg_
   __half* dst16lo = reinterpret_cast<__half*>(w + (is_a ? ws.a16lo : ws.b16lo));  // KD_SPLIT16 = 2
   int* shifts = reinterpret_cast<int*>(w + (is_a ? ws.sha : ws.shb));
   // This block's row group and its part of k; the group's f blocks are neighbours in one cluster.
-  const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k, KD_COPY_CLUSTER));
+  const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k, KD_COPY_CLUSTER, KD_COPY_ROWS));
   const long long group = b / f;
   const unsigned part = static_cast<unsigned>(b % f), first = kd_cluster_rank() / f * f;
-  const long long groups = kd_tma16_groups(kmajor, args.batch, rows);
+  const long long groups = kd_tma16_groups(kmajor, args.batch, rows, KD_COPY_ROWS);
   if (kmajor) {
     const int warp = threadIdx.x >> 5;
     kd_split16_kmajor([&](long long g) { return base + g / rows * stride + g % rows * ld; }, dst16, dst16lo, ws.ld16,
                       shifts,
                       group * 8 + warp, args.batch * rows, k, f, part, &part_max[warp], first);
   } else {
-    const long long per = (rows + 31) / 32, z = group / per;
-    const long long r0 = group < groups ? group % per * 32 : -1;
+    const long long per = (rows + KD_COPY_ROWS - 1) / KD_COPY_ROWS, z = group / per;
+    const long long r0 = group < groups ? group % per * KD_COPY_ROWS : -1;
     const long long at = (z * rows + (r0 < 0 ? 0 : r0)) * ws.ld16;
+#if KD_COPY_ROWS == 32
     kd_split16_rows32(base + z * stride, ld, r0, rows, k, dst16 + at, dst16lo + at, ws.ld16,
                       shifts + z * rows + (r0 < 0 ? 0 : r0), red, stage[threadIdx.x >> 5], f, part, first);
+#else
+    kd_split16_rows8(base + z * stride, ld, r0, rows, k, dst16 + at, dst16lo + at, ws.ld16,
+                     shifts + z * rows + (r0 < 0 ? 0 : r0), red, f, part, first);
+#endif
   }
 }
 #endif

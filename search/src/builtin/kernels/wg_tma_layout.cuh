@@ -66,26 +66,30 @@ KD_HD constexpr kd_tma16_ws kd_tma16_layout(long long map_slots_bytes, long long
   return {ld16, a16, b16, sha, shb, a16lo, b16lo, b16lo + kd_tma16_up(batch * n * ld16 * 2)};
 }
 // The first launch: blocks of 256 threads in clusters of `cluster` (KD_COPY_CLUSTER: 1, 2, 4 or 8). A
-// row group (8 rows of a k-contiguous operand over all batch entries, a warp per row; or 32 rows of one
-// batch entry of an operand whose rows are contiguous) is split over k into kd_tma16_ksplit blocks of
-// one cluster, as few as hold their chunk in registers (at most `cluster`): a warp holds
-// 64 * kd_tma16_pairs() k of its row, a block of 32 rows 8 * 32 * kd_tma16_tiles() k; a longer chunk
-// is read twice (the max, then the split). Each operand's blocks are rounded up to whole clusters.
+// row group (8 rows of a k-contiguous operand over all batch entries, a warp per row; or `rows_group`
+// rows, 8 or 32 (KD_COPY_ROWS), of one batch entry of an operand whose rows are contiguous) is split over
+// k into kd_tma16_ksplit blocks of one cluster, as few as hold their chunk in registers (at most
+// `cluster`): a warp holds 64 * kd_tma16_pairs() k of its row, a block of 32 rows 8 * 32 *
+// kd_tma16_tiles() k and a block of 8 rows four times that; a longer chunk is read twice (the max, then
+// the split). Each operand's blocks are rounded up to whole clusters.
 KD_HD constexpr long long kd_tma16_cluster_max() { return 8; }  // the portable cluster size
 KD_HD constexpr long long kd_tma16_pairs() { return 32; }
 KD_HD constexpr long long kd_tma16_tiles() { return 2; }
-KD_HD constexpr long long kd_tma16_ksplit(bool k_contiguous, long long k, long long cluster) {
-  const long long held = k_contiguous ? 64 * kd_tma16_pairs() : 8 * 32 * kd_tma16_tiles();
+KD_HD constexpr long long kd_tma16_ksplit(bool k_contiguous, long long k, long long cluster, long long rows_group = 32) {
+  const long long held = k_contiguous ? 64 * kd_tma16_pairs() : 8 * 32 * kd_tma16_tiles() * (32 / rows_group);
   long long f = 1;
   while (f < cluster && f * held < k) f *= 2;
   return f;
 }
-KD_HD constexpr long long kd_tma16_groups(bool k_contiguous, long long batch, long long rows) {
-  return k_contiguous ? (batch * rows + 7) / 8 : batch * ((rows + 31) / 32);
+KD_HD constexpr long long kd_tma16_groups(bool k_contiguous, long long batch, long long rows,
+                                          long long rows_group = 32) {
+  return k_contiguous ? (batch * rows + 7) / 8 : batch * ((rows + rows_group - 1) / rows_group);
 }
 KD_HD constexpr long long kd_tma16_blocks(bool k_contiguous, long long batch, long long rows, long long k,
-                                          long long cluster) {
-  return (kd_tma16_groups(k_contiguous, batch, rows) * kd_tma16_ksplit(k_contiguous, k, cluster) + cluster - 1) /
+                                          long long cluster, long long rows_group = 32) {
+  return (kd_tma16_groups(k_contiguous, batch, rows, rows_group) *
+              kd_tma16_ksplit(k_contiguous, k, cluster, rows_group) +
+          cluster - 1) /
          cluster * cluster;
 }
 

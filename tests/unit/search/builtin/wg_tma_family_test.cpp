@@ -224,10 +224,10 @@ TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
         const LaunchPlan lp = checked_copies_plan(f, key, t, p);
         ASSERT_EQ(lp.launches.size(), 2u);
         EXPECT_FALSE(lp.launches[0].pdl);
-        // A block per 8 k-contiguous rows (a warp holds 2048 of k), two per 32 rows contiguous across k
-        // (a block holds 512 of k).
-        const long long a_blocks = key.ta == Transpose::T ? 512 : 256, b_blocks = key.tb == Transpose::N ? 256 : 128;
-        EXPECT_EQ(lp.launches[0].grid[0], static_cast<std::uint32_t>(a_blocks + b_blocks)) << key.shape_line();
+        // A block per 8 rows, k-contiguous (a warp holds 2048 of k) or contiguous across k (a block
+        // holds 2048 of k).
+        EXPECT_EQ(p.at("KD_COPY_ROWS"), 8);
+        EXPECT_EQ(lp.launches[0].grid[0], 512u + 256u) << key.shape_line();
         EXPECT_EQ(lp.launches[0].block[0], 256u);
         EXPECT_EQ(lp.launches[1].entry, "kd_wg_tma");
         // The maps, both copies (rows of 1001 halves rounded to 1008) and one shift per row.
@@ -335,8 +335,9 @@ TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
 }
 
 // The copies' cluster is as small as their k splits allow (a cluster launch costs about 2 us), none
-// where no row is split, and the copy launch builds the product's tensor maps; a record made before
-// KD_COPY_CLUSTER and KD_SHARED_MAPS keeps its clusters of 8 and per-CTA maps.
+// where no row is split, rows contiguous across k go in groups of 8, and the copy launch builds the
+// product's tensor maps; a record made before KD_COPY_CLUSTER, KD_COPY_ROWS and KD_SHARED_MAPS keeps
+// its clusters of 8, groups of 32 and per-CTA maps.
 TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
   const Family& f = wg_tma_f16s_family();
   const Target t;
@@ -344,11 +345,11 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
     const char *ta, *tb;
     long long m, k, cluster, blocks;  // n = m
   };
-  // k-contiguous rows: 8 per block, whole up to k = 2048; rows contiguous across k: 32 per block, whole up
-  // to k = 512.
-  const Case cases[] = {{"T", "N", 1024, 1024, 1, 128 + 128}, {"T", "N", 1000, 1024, 1, 125 + 125},
-                        {"N", "N", 1024, 1024, 2, 64 + 128},  {"T", "T", 1024, 1024, 2, 128 + 64},
-                        {"T", "N", 4096, 4096, 2, 1024 + 1024}, {"N", "N", 4096, 4096, 8, 1024 + 1024}};
+  // 8 rows per block, whole up to k = 2048, in either path.
+  const Case cases[] = {{"T", "N", 1024, 1024, 1, 128 + 128},   {"T", "N", 1000, 1024, 1, 125 + 125},
+                        {"N", "N", 1024, 1024, 1, 128 + 128},   {"T", "T", 1000, 1024, 1, 125 + 125},
+                        {"N", "T", 1024, 1024, 1, 128 + 128},   {"T", "N", 4096, 4096, 2, 1024 + 1024},
+                        {"N", "N", 4096, 4096, 2, 1024 + 1024}, {"N", "T", 8192, 8192, 4, 4096 + 4096}};
   for (const Case& c : cases) {
     const GemmKey key = key_of(tf32_line(c.ta, c.tb, c.m, c.m, c.k, ""));
     const auto seeds = completed_seeds(f, key, t);
@@ -356,6 +357,7 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
     for (const Params& p : seeds) {
       EXPECT_EQ(p.at("KD_COPY_CLUSTER"), c.cluster) << key.shape_line();
       EXPECT_EQ(p.at("KD_SHARED_MAPS"), 1) << "the first launch builds the maps";
+      EXPECT_EQ(p.at("KD_COPY_ROWS"), 8);
       EXPECT_EQ(checked_copies_plan(f, key, t, p).launches[0].grid[0], static_cast<std::uint32_t>(c.blocks))
           << key.shape_line();
     }
@@ -364,13 +366,33 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
   Params old = completed_seeds(f, ragged, t).at(0);
   old.erase("KD_COPY_CLUSTER");
   old.erase("KD_SHARED_MAPS");
-  ASSERT_TRUE(f.valid(ragged, t, old)) << "a record made before both parameters";
+  old.erase("KD_COPY_ROWS");
+  ASSERT_TRUE(f.valid(ragged, t, old)) << "a record made before the three parameters";
   EXPECT_EQ(f.plan(ragged, t, old).launches[0].grid[0], 128u + 128u) << "125 groups per operand in clusters of 8";
+  const GemmKey rows_key = key_of(tf32_line("N", "T", 1000, 1000, 1024, ""));
+  Params old_rows = completed_seeds(f, rows_key, t).at(0);
+  old_rows.erase("KD_COPY_CLUSTER");
+  old_rows.erase("KD_COPY_ROWS");
+  ASSERT_TRUE(f.valid(rows_key, t, old_rows));
+  EXPECT_EQ(f.plan(rows_key, t, old_rows).launches[0].grid[0], 64u + 64u)
+      << "32 groups of 32 rows per operand, each split in two, in clusters of 8";
+  Params rows32 = completed_seeds(f, rows_key, t).at(0);
+  rows32["KD_COPY_ROWS"] = 32;
+  rows32 = f.complete(rows_key, t, rows32);
+  EXPECT_EQ(rows32.at("KD_COPY_ROWS"), 32) << "an explicit 32 stays";
+  EXPECT_EQ(rows32.at("KD_COPY_CLUSTER"), 2);
+  EXPECT_EQ(f.plan(rows_key, t, rows32).launches[0].grid[0], 64u + 64u);
+  rows32["KD_COPY_ROWS"] = 16;
+  EXPECT_FALSE(f.valid(rows_key, t, rows32)) << "groups of 8 or 32 rows only";
   Params own = completed_seeds(f, ragged, t).at(0);
   own["KD_SHARED_MAPS"] = 0;
   EXPECT_EQ(f.complete(ragged, t, own).at("KD_SHARED_MAPS"), 0) << "per-CTA maps on request (the lab's product alone)";
-  // No cluster at all compiles too (the seeds' NVRTC check covers clusters of 2 to 8).
-  test::expect_nvrtc_clean({render(f, ragged, t, completed_seeds(f, ragged, t).at(0))},
+  // No cluster at all compiles too (the seeds' NVRTC check covers clusters of 2 to 8), and so do the
+  // groups of 8 rows contiguous across k, split and not.
+  test::expect_nvrtc_clean({render(f, ragged, t, completed_seeds(f, ragged, t).at(0)),
+                            render(f, rows_key, t, completed_seeds(f, rows_key, t).at(0)),
+                            render(f, key_of(tf32_line("N", "T", 8192, 8192, 8192, "")), t,
+                                   completed_seeds(f, key_of(tf32_line("N", "T", 8192, 8192, 8192, "")), t).at(0))},
                            /*no_wgmma_serialization=*/true);
 }
 
