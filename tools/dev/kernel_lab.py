@@ -7,7 +7,7 @@ usage: kernel_lab.py FAMILY_SOURCE CONFIGS.json [--out DIR]
 CONFIGS.json: {"cases":[{"dtype":"bf16","m":4096,"n":16,"k":4096,"variants":[{"KD_MT":1,...}, ...]}]}
 Each variant is a dict of -D macros plus "grid" / "block" computed here by the family's rule.
 Optional, per case: "ta": "T" (default, nn.Linear: A stored k x m) or "N" (torch.mm: A stored m x k,
-column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
+column-major); "tb": "N" (default: B stored k x n) or "T" (B stored n x k, column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
 wgmma); "err_floor" (default
 1e-6) added to 2x cuBLAS's norm error; "tf32": true (f32 cases) lets cuBLAS use TF32, the baseline of
 the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
@@ -157,15 +157,21 @@ rows = []
 for case in cfg["cases"]:
     dt = DT[case["dtype"]]; m, n, k = case["m"], case["n"], case["k"]
     entry = case.get("entry", "kd_skinny_mma")
-    ta = case.get("ta", "T")
+    ta, tb = case.get("ta", "T"), case.get("tb", "N")
     skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic", "pdl_first")
-    jobs = [(f"{case['dtype']}_{ta}_{m}x{n}x{k}_{i}",
+    jobs = [(f"{case['dtype']}_{ta}{'' if tb == 'N' else tb}_{m}x{n}x{k}_{i}",
              {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}},
              case.get("arch", "sm_90"))
             for i, v in enumerate(case["variants"])]
     with cf.ThreadPoolExecutor(16) as ex:
         compiled = list(ex.map(compile_variant, jobs))
-    X = torch.randn(n, k, device=dev, dtype=torch.float32).to(dt)   # B stored k x n (tb=N)
+    if tb == "N":
+        X = torch.randn(n, k, device=dev, dtype=torch.float32).to(dt)   # B stored k x n (tb=N)
+        Xop = X
+    else:
+        X = torch.randn(k, n, device=dev, dtype=torch.float32).to(dt)   # B stored n x k col-major (tb=T)
+        Xop = X.t()
+    ldb = k if tb == "N" else n
     if ta == "T":
         W = torch.randn(m, k, device=dev, dtype=torch.float32).to(dt)   # op(A) rows: A stored k x m (ta=T)
         Wop = W.t()
@@ -173,11 +179,11 @@ for case in cfg["cases"]:
         W = torch.randn(k, m, device=dev, dtype=torch.float32).to(dt)   # A stored m x k col-major (ta=N)
         Wop = W
     lda = k if ta == "T" else m
-    ref = (X.double() @ Wop.double())                                # n x m == C^T (C is m x n col-major)
+    ref = (Xop.double() @ Wop.double())                                # n x m == C^T (C is m x n col-major)
     out = torch.empty(n, m, device=dev, dtype=dt)
     # "tf32": true times cuBLAS as an application that allows TF32 calls it (the TF32 class).
     torch.backends.cuda.matmul.allow_tf32 = bool(case.get("tf32", False))
-    base = timed(lambda: torch.mm(X, Wop, out=out))
+    base = timed(lambda: torch.mm(Xop, Wop, out=out))
     if serving:
         wbytes = W.numel() * W.element_size()
         copies = max(2, -(-3 * l2 // wbytes))
@@ -186,7 +192,7 @@ for case in cfg["cases"]:
         Wops = [w.t() if ta == "T" else w for w in Ws]
         def mm_calls(stream):
             for i in range(reps):
-                torch.mm(X, Wops[i % copies], out=out)
+                torch.mm(Xop, Wops[i % copies], out=out)
             return reps
         base_srv = graph_time(mm_calls)
         sink = torch.zeros(1, dtype=torch.int32, device=dev)
@@ -213,7 +219,7 @@ for case in cfg["cases"]:
         fns = [load(cubin, l["entry"]) for l in launches]
         ws = torch.full((max(var.get("workspace", 0), 1),), 0xFF, dtype=torch.uint8, device=dev)
         out.fill_(float("nan"))
-        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, k, m, 0, 0, 0, 1, 1.0, 0.0, 0)
+        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, 0, 0, 0, 1, 1.0, 0.0, 0)
         stream = torch.cuda.current_stream().cuda_stream
         def run(fns=fns, launches=launches, args=args, stream=stream):
             for f, l in zip(fns, launches):
@@ -225,7 +231,7 @@ for case in cfg["cases"]:
         t = timed(run)
         srv, t_rank = "", t
         if serving:
-            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, k, m, 0, 0, 0, 1, 1.0, 0.0, 0)
+            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, 0, 0, 0, 1, 1.0, 0.0, 0)
                        for w in Ws]
             def var_calls(stream, fns=fns, launches=launches, argsets=argsets):
                 for i in range(reps):

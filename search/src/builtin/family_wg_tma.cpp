@@ -399,14 +399,35 @@ Family make_f32_family() {
   return f;
 }
 
+// The copy launch's row groups where an operand's rows are contiguous across k. Groups of 8 are the
+// completion's choice; where both operands take that path (ta = N, tb = T) groups of 32 in a cluster of
+// 2 ran as fast or faster at 1024^3 (19.2-19.3 against 19.7-20.1 us, H200, session 38), so the search
+// measures both.
+template <long long Rows>
+std::optional<Params> copy_rows_to(const GemmKey& key, const Target&, const Params& p) {
+  if ((key.ta == Transpose::T && key.tb == Transpose::N) || copy_rows(p) == Rows) return std::nullopt;
+  Params out = p;
+  out[kCopyRows] = Rows;
+  return out;
+}
+std::string copy_rows_32(const GemmKey&, const Target&, const Params&) {
+  return "copy rows contiguous across k in groups of 32, a quarter of the blocks, each row's k split over a "
+         "cluster";
+}
+std::string copy_rows_8(const GemmKey&, const Target&, const Params&) {
+  return "copy rows contiguous across k in groups of 8, as many blocks as the k-contiguous rows take";
+}
+
 // The moves of wg_tma, once more for another family of its kernel (the same parameters; KD_SPLIT16
-// stays as the family's completion sets it).
+// stays as the family's completion sets it), and the moves of the f16 copies' launch.
 std::vector<IdeaMove> moves_for(const char* family) {
   std::vector<IdeaMove> out;
   for (IdeaMove m : kIdeas) {
     m.family = family;
     out.push_back(m);
   }
+  out.push_back({family, "tma.copy_rows_32", copy_rows_32, copy_rows_to<32>});
+  out.push_back({family, "tma.copy_rows_8", copy_rows_8, copy_rows_to<8>});
   return out;
 }
 

@@ -385,7 +385,7 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __
   const bool in = g < grows;
   const float* src = in ? rowp(g) : nullptr;
   const bool v4 = (reinterpret_cast<unsigned long long>(src) & 15) == 0;
-  const long long chunk = ((k + f - 1) / f + 127) / 128 * 128;
+  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 127) / 128 * 128;  // f: a power of two
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
   auto load4 = [&](long long kk) {
     if (v4 && kk + 4 <= k1) return *reinterpret_cast<const float4*>(src + kk);
@@ -399,16 +399,24 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __
   auto max4 = [](unsigned mx, float4 v) {
     return max(max(max(mx, kd_abs_bits(v.x)), kd_abs_bits(v.y)), max(kd_abs_bits(v.z), kd_abs_bits(v.w)));
   };
-  const bool held = chunk <= 128 * kRuns;
+  // Held in registers: a chunk of whole 16-byte runs (k0 is a multiple of 128, so every run that starts
+  // below k1 ends by it when k1 - k0 is a multiple of 4). The held path is one predicated load and one
+  // store per run and nothing else: this launch runs once per SM, so its code is fetched cold, and a
+  // fallback beside each unrolled run doubled it (instruction fetch was 40-60% of the rows path's stalls,
+  // 1024^3 NN, Nsight Compute, H200, session 38). Other rows take the rolled loops, reading twice.
+  const bool held = chunk <= 128 * kRuns && v4 && (k1 - k0) % 4 == 0;
   float4 v[kRuns];
   unsigned mx = 0;
   if (in && held) {
 #pragma unroll
-    for (int i = 0; i < kRuns; ++i)
-      v[i] = k0 + 128 * i < k1 ? load4(k0 + 128 * i + 4 * lane) : make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i = 0; i < kRuns; ++i) {
+      const long long kk = k0 + 128 * i + 4 * lane;
+      v[i] = kk < k1 ? *reinterpret_cast<const float4*>(src + kk) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
 #pragma unroll
     for (int i = 0; i < kRuns; ++i) mx = max4(mx, v[i]);
   } else if (in) {
+#pragma unroll 1
     for (long long kk = k0 + 4 * lane; kk < k1; kk += 128) mx = max4(mx, load4(kk));
   }
   for (int o = 16; o; o >>= 1) mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, o));
@@ -439,9 +447,18 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __
   };
   if (held) {
 #pragma unroll
-    for (int i = 0; i < kRuns; ++i)
-      if (k0 + 128 * i + 4 * lane < k1) put4(k0 + 128 * i + 4 * lane, v[i]);
+    for (int i = 0; i < kRuns; ++i) {
+      const long long kk = k0 + 128 * i + 4 * lane;
+      if (kk < k1) {
+        const float4 p = v[i];
+        uint2 lo;
+        const uint2 hi = make_uint2(kd_split_pair(p.x, p.y, s, lo.x), kd_split_pair(p.z, p.w, s, lo.y));
+        *reinterpret_cast<uint2*>(dst + kk) = hi;
+        if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint2*>(dstlo + kk) = lo;
+      }
+    }
   } else {
+#pragma unroll 1
     for (long long kk = k0 + 4 * lane; kk < k1; kk += 128) put4(kk, load4(kk));
   }
 }
@@ -460,7 +477,7 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
   const long long r = r0 + lane;
   const bool in = r0 >= 0 && r < rows;
   const float* col = src + (in ? r : 0);
-  const long long chunk = ((k + f - 1) / f + 31) / 32 * 32;
+  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 31) / 32 * 32;  // f: a power of two
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
   const long long t0 = k0 / 32 + w;  // this warp's tiles: t0, t0 + 8, ... while below k1
   auto load_tile = [&](long long kt, float (&v)[32]) {
@@ -567,37 +584,37 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
   const long long r = r0 + rl;
   const bool in = r0 >= 0 && r < rows;
   const float* col = src + (in ? r : 0);
-  const long long chunk = ((k + f - 1) / f + 31) / 32 * 32;
+  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 31) / 32 * 32;  // f: a power of two
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
   const long long t0 = k0 / 32 + w;  // this warp's tiles: t0, t0 + 8, ... while below k1
   auto load_run = [&](long long kt, float (&v)[8]) {
     const long long kb = kt * 32 + q0;
-    if (in && kb + 8 <= k) {
 #pragma unroll
-      for (int q = 0; q < 8; ++q) v[q] = col[(kb + q) * ld];
-    } else {
-#pragma unroll
-      for (int q = 0; q < 8; ++q) v[q] = in && kb + q < k ? col[(kb + q) * ld] : 0.f;
-    }
+    for (int q = 0; q < 8; ++q) v[q] = in && kb + q < k ? col[(kb + q) * ld] : 0.f;
   };
-  const bool held = (chunk / 32 + 7) / 8 <= kTiles;
+  // Held in registers where every run of 8 that starts below k ends by it: one predicate per run, as
+  // kd_split16_kmajor's held path and for the same reason (its code is fetched cold).
+  const bool held = (chunk / 32 + 7) / 8 <= kTiles && k % 8 == 0;
   float v[kTiles][8];
   unsigned mx = 0;
   if (held) {
+    // Addresses by pointer steps: (kb + q) * ld per load took five 64-bit multiply-adds each.
+    const float* p = col + (t0 * 32 + q0) * ld;
+    const long long step = 256 * ld;  // the next tile of this warp
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      if ((t0 + 8 * j) * 32 < k1) {
-        load_run(t0 + 8 * j, v[j]);
-      } else {
+      const bool run = in && (t0 + 8 * j) * 32 + q0 < k;
+      const float* pq = p;
 #pragma unroll
-        for (int q = 0; q < 8; ++q) v[j][q] = 0.f;
-      }
+      for (int q = 0; q < 8; ++q, pq += ld) v[j][q] = run ? *pq : 0.f;
+      p += step;
     }
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
 #pragma unroll
       for (int q = 0; q < 8; ++q) mx = max(mx, kd_abs_bits(v[j][q]));
   } else {
+#pragma unroll 1
     for (long long kt = t0; kt * 32 < k1; kt += 8) {
       float t[8];
       load_run(kt, t);
@@ -641,6 +658,7 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
     for (int j = 0; j < kTiles; ++j)
       if ((t0 + 8 * j) * 32 < k1) put_run(t0 + 8 * j, v[j]);
   } else {
+#pragma unroll 1
     for (long long kt = t0; kt * 32 < k1; kt += 8) {
       float t[8];
       load_run(kt, t);
@@ -716,17 +734,21 @@ extern "C" __global__ void __launch_bounds__(256, 2) KD_COPY_CLUSTER_DIMS kd_wg_
   int* shifts = reinterpret_cast<int*>(w + (is_a ? ws.sha : ws.shb));
   // This block's row group and its part of k; the group's f blocks are neighbours in one cluster.
   const unsigned f = static_cast<unsigned>(kd_tma16_ksplit(kmajor, k, KD_COPY_CLUSTER, KD_COPY_ROWS));
-  const long long group = b / f;
-  const unsigned part = static_cast<unsigned>(b % f), first = kd_cluster_rank() / f * f;
+  // f is a power of two, and the grid is below 2^31 blocks (the host rules): no 64-bit divisions, whose
+  // code this launch would fetch cold.
+  const long long group = b >> (__ffs(f) - 1);
+  const unsigned part = static_cast<unsigned>(b) & (f - 1), first = kd_cluster_rank() & ~(f - 1);
   const long long groups = kd_tma16_groups(kmajor, args.batch, rows, KD_COPY_ROWS);
   if (kmajor) {
     const int warp = threadIdx.x >> 5;
-    kd_split16_kmajor([&](long long g) { return base + g / rows * stride + g % rows * ld; }, dst16, dst16lo, ws.ld16,
+    kd_split16_kmajor([&](long long g) { return g < rows ? base + g * ld : base + g / rows * stride + g % rows * ld; },
+                      dst16, dst16lo, ws.ld16,
                       shifts,
                       group * 8 + warp, args.batch * rows, k, f, part, &part_max[warp], first);
   } else {
-    const long long per = (rows + KD_COPY_ROWS - 1) / KD_COPY_ROWS, z = group / per;
-    const long long r0 = group < groups ? group % per * KD_COPY_ROWS : -1;
+    const unsigned per = static_cast<unsigned>((rows + KD_COPY_ROWS - 1) / KD_COPY_ROWS);
+    const long long z = static_cast<unsigned>(group) / per;  // groups < 2^31
+    const long long r0 = group < groups ? static_cast<long long>(static_cast<unsigned>(group) % per) * KD_COPY_ROWS : -1;
     const long long at = (z * rows + (r0 < 0 ? 0 : r0)) * ws.ld16;
 #if KD_COPY_ROWS == 32
     kd_split16_rows32(base + z * stride, ld, r0, rows, k, dst16 + at, dst16lo + at, ws.ld16,

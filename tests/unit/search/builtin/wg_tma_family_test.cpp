@@ -396,6 +396,31 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
                            /*no_wgmma_serialization=*/true);
 }
 
+// Where an operand's rows are contiguous across k, the search measures groups of 32 rows against the
+// seeds' 8; the cluster follows the groups' k splits.
+TEST(WgTmaF16s, SearchMeasuresBothRowGroupSizes) {
+  const Family& f = wg_tma_f16s_family();
+  const Target t;
+  const auto move = [&](const char* ta, const char* tb, std::string_view id,
+                        std::optional<Params> from = std::nullopt) -> std::optional<Params> {
+    const GemmKey key = key_of(tf32_line(ta, tb, 1024, 1024, 1024, ""));
+    for (const IdeaMove& m : wg_tma_f16s_ideas())
+      if (m.id == id) return apply_idea(m, f, key, t, from ? *from : completed_seeds(f, key, t).at(0));
+    ADD_FAILURE() << "no move " << id;
+    return std::nullopt;
+  };
+  const auto nt32 = move("N", "T", "tma.copy_rows_32");
+  ASSERT_TRUE(nt32);
+  EXPECT_EQ(nt32->at("KD_COPY_ROWS"), 32);
+  EXPECT_EQ(nt32->at("KD_COPY_CLUSTER"), 2) << "32 rows hold 512 of k: two blocks per group";
+  const auto nt8 = move("N", "T", "tma.copy_rows_8", nt32);
+  ASSERT_TRUE(nt8);
+  EXPECT_EQ(nt8->at("KD_COPY_ROWS"), 8);
+  EXPECT_EQ(nt8->at("KD_COPY_CLUSTER"), 1);
+  EXPECT_FALSE(move("N", "T", "tma.copy_rows_8")) << "the seeds hold groups of 8 already";
+  EXPECT_FALSE(move("T", "N", "tma.copy_rows_32")) << "no rows contiguous across k";
+}
+
 TEST(WgTmaF16s, IdeasYieldValidDistinctConfigurations) {
   EXPECT_GE(applied_copy_moves(wg_tma_f16s_family(), wg_tma_f16s_ideas(),
                                key_of(tf32_line("N", "N", 4096, 4096, 4096, "")), 2),
