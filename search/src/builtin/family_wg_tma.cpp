@@ -368,12 +368,32 @@ bool f32_valid(const GemmKey& key, const Target& t, const Params& p) {
   return param(p, kSplit16) == 1 && copy_launch_valid(key, p) && tma_valid(key, t, p);
 }
 
+// Where an operand's rows are contiguous across k, the first two seeds once more with that operand's
+// rows copied in groups of 32 instead of 8, so that round 0 measures both: neither wins everywhere
+// (H200, session 38: groups of 8 took 1024^3 NN 19.59 -> 19.23 us and 2048^3 NN 100.5 -> 98.4, but
+// 1024^3 NT, both operands on that path, ran 19.2-19.4 us with 32 against 19.7-20.1 with 8, and the
+// TF32 class's NT 15.6 against 17.3), and a search of a few seconds a shape does not reach the moves.
+template <typename Complete, typename Valid>
+void add_rows32_seeds(const GemmKey& key, const Target& t, std::vector<Params>& seeds, Complete complete,
+                      Valid valid) {
+  if (key.ta == Transpose::T && key.tb == Transpose::N) return;
+  const std::size_t first = seeds.size() < 2 ? seeds.size() : 2;
+  for (std::size_t i = 0; i < first; ++i) {
+    Params p = seeds[i];
+    if (copy_rows(p) == 32) continue;
+    p[kCopyRows] = 32;
+    p = complete(key, t, std::move(p));
+    if (valid(key, t, p)) seeds.push_back(std::move(p));
+  }
+}
+
 std::vector<Params> f32_seeds(const GemmKey& key, const Target& t) {
   std::vector<Params> out;
   for (Params p : tma_seeds(key, t)) {
     p = f32_complete(key, t, std::move(p));
     if (f32_valid(key, t, p)) out.push_back(std::move(p));
   }
+  add_rows32_seeds(key, t, out, f32_complete, f32_valid);
   return out;
 }
 
@@ -493,7 +513,9 @@ std::vector<Params> f16s_seeds(const GemmKey& key, const Target& t) {
       scored.push_back({cost, std::move(p)});
     }
   }
-  return cheapest_three(std::move(scored));
+  std::vector<Params> out = cheapest_three(std::move(scored));
+  add_rows32_seeds(key, t, out, f16s_complete, f16s_valid);
+  return out;
 }
 
 Family make_f16s_family() {

@@ -225,9 +225,11 @@ TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
         ASSERT_EQ(lp.launches.size(), 2u);
         EXPECT_FALSE(lp.launches[0].pdl);
         // A block per 8 rows, k-contiguous (a warp holds 2048 of k) or contiguous across k (a block
-        // holds 2048 of k).
-        EXPECT_EQ(p.at("KD_COPY_ROWS"), 8);
-        EXPECT_EQ(lp.launches[0].grid[0], 512u + 256u) << key.shape_line();
+        // holds 2048 of k); or per 32 rows contiguous across k in the extra seeds (512 of k, two
+        // blocks).
+        const std::uint32_t a_blocks = key.ta == Transpose::T || p.at("KD_COPY_ROWS") == 8 ? 512 : 256;
+        const std::uint32_t b_blocks = key.tb == Transpose::N || p.at("KD_COPY_ROWS") == 8 ? 256 : 128;
+        EXPECT_EQ(lp.launches[0].grid[0], a_blocks + b_blocks) << key.shape_line() << " " << describe(p);
         EXPECT_EQ(lp.launches[0].block[0], 256u);
         EXPECT_EQ(lp.launches[1].entry, "kd_wg_tma");
         // The maps, both copies (rows of 1001 halves rounded to 1008) and one shift per row.
@@ -354,13 +356,21 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
     const GemmKey key = key_of(tf32_line(c.ta, c.tb, c.m, c.m, c.k, ""));
     const auto seeds = completed_seeds(f, key, t);
     ASSERT_FALSE(seeds.empty()) << key.shape_line();
+    int rows32 = 0;
     for (const Params& p : seeds) {
-      EXPECT_EQ(p.at("KD_COPY_CLUSTER"), c.cluster) << key.shape_line();
       EXPECT_EQ(p.at("KD_SHARED_MAPS"), 1) << "the first launch builds the maps";
+      if (p.at("KD_COPY_ROWS") == 32) {  // the extra seeds of layouts with rows contiguous across k
+        ++rows32;
+        continue;
+      }
       EXPECT_EQ(p.at("KD_COPY_ROWS"), 8);
+      EXPECT_EQ(p.at("KD_COPY_CLUSTER"), c.cluster) << key.shape_line();
       EXPECT_EQ(checked_copies_plan(f, key, t, p).launches[0].grid[0], static_cast<std::uint32_t>(c.blocks))
           << key.shape_line();
     }
+    const bool kcontiguous = std::string(c.ta) == "T" && std::string(c.tb) == "N";
+    EXPECT_EQ(rows32, kcontiguous ? 0 : std::min<int>(2, static_cast<int>(seeds.size()) - rows32))
+        << key.shape_line() << ": round 0 measures groups of 32 beside 8";
   }
   const GemmKey ragged = key_of(tf32_line("T", "N", 1000, 1000, 1024, ""));
   Params old = completed_seeds(f, ragged, t).at(0);
@@ -409,7 +419,7 @@ TEST(WgTmaF16s, SearchMeasuresBothRowGroupSizes) {
     ADD_FAILURE() << "no move " << id;
     return std::nullopt;
   };
-  const auto nt32 = move("N", "T", "tma.copy_rows_32");
+  const auto nt32 = move("N", "T", "tma.copy_rows_32");  // from the first seed, groups of 8
   ASSERT_TRUE(nt32);
   EXPECT_EQ(nt32->at("KD_COPY_ROWS"), 32);
   EXPECT_EQ(nt32->at("KD_COPY_CLUSTER"), 2) << "32 rows hold 512 of k: two blocks per group";
@@ -417,7 +427,7 @@ TEST(WgTmaF16s, SearchMeasuresBothRowGroupSizes) {
   ASSERT_TRUE(nt8);
   EXPECT_EQ(nt8->at("KD_COPY_ROWS"), 8);
   EXPECT_EQ(nt8->at("KD_COPY_CLUSTER"), 1);
-  EXPECT_FALSE(move("N", "T", "tma.copy_rows_8")) << "the seeds hold groups of 8 already";
+  EXPECT_FALSE(move("N", "T", "tma.copy_rows_8")) << "the first seed holds groups of 8 already";
   EXPECT_FALSE(move("T", "N", "tma.copy_rows_32")) << "no rows contiguous across k";
 }
 
