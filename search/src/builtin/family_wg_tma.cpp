@@ -54,6 +54,8 @@ long long copy_rows(const Params& p) {
   const long long r = param(p, kCopyRows);
   return r == 0 ? 32 : r;
 }
+// Whether an operand's rows are contiguous across k (ta = N's A, tb = T's B): the copies' rows path.
+bool rows_across_k(const GemmKey& key) { return key.ta == Transpose::N || key.tb == Transpose::T; }
 // The smallest cluster that keeps each operand's k split what a cluster of 8 gives it (as few blocks
 // per row group as hold their chunk in registers): a cluster launch costs the first launch about 2 us
 // over a plain one, and a cluster larger than the splits buys nothing (1024^3 TN: copies 7.3 against
@@ -376,7 +378,7 @@ bool f32_valid(const GemmKey& key, const Target& t, const Params& p) {
 template <typename Complete, typename Valid>
 void add_rows32_seeds(const GemmKey& key, const Target& t, std::vector<Params>& seeds, Complete complete,
                       Valid valid) {
-  if (key.ta == Transpose::T && key.tb == Transpose::N) return;
+  if (!rows_across_k(key)) return;
   const std::size_t first = seeds.size() < 2 ? seeds.size() : 2;
   for (std::size_t i = 0; i < first; ++i) {
     Params p = seeds[i];
@@ -425,7 +427,7 @@ Family make_f32_family() {
 // measures both.
 template <long long Rows>
 std::optional<Params> copy_rows_to(const GemmKey& key, const Target&, const Params& p) {
-  if ((key.ta == Transpose::T && key.tb == Transpose::N) || copy_rows(p) == Rows) return std::nullopt;
+  if (!rows_across_k(key) || copy_rows(p) == Rows) return std::nullopt;
   Params out = p;
   out[kCopyRows] = Rows;
   return out;

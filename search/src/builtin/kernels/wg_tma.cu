@@ -430,12 +430,15 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __
   if (part == 0 && lane == 0) shifts[g] = sh;
   __half* dst = dst16 + g * ld16;  // 16-byte aligned rows
   __half* dstlo = dst16lo + g * ld16;
+  auto put_whole = [&](long long kk, float4 p) {  // a run that ends by k1
+    uint2 lo;
+    const uint2 hi = make_uint2(kd_split_pair(p.x, p.y, s, lo.x), kd_split_pair(p.z, p.w, s, lo.y));
+    *reinterpret_cast<uint2*>(dst + kk) = hi;
+    if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint2*>(dstlo + kk) = lo;
+  };
   auto put4 = [&](long long kk, float4 p) {
     if (kk + 4 <= k1) {
-      uint2 lo;
-      const uint2 hi = make_uint2(kd_split_pair(p.x, p.y, s, lo.x), kd_split_pair(p.z, p.w, s, lo.y));
-      *reinterpret_cast<uint2*>(dst + kk) = hi;
-      if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint2*>(dstlo + kk) = lo;
+      put_whole(kk, p);
     } else {
       const float e[4] = {p.x, p.y, p.z, p.w};
       for (int q = 0; q < 4 && kk + q < k1; ++q) {
@@ -449,18 +452,27 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __
 #pragma unroll
     for (int i = 0; i < kRuns; ++i) {
       const long long kk = k0 + 128 * i + 4 * lane;
-      if (kk < k1) {
-        const float4 p = v[i];
-        uint2 lo;
-        const uint2 hi = make_uint2(kd_split_pair(p.x, p.y, s, lo.x), kd_split_pair(p.z, p.w, s, lo.y));
-        *reinterpret_cast<uint2*>(dst + kk) = hi;
-        if constexpr (KD_SPLIT16 == 2) *reinterpret_cast<uint2*>(dstlo + kk) = lo;
-      }
+      if (kk < k1) put_whole(kk, v[i]);
     }
   } else {
 #pragma unroll 1
     for (long long kk = k0 + 4 * lane; kk < k1; kk += 128) put4(kk, load4(kk));
   }
+}
+
+// The rows paths' max of each row over the block's 8 warps (lane `lane` of every warp `w` holds the
+// same row) and over the f blocks that split the row group's k.
+__device__ __forceinline__ unsigned kd_rows_block_max(unsigned mx, unsigned (*red)[32], int lane, int w, unsigned f,
+                                                      unsigned first) {
+  red[w][lane] = mx;
+  __syncthreads();
+  if (w == 0) {
+    for (int i = 1; i < 8; ++i) mx = max(mx, red[i][lane]);
+    red[0][lane] = mx;
+  }
+  if (f > 1) return kd_group_max(kd_smem_addr(&red[0][lane]), first, f);
+  __syncthreads();
+  return red[0][lane];
 }
 
 // Rows r0 .. r0 + 31 (below `rows`; none when r0 < 0, a padding block) whose elements are contiguous
@@ -515,18 +527,7 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
       for (int q = 0; q < 32; ++q) mx = max(mx, kd_abs_bits(t[q]));
     }
   }
-  red[w][lane] = mx;
-  __syncthreads();
-  if (w == 0) {
-    for (int i = 1; i < 8; ++i) mx = max(mx, red[i][lane]);
-    red[0][lane] = mx;
-  }
-  if (f > 1) {
-    mx = kd_group_max(kd_smem_addr(&red[0][lane]), first, f);
-  } else {
-    __syncthreads();
-    mx = red[0][lane];
-  }
+  mx = kd_rows_block_max(mx, red, lane, w, f, first);
   if (r0 < 0) return;  // a padding block (the whole block)
   const int sh = kd_f16_shift(mx);
   const float s = kd_pow2(sh);
@@ -624,18 +625,7 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
   }
   mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, 8));
   mx = max(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
-  red[w][lane] = mx;
-  __syncthreads();
-  if (w == 0) {
-    for (int i = 1; i < 8; ++i) mx = max(mx, red[i][lane]);
-    red[0][lane] = mx;
-  }
-  if (f > 1) {
-    mx = kd_group_max(kd_smem_addr(&red[0][lane]), first, f);
-  } else {
-    __syncthreads();
-    mx = red[0][lane];
-  }
+  mx = kd_rows_block_max(mx, red, lane, w, f, first);
   if (r0 < 0) return;  // a padding block (the whole block)
   const int sh = kd_f16_shift(mx);
   const float s = kd_pow2(sh);
@@ -748,7 +738,8 @@ extern "C" __global__ void __launch_bounds__(256, 2) KD_COPY_CLUSTER_DIMS kd_wg_
   } else {
     const unsigned per = static_cast<unsigned>((rows + KD_COPY_ROWS - 1) / KD_COPY_ROWS);
     const long long z = static_cast<unsigned>(group) / per;  // groups < 2^31
-    const long long r0 = group < groups ? static_cast<long long>(static_cast<unsigned>(group) % per) * KD_COPY_ROWS : -1;
+    const long long r0 =
+        group < groups ? static_cast<long long>(static_cast<unsigned>(group) % per) * KD_COPY_ROWS : -1;
     const long long at = (z * rows + (r0 < 0 ? 0 : r0)) * ws.ld16;
 #if KD_COPY_ROWS == 32
     kd_split16_rows32(base + z * stride, ld, r0, rows, k, dst16 + at, dst16lo + at, ws.ld16,

@@ -75,7 +75,8 @@ KD_HD constexpr kd_tma16_ws kd_tma16_layout(long long map_slots_bytes, long long
 KD_HD constexpr long long kd_tma16_cluster_max() { return 8; }  // the portable cluster size
 KD_HD constexpr long long kd_tma16_pairs() { return 32; }
 KD_HD constexpr long long kd_tma16_tiles() { return 2; }
-KD_HD constexpr long long kd_tma16_ksplit(bool k_contiguous, long long k, long long cluster, long long rows_group = 32) {
+KD_HD constexpr long long kd_tma16_ksplit(bool k_contiguous, long long k, long long cluster,
+                                          long long rows_group = 32) {
   const long long held = k_contiguous ? 64 * kd_tma16_pairs() : 8 * 32 * kd_tma16_tiles() * (32 / rows_group);
   long long f = 1;
   while (f < cluster && f * held < k) f *= 2;
