@@ -879,7 +879,7 @@ TEST_F(GpuEvalBuiltin, WgTmaF32PassesTheTf32Gate) {
 
 // wg_tma_f16s (issue 30's strict class): op(A) and op(B) as hi and lo f16 copies, three products per
 // k tile promoted to f32 accumulators. Every seed of the four layouts at 1024^3, the ragged strided
-// batch of dW's layout with bias and beta and a ragged single call (both declined as too small, but
+// batch of dW's layout with bias and beta and two ragged single calls (declined as too small, but
 // served), and the cubes issue 30's table reports; errors at most cuBLAS SGEMM's on every trial, as
 // the gate demands of strict f32.
 TEST_F(GpuEvalBuiltin, WgTmaF16sPassesTheStrictGate) {
@@ -897,12 +897,16 @@ TEST_F(GpuEvalBuiltin, WgTmaF16sPassesTheStrictGate) {
         "epilogue=none beta0=0",
         "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=2048 n=2048 k=2048 lda=2048 ldb=2048 ldc=2048 batch=1 "
         "epilogue=none beta0=1",
+        // Both operands' rows contiguous across k, held in registers, with a last row group of 8 (A) and
+        // of 4 (B) rows.
+        "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=996 k=1000 lda=1000 ldb=996 ldc=1000 batch=1 "
+        "epilogue=none beta0=1",
         "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=4096 n=4096 k=4096 lda=4096 ldb=4096 ldc=4096 batch=1 "
         "epilogue=none beta0=1"})
     lines.push_back(more);
   for (const std::string& line : lines) {
     const GemmKey key = std::get<GemmKey>(parse_key(line));
-    // The two small keys are declined (a search does not try them) but served: gated all the same.
+    // The small keys are declined (a search does not try them) but served: gated all the same.
     ASSERT_FALSE(f.rejects(key).has_value()) << line << ": " << *f.rejects(key);
     const auto seeds = f.seeds(key, t);
     ASSERT_FALSE(seeds.empty()) << line;
