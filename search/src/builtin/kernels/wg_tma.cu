@@ -579,8 +579,10 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
 }
 // KD_COPY_ROWS = 8: rows r0 .. r0 + 7 as kd_split16_rows32 takes 32. Lane l holds row r0 + l % 8 and,
 // of each tile of 32 k, the 8 consecutive k from 8 * (l / 8): every load reads four runs of 32 bytes
-// (8 neighbouring rows), and every store writes 8 rows' 64 contiguous bytes of halves straight from the
-// registers, with no staging. A block of 8 rows holds four times the k of a block of 32, so where 32-row
+// (8 neighbouring rows). Held in registers, a warp's tiles come in neighbouring pairs and every store
+// writes 4 rows' 128 contiguous bytes of halves (a pair's), the lanes of rows 0-3 and 4-7 trading
+// halves by one shuffle, with no staging: 8 rows' 64 bytes a store (one tile's) took 0.4-0.7 us more at
+// 1024^3 (H200, session 39). A block of 8 rows holds four times the k of a block of 32, so where 32-row
 // groups are few (m = 1024: 32 groups split in two, against 128 blocks of the other operand) the
 // groups are as many and as large as the k-contiguous path's.
 __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld, long long r0, long long rows,
@@ -592,9 +594,11 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
   const long long r = r0 + rl;
   const bool in = r0 >= 0 && r < rows;
   const float* col = src + (in ? r : 0);
-  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 31) / 32 * 32;  // f: a power of two
+  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 63) / 64 * 64;  // f: a power of two
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
-  const long long t0 = k0 / 32 + w;  // this warp's tiles: t0, t0 + 8, ... while below k1
+  // The rolled loops' tiles: t0, t0 + 8, ... while below k1. The held path's come in neighbouring pairs:
+  // tp, tp + 1, then tp + 16, tp + 17, ...
+  const long long t0 = k0 / 32 + w, tp = k0 / 32 + 2 * w;
   auto load_run = [&](long long kt, float (&v)[8]) {
     const long long kb = kt * 32 + q0;
 #pragma unroll
@@ -607,15 +611,15 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
   unsigned mx = 0;
   if (held) {
     // Addresses by pointer steps: (kb + q) * ld per load took five 64-bit multiply-adds each.
-    const float* p = col + (t0 * 32 + q0) * ld;
-    const long long step = 256 * ld;  // the next tile of this warp
+    const float* p = col + (tp * 32 + q0) * ld;
+    const long long pair = 512 * ld, next = 32 * ld;  // the warp's next pair of tiles; its second tile
 #pragma unroll
     for (int j = 0; j < kTiles; ++j) {
-      const bool run = in && (t0 + 8 * j) * 32 + q0 < k;
-      const float* pq = p;
+      const bool run = in && (tp + 16 * (j / 2) + j % 2) * 32 + q0 < k;
+      const float* pq = j % 2 ? p + next : p;
 #pragma unroll
       for (int q = 0; q < 8; ++q, pq += ld) v[j][q] = run ? *pq : 0.f;
-      p += step;
+      if (j % 2) p += pair;
     }
 #pragma unroll
     for (int j = 0; j < kTiles; ++j)
@@ -639,21 +643,50 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
   if (in && part == 0 && lane < 8 && w == 0) shift[rl] = sh;
   __half* to = dst + rl * ld16;
   __half* tolo = dstlo + rl * ld16;
-  auto put_run = [&](long long kt, const float (&t)[8]) {
-    const long long kb = kt * 32 + q0;
-    if (!in || kb >= k) return;  // a run past k holds zeros, as the row's ld16 does not
-    uint4 h, l;
+  auto split_run = [&](const float (&t)[8], uint4& h, uint4& l) {
     h.x = kd_split_pair(t[0], t[1], s, l.x);
     h.y = kd_split_pair(t[2], t[3], s, l.y);
     h.z = kd_split_pair(t[4], t[5], s, l.z);
     h.w = kd_split_pair(t[6], t[7], s, l.w);
+  };
+  auto put_run = [&](long long kt, const float (&t)[8]) {
+    const long long kb = kt * 32 + q0;
+    if (!in || kb >= k) return;  // a run past k holds zeros, as the row's ld16 does not
+    uint4 h, l;
+    split_run(t, h, l);
     kd_st16(to + kb, h);
     if constexpr (KD_SPLIT16 == 2) kd_st16(tolo + kb, l);
   };
   if (held) {
+    // Each store writes 4 rows' 128 contiguous bytes (a pair of tiles) instead of 8 rows' 64: half the
+    // requests. Lanes of rows 0-3 and 4-7 trade halves: the lower lanes keep their first tile's and take
+    // the partner's (row + 4), the upper lanes keep their second tile's and take the partner's (row - 4).
+    const bool upper = rl >= 4;
+    __half* row = dst + (rl & 3) * ld16;
+    __half* rowlo = dstlo + (rl & 3) * ld16;
+    const bool in_a = r0 + (rl & 3) < rows, in_b = r0 + (rl & 3) + 4 < rows;
 #pragma unroll
-    for (int j = 0; j < kTiles; ++j)
-      if ((t0 + 8 * j) * 32 < k1) put_run(t0 + 8 * j, v[j]);
+    for (int jp = 0; jp < kTiles / 2; ++jp) {
+      const long long kb = (tp + 16 * jp) * 32 + q0 + (upper ? 32 : 0);  // this lane's stores' run
+      uint4 h0, l0, h1, l1;
+      split_run(v[2 * jp], h0, l0);
+      split_run(v[2 * jp + 1], h1, l1);
+      uint4 xh = upper ? h0 : h1, xl = upper ? l0 : l1;  // what the partner stores
+      xh = make_uint4(__shfl_xor_sync(0xffffffffu, xh.x, 4), __shfl_xor_sync(0xffffffffu, xh.y, 4),
+                      __shfl_xor_sync(0xffffffffu, xh.z, 4), __shfl_xor_sync(0xffffffffu, xh.w, 4));
+      if constexpr (KD_SPLIT16 == 2)
+        xl = make_uint4(__shfl_xor_sync(0xffffffffu, xl.x, 4), __shfl_xor_sync(0xffffffffu, xl.y, 4),
+                        __shfl_xor_sync(0xffffffffu, xl.z, 4), __shfl_xor_sync(0xffffffffu, xl.w, 4));
+      if (kb >= k1) continue;  // past this part's k (a run past k holds zeros, as the row's ld16 does not)
+      if (in_a) {  // rows 0-3
+        kd_st16(row + kb, upper ? xh : h0);
+        if constexpr (KD_SPLIT16 == 2) kd_st16(rowlo + kb, upper ? xl : l0);
+      }
+      if (in_b) {  // rows 4-7
+        kd_st16(row + 4 * ld16 + kb, upper ? h1 : xh);
+        if constexpr (KD_SPLIT16 == 2) kd_st16(rowlo + 4 * ld16 + kb, upper ? l1 : xl);
+      }
+    }
   } else {
 #pragma unroll 1
     for (long long kt = t0; kt * 32 < k1; kt += 8) {
