@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <regex>
 #include <set>
 #include <span>
 #include <utility>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "builtin/family_wg_tma.hpp"
+#include "compile/nvrtc_compiler.hpp"
 #include "family_checks.hpp"
 #include "plan/launch_plan.hpp"
 
@@ -404,6 +406,39 @@ TEST(WgTmaF16s, CopiesRunInTheSmallestClusterTheirSplitsAllow) {
                             render(f, key_of(tf32_line("N", "T", 8192, 8192, 8192, "")), t,
                                    completed_seeds(f, key_of(tf32_line("N", "T", 8192, 8192, 8192, "")), t).at(0))},
                            /*no_wgmma_serialization=*/true);
+}
+
+// The rows paths' 16-byte stores stay whole. NVVM once split a quarter of the 8-row path's held stores
+// into four 4-byte stores each (st.global.u32 at +0, +4, +8 and +12 of one address; CUDA 13.0), which
+// cost 1 us of a 1024^3 NT call on an H200 (session 39). (It splits a few of the k-contiguous path's
+// 8-byte stores into two where the 32-row path shares the launch; those are left as they are.)
+TEST(WgTmaF16s, CopyLaunchStoresSixteenBytesAtOnce) {
+  const Family& f = wg_tma_f16s_family();
+  const Target t;
+  std::vector<std::pair<std::string, std::string>> sources;  // what, source
+  for (const char* tatb : {"NT", "NN", "TT"})
+    for (long long rows : {8LL, 32LL}) {
+      const GemmKey key = key_of(tf32_line(std::string(1, tatb[0]).c_str(), std::string(1, tatb[1]).c_str(), 1024,
+                                           1024, 1024, ""));
+      Params p = completed_seeds(f, key, t).at(0);
+      p["KD_COPY_ROWS"] = rows;
+      p = f.complete(key, t, p);
+      ASSERT_TRUE(f.valid(key, t, p)) << describe(p);
+      sources.emplace_back(fmt::format("{} 1024^3, groups of {}", tatb, rows), render(f, key, t, p));
+    }
+  for (const auto& [what, source] : sources) {
+    const search::CompileOutput out = search::compile_cuda({.source = source, .name = "copies.cu", .arch = t.arch});
+    ASSERT_EQ(out.status, search::CompileStatus::ok) << what << "\n" << out.log;
+    const std::size_t at = out.ptx.find(".entry kd_wg_tma_split16(");
+    ASSERT_NE(at, std::string::npos) << what;
+    const std::size_t end = out.ptx.find(".entry", at + 1);
+    const std::string copies = out.ptx.substr(at, end == std::string::npos ? std::string::npos : end - at);
+    const auto count = [&](const std::regex& re) {
+      return std::distance(std::sregex_iterator(copies.begin(), copies.end(), re), std::sregex_iterator());
+    };
+    EXPECT_EQ(count(std::regex(R"(st\.global\.(u32|b32)\s+\[%rd[0-9]+\+(8|12)\])")), 0) << what << ": 16-byte stores split";
+    EXPECT_GE(count(std::regex(R"(st\.global\.v4\.)")), 18) << what;
+  }
 }
 
 // Where an operand's rows are contiguous across k, the search measures groups of 32 rows against the
