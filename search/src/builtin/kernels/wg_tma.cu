@@ -581,7 +581,7 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
 // of each tile of 32 k, the 8 consecutive k from 8 * (l / 8): every load reads four runs of 32 bytes
 // (8 neighbouring rows). Held in registers, a warp's tiles come in neighbouring pairs and every store
 // writes 4 rows' 128 contiguous bytes of halves (a pair's), the lanes of rows 0-3 and 4-7 trading
-// halves by one shuffle, with no staging: 8 rows' 64 bytes a store (one tile's) took 0.4-0.7 us more at
+// halves by one shuffle, with no staging: 8 rows' 64 bytes a store (one tile's) took 0.3-0.7 us more at
 // 1024^3 (H200, session 39). A block of 8 rows holds four times the k of a block of 32, so where 32-row
 // groups are few (m = 1024: 32 groups split in two, against 128 blocks of the other operand) the
 // groups are as many and as large as the k-contiguous path's.
