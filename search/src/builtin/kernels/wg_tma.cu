@@ -667,6 +667,9 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
     const bool in_a = r0 + (rl & 3) < rows, in_b = r0 + (rl & 3) + 4 < rows;
 #pragma unroll
     for (int jp = 0; jp < kTiles / 2; ++jp) {
+      // Past this part's k the whole warp stops (below k = 2048 a block holds fewer tiles than its
+      // registers: at 1024, half).
+      if ((tp + 16 * jp) * 32 >= k1) break;
       const long long kb = (tp + 16 * jp) * 32 + q0 + (upper ? 32 : 0);  // this lane's stores' run
       uint4 h0, l0, h1, l1;
       split_run(v[2 * jp], h0, l0);
