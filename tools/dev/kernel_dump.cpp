@@ -8,8 +8,13 @@
 //
 // usage: kd_kernel_dump --out DIR [--source-dir DIR] [--families wg_tiled,wg_tma] [--jobs N]
 //                       [--only SUBSTRING] [--ids FILE] [--list]
+//        kd_kernel_dump --lab FAMILY 'gemm ...' [PARAMS ...]
 // --only keeps the configurations whose id or parameters contain SUBSTRING, --ids those whose id is
 // listed in FILE (whitespace-separated), --list only counts them.
+// --lab prints a kernel-lab case (tools/dev/kernel_lab.py) for one key, batch 1 and packed: one variant per
+// PARAMS ("KD_COPY_ROWS=32 KD_PDL=1": the family's first seed with those changed, completed and checked by
+// its rules), or the family's seeds with none, each with the launch plan, workspace and PDL flags the
+// family gives it.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -43,6 +48,7 @@ using kd::builtin::Target;
 namespace {
 
 struct Options {
+  std::vector<std::string> lab;  // --lab FAMILY KEY [PARAMS ...]
   fs::path out;
   fs::path source_dir = ".";
   std::vector<std::string> families = {"wg_tiled", "wg_tma"};
@@ -206,6 +212,11 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) throw std::runtime_error(a + " needs a value");
       return argv[++i];
     };
+    if (a == "--lab") {
+      for (++i; i < argc; ++i) o.lab.push_back(argv[i]);
+      if (o.lab.size() < 2) throw std::runtime_error("--lab FAMILY 'gemm ...' [PARAMS ...]");
+      return o;
+    }
     if (a == "--out") o.out = value();
     else if (a == "--source-dir") o.source_dir = value();
     else if (a == "--jobs") o.jobs = static_cast<unsigned>(std::stoul(value()));
@@ -225,11 +236,95 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// "KD_BN=64 KD_COPY_ROWS=8" as parameters.
+Params parse_params(const std::string& text) {
+  Params p;
+  std::stringstream in(text);
+  for (std::string kv; in >> kv;) {
+    const std::size_t eq = kv.find('=');
+    if (eq == std::string::npos || kv.rfind("KD_", 0) != 0) throw std::runtime_error("not a KD_NAME=VALUE: " + kv);
+    p[kv.substr(0, eq)] = std::stoll(kv.substr(eq + 1));
+  }
+  return p;
+}
+
+const char* c_type(kd::DType t) {
+  switch (t) {
+    case kd::DType::f32: return "float";
+    case kd::DType::bf16: return "__nv_bfloat16";
+    case kd::DType::f16: return "__half";
+    default: throw std::runtime_error("the kernel lab takes f32, bf16 and f16 operands");
+  }
+}
+
+// One kernel-lab case (the shape of tools/dev/lab_*.json's, which the unit tests' check_lab_config
+// checks against the rules) for `args`: FAMILY, a key line, then parameter sets.
+nlohmann::json lab_case(const std::vector<std::string>& args) {
+  const Family* f = kd::builtin::find_family(args[0]);
+  if (f == nullptr) throw std::runtime_error("no builtin family " + args[0]);
+  const GemmKey key = std::get<GemmKey>(kd::parse_key(args[1]));
+  const bool ta = key.ta == kd::Transpose::T, tb = key.tb == kd::Transpose::T;
+  if (key.batch != 1 || key.lda != (ta ? key.k : key.m) || key.ldb != (tb ? key.n : key.k) || key.ldc != key.m)
+    throw std::runtime_error("the kernel lab runs batch 1 with packed operands: " + key.shape_line());
+  if (key.a != key.b) throw std::runtime_error("the kernel lab takes one type for A and B");
+  if (auto why = f->rejects(key)) throw std::runtime_error(args[0] + " rejects the key: " + *why);
+  const Target t;
+  const std::vector<Params> seeds = f->seeds(key, t);
+  std::vector<Params> sets;
+  for (std::size_t i = 2; i < args.size(); ++i) {
+    if (seeds.empty()) throw std::runtime_error(args[0] + " has no seed for the key");
+    Params p = f->complete(key, t, seeds.front());  // the first seed, with these parameters changed
+    for (const auto& [name, value] : parse_params(args[i])) p[name] = value;
+    sets.push_back(p);
+  }
+  if (sets.empty()) sets = seeds;
+  nlohmann::json c = {{"dtype", std::string(kd::to_string(key.a))},
+                      {"m", key.m},
+                      {"n", key.n},
+                      {"k", key.k},
+                      {"ta", ta ? "T" : "N"},
+                      {"tb", tb ? "T" : "N"},
+                      {"entry", f->entry},
+                      {"arch", t.arch == "sm_90" ? "sm_90a" : t.arch},
+                      {"defines",
+                       {{"KD_A_T", c_type(key.a)},
+                        {"KD_B_T", c_type(key.b)},
+                        {"KD_C_T", c_type(key.c)},
+                        {"KD_TA", ta ? 1 : 0},
+                        {"KD_TB", tb ? 1 : 0},
+                        {"KD_BETA_ZERO", key.beta_zero ? 1 : 0},
+                        {"KD_BIAS", key.epilogue == kd::Epilogue::bias ? 1 : 0}}},
+                      {"variants", nlohmann::json::array()}};
+  if (key.precision == kd::PrecisionClass::tf32) c["tf32"] = true;
+  for (const Params& raw : sets) {
+    const Params p = f->complete(key, t, raw);
+    if (!f->valid(key, t, p)) throw std::runtime_error("not a valid configuration: " + kd::builtin::describe(p));
+    const kd::LaunchPlan plan = f->plan(key, t, p);
+    nlohmann::json v = nlohmann::json::object();
+    for (const auto& [name, value] : p) v[name] = value;
+    nlohmann::json launches = nlohmann::json::array();
+    for (const kd::LaunchSpec& l : plan.launches) {
+      nlohmann::json j = {{"entry", l.entry}, {"grid", l.grid}, {"block", l.block}, {"smem", l.smem_bytes}};
+      if (l.pdl) j["pdl"] = true;
+      launches.push_back(j);
+    }
+    v["launches"] = launches;
+    v["workspace"] = plan.workspace_bytes;
+    if (f->pdl_first && p.contains("KD_PDL") && p.at("KD_PDL") == 1) v["pdl_first"] = true;
+    c["variants"].push_back(v);
+  }
+  return c;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     const Options opts = parse(argc, argv);
+    if (!opts.lab.empty()) {
+      std::cout << nlohmann::json{{"cases", {lab_case(opts.lab)}}}.dump() << "\n";
+      return 0;
+    }
     Collector all(opts);
     const std::vector<GemmKey> keys = shape_keys(opts.source_dir / "tools/shapes/llama3-8b.txt");
     for (const std::string& name : opts.families) {
