@@ -6,6 +6,8 @@ families on a GPU machine; the product's own gate and bench live in search/ and 
 usage: kernel_lab.py FAMILY_SOURCE CONFIGS.json [--out DIR]
 CONFIGS.json: {"cases":[{"dtype":"bf16","m":4096,"n":16,"k":4096,"variants":[{"KD_MT":1,...}, ...]}]}
 Each variant is a dict of -D macros plus "grid" / "block" computed here by the family's rule.
+`kd_kernel_dump --lab FAMILY 'gemm ...' [PARAMS ...]` prints such a case with the launches, workspace and
+PDL flags the family's own rules give (build/bin, no GPU needed).
 Optional, per case: "ta": "T" (default, nn.Linear: A stored k x m) or "N" (torch.mm: A stored m x k,
 column-major); "tb": "N" (default: B stored k x n) or "T" (B stored n x k, column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
 wgmma); "err_floor" (default
