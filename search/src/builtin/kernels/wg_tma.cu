@@ -366,6 +366,13 @@ __device__ __forceinline__ unsigned kd_split_pair(float x, float y, float s, uns
   return *reinterpret_cast<const unsigned*>(&h);
 }
 
+// The k of one of a row's f parts (f a power of two: a shift, not a 64-bit division, whose code this
+// launch would fetch cold), rounded up to a multiple of Whole.
+template <int Whole>
+__device__ __forceinline__ long long kd_part_k(long long k, unsigned f) {
+  return (((k + f - 1) >> (__ffs(f) - 1)) + (Whole - 1)) / Whole * Whole;
+}
+
 // The first launch's work (wg_tma_layout.cuh): every element is read from DRAM once and held in
 // registers until its row's scale is known, the row's max taken over the f blocks that split its k
 // through distributed shared memory. (A copy that read each row twice measured 2.1 TB/s on an H200: the
@@ -385,7 +392,7 @@ __device__ __forceinline__ void kd_split16_kmajor(RowPtr rowp, __half* dst16, __
   const bool in = g < grows;
   const float* src = in ? rowp(g) : nullptr;
   const bool v4 = (reinterpret_cast<unsigned long long>(src) & 15) == 0;
-  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 127) / 128 * 128;  // f: a power of two
+  const long long chunk = kd_part_k<128>(k, f);
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
   auto load4 = [&](long long kk) {
     if (v4 && kk + 4 <= k1) return *reinterpret_cast<const float4*>(src + kk);
@@ -496,7 +503,7 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
   const long long r = r0 + lane;
   const bool in = r0 >= 0 && r < rows;
   const float* col = src + (in ? r : 0);
-  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 31) / 32 * 32;  // f: a power of two
+  const long long chunk = kd_part_k<32>(k, f);
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
   const long long t0 = k0 / 32 + w;  // this warp's tiles: t0, t0 + 8, ... while below k1
   auto load_tile = [&](long long kt, float (&v)[32]) {
@@ -577,6 +584,11 @@ __device__ __forceinline__ void kd_split16_rows32(const float* src, long long ld
     }
   }
 }
+// The 16 bytes of the lane 4 apart (lane ^ 4).
+__device__ __forceinline__ uint4 kd_shfl_xor4(uint4 v) {
+  return make_uint4(__shfl_xor_sync(0xffffffffu, v.x, 4), __shfl_xor_sync(0xffffffffu, v.y, 4),
+                    __shfl_xor_sync(0xffffffffu, v.z, 4), __shfl_xor_sync(0xffffffffu, v.w, 4));
+}
 // KD_COPY_ROWS = 8: rows r0 .. r0 + 7 as kd_split16_rows32 takes 32. Lane l holds row r0 + l % 8 and,
 // of each tile of 32 k, the 8 consecutive k from 8 * (l / 8): every load reads four runs of 32 bytes
 // (8 neighbouring rows). Held in registers, a warp's tiles come in neighbouring pairs and every store
@@ -594,7 +606,7 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
   const long long r = r0 + rl;
   const bool in = r0 >= 0 && r < rows;
   const float* col = src + (in ? r : 0);
-  const long long chunk = (((k + f - 1) >> (__ffs(f) - 1)) + 63) / 64 * 64;  // f: a power of two
+  const long long chunk = kd_part_k<64>(k, f);
   const long long k0 = part * chunk, k1 = k0 + chunk < k ? k0 + chunk : k;
   // The rolled loops' tiles: t0, t0 + 8, ... while below k1. The held path's come in neighbouring pairs:
   // tp, tp + 1, then tp + 16, tp + 17, ...
@@ -675,11 +687,8 @@ __device__ __forceinline__ void kd_split16_rows8(const float* src, long long ld,
       split_run(v[2 * jp], h0, l0);
       split_run(v[2 * jp + 1], h1, l1);
       uint4 xh = upper ? h0 : h1, xl = upper ? l0 : l1;  // what the partner stores
-      xh = make_uint4(__shfl_xor_sync(0xffffffffu, xh.x, 4), __shfl_xor_sync(0xffffffffu, xh.y, 4),
-                      __shfl_xor_sync(0xffffffffu, xh.z, 4), __shfl_xor_sync(0xffffffffu, xh.w, 4));
-      if constexpr (KD_SPLIT16 == 2)
-        xl = make_uint4(__shfl_xor_sync(0xffffffffu, xl.x, 4), __shfl_xor_sync(0xffffffffu, xl.y, 4),
-                        __shfl_xor_sync(0xffffffffu, xl.z, 4), __shfl_xor_sync(0xffffffffu, xl.w, 4));
+      xh = kd_shfl_xor4(xh);
+      if constexpr (KD_SPLIT16 == 2) xl = kd_shfl_xor4(xl);
       if (kb >= k1) continue;  // past this part's k (a run past k holds zeros, as the row's ld16 does not)
       if (in_a) {  // rows 0-3
         kd_st16(row + kb, upper ? xh : h0);
