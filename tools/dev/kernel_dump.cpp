@@ -128,14 +128,16 @@ public:
       const nlohmann::json cfg = nlohmann::json::parse(in);
       for (const auto& c : cfg.at("cases")) {
         if (c.value("entry", "") != f.entry) continue;
-        const std::string dt = c.at("dtype"), ta = c.value("ta", "T");
+        const std::string dt = c.at("dtype"), ta = c.value("ta", "T"), tb = c.value("tb", "N");
         const long long m = c.at("m"), n = c.at("n"), k = c.at("k");
         const auto defs = c.value("defines", nlohmann::json::object());
         const bool beta0 = defs.value("KD_BETA_ZERO", 1) == 1, bias = defs.value("KD_BIAS", 0) == 1;
+        // The key kernel_lab.py runs (and --lab writes): packed operands of either transpose.
         const GemmKey key = std::get<GemmKey>(kd::parse_key(fmt::format(
-            "gemm a={0} b={0} c={0} compute=f32 ta={1} tb=N m={2} n={3} k={4} lda={5} ldb={4} ldc={2} batch=1 "
-            "epilogue={6} beta0={7}",
-            dt, ta, m, n, k, ta == "T" ? k : m, bias ? "bias" : "none", beta0 ? 1 : 0)));
+            "gemm a={0} b={0} c={0} compute=f32 ta={1} tb={8} m={2} n={3} k={4} lda={5} ldb={9} ldc={2} batch=1 "
+            "epilogue={6} beta0={7}{10}",
+            dt, ta, m, n, k, ta == "T" ? k : m, bias ? "bias" : "none", beta0 ? 1 : 0, tb, tb == "N" ? k : n,
+            c.value("tf32", false) ? " precision=tf32" : "")));
         for (const auto& v : c.at("variants")) {
           Params p;
           for (const auto& [name, value] : v.items())
