@@ -468,18 +468,20 @@ std::optional<std::string> f16s_rejects(const GemmKey& key) {
   return std::nullopt;
 }
 
-// Small calls: the copies and the few 128 x 128 tiles cost more than three f16 products save (the
-// gate on an H200: 777 x 333 x 555 took 20.3 us against cuBLAS's 15.6, 1024^3 22.7 against 59.1).
+// Small calls: below about 640^3 the copies and the few tiles cost more than three f16 products save
+// (serving regime, H200, session 40, the family's best seed against cuBLAS: 640^3 1.6-2.4x, 768^3
+// 2.1-2.3x, 1000^3 3.0-3.5x; 512^3 only 1.2x. The limit was 1024^3, from sessions 31-32's slower
+// kernels: 777 x 333 x 555 took 20.3 us against cuBLAS's 15.6), and wg_tiled's plans win there.
 // Narrow outputs: the copies grow with m + n and the products with m * n, so at 512 columns copying
 // the wide operand costs half of what the products do, and wg_tiled's f16 splits, which split that
 // operand in registers, win (4096 x 512 x 4096: 112.7 us against this family's 126.0, H200, sessions
 // 31-32); its seeds, evaluated first, also spent the search's budget there.
 std::optional<std::string> f16s_declines(const GemmKey& key) {
-  constexpr double kMinWork = 1024.0 * 1024.0 * 1024.0;
+  constexpr double kMinWork = 640.0 * 640.0 * 640.0;
   constexpr long long kNarrowSide = 512;
   const double work = static_cast<double>(key.batch) * key.m * key.n * key.k;
   if (work < kMinWork)
-    return fmt::format("batch x m x n x k = {:.3g} is below 1024^3: the copies cost more than the products save",
+    return fmt::format("batch x m x n x k = {:.3g} is below 640^3: the copies cost more than the products save",
                        work);
   if (std::min(key.m, key.n) <= kNarrowSide)
     return fmt::format("m = {} and n = {}: at 512 or fewer rows or columns copying the other operand costs more "

@@ -234,11 +234,12 @@ TEST(WgTmaF32, PlanCopiesBothOperandsThenMultipliesAsADependentLaunch) {
         EXPECT_EQ(lp.launches[0].grid[0], a_blocks + b_blocks) << key.shape_line() << " " << describe(p);
         EXPECT_EQ(lp.launches[0].block[0], 256u);
         EXPECT_EQ(lp.launches[1].entry, "kd_wg_tma");
-        // The maps, both copies (rows of 1001 halves rounded to 1008) and one shift per row.
+        // The maps, both copies (rows of 1001 halves rounded to 1024: whole 128-byte lines) and one shift
+        // per row.
         const auto& g = lp.launches[1].grid;
         const std::uint64_t maps = 256ull * g[0] * g[1] * g[2];
-        EXPECT_GE(lp.workspace_bytes, maps + (4096 + 2048) * 1008 * 2 + (4096 + 2048) * 4);
-        EXPECT_LE(lp.workspace_bytes, maps + (4096 + 2048) * 1008 * 2 + (4096 + 2048) * 4 + 5 * 256);
+        EXPECT_GE(lp.workspace_bytes, maps + (4096 + 2048) * 1024 * 2 + (4096 + 2048) * 4);
+        EXPECT_LE(lp.workspace_bytes, maps + (4096 + 2048) * 1024 * 2 + (4096 + 2048) * 4 + 5 * 256);
       }
     }
 }
@@ -301,8 +302,10 @@ TEST(WgTmaF16s, ServesStrictF32InEveryLayoutAndNothingElse) {
             std::string::npos);
   EXPECT_NE(f.rejects(key_of(tf32_line("T", "N", 4096, 16, 4096, ""))).value_or("").find("copies"), std::string::npos)
       << "rejected, so that a range of narrow outputs does not try it either";
-  EXPECT_NE(not_searched_for(f, key_of(tf32_line("T", "N", 777, 333, 555, ""))).value_or("").find("1024^3"),
+  EXPECT_NE(not_searched_for(f, key_of(tf32_line("T", "N", 777, 333, 555, ""))).value_or("").find("640^3"),
             std::string::npos);
+  // 1000^3 took 18.2 us against cuBLAS's 62.8 (H200, session 40); wg_tiled's best, 24.3.
+  EXPECT_FALSE(not_searched_for(f, key_of(tf32_line("T", "N", 1000, 1000, 1000, ""))).has_value());
   EXPECT_FALSE(f.rejects(key_of(tf32_line("T", "N", 777, 333, 555, "")))) << "declined, not rejected";
 }
 
@@ -323,7 +326,7 @@ TEST(WgTmaF16s, PlanCopiesHiAndLoThenMultipliesAsADependentLaunch) {
         // Four maps per CTA, the hi and lo copies of both operands, one shift per row.
         const auto& g = lp.launches[1].grid;
         const std::uint64_t maps = 512ull * g[0] * g[1] * g[2];
-        const std::uint64_t copies = 2ull * (4096 + 2048) * 1008 * 2;
+        const std::uint64_t copies = 2ull * (4096 + 2048) * 1024 * 2;
         EXPECT_GE(lp.workspace_bytes, maps + copies + (4096 + 2048) * 4);
         EXPECT_LE(lp.workspace_bytes, maps + copies + (4096 + 2048) * 4 + 7 * 256);
         // A stage holds A's and B's hi and lo tiles.
