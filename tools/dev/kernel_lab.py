@@ -213,13 +213,19 @@ for case in cfg["cases"]:
     floor = case.get("err_floor", 1e-6)
     nbytes = (m * k + k * n + m * n) * W.element_size()
     best = None
+    # One workspace for every variant (poisoned again before each), and the first variant timed once more
+    # before its timed pass: without both, the first variant of a case ran 0.8 us slower than an identical
+    # later one (1024^3 strict f32, 19.5 against 18.7 us, serving regime, H200, session 40).
+    ws_all = torch.empty((max([v.get("workspace", 0) for v in case["variants"]] + [1]),), dtype=torch.uint8, device=dev)
+    warm = serving
     for (name, cubin, log), var in zip(compiled, case["variants"]):
         if cubin is None:
             print(f"{name}: compile failed\n{log[-600:]}"); continue
         launches = var.get("launches") or [{"entry": entry, "grid": var["grid"], "block": var["block"],
                                              "smem": var.get("smem", 0)}]
         fns = [load(cubin, l["entry"]) for l in launches]
-        ws = torch.full((max(var.get("workspace", 0), 1),), 0xFF, dtype=torch.uint8, device=dev)
+        ws = ws_all[:max(var.get("workspace", 0), 1)]
+        ws.fill_(0xFF)
         out.fill_(float("nan"))
         args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, 0, 0, 0, 1, 1.0, 0.0, 0)
         stream = torch.cuda.current_stream().cuda_stream
@@ -241,6 +247,9 @@ for case in cfg["cases"]:
                         launch(f, l["grid"], l["block"], l.get("smem", 0), argsets[i % copies], stream,
                                l.get("pdl", False) or (j == 0 and var.get("pdl_first", False)))
                 return reps
+            if warm:
+                graph_time(var_calls)
+                warm = False
             ts_ = graph_time(var_calls)
             srv = f" | serving {ts_:.2f}us vs cublas {base_srv:.2f}us x{base_srv/ts_:.3f} {strm/ts_*100:.0f}%strm"
             t_rank = ts_
