@@ -11,7 +11,8 @@
 //        kd_kernel_dump --lab FAMILY 'gemm ...' [PARAMS ...]
 // --only keeps the configurations whose id or parameters contain SUBSTRING, --ids those whose id is
 // listed in FILE (whitespace-separated), --list only counts them.
-// --lab prints a kernel-lab case (tools/dev/kernel_lab.py) for one key, batch 1 and packed: one variant per
+// --lab prints a kernel-lab case (tools/dev/kernel_lab.py) for one key of packed operands (a strided batch's
+// entries one after another): one variant per
 // PARAMS ("KD_COPY_ROWS=32 KD_PDL=1": the family's first seed with those changed, completed and checked by
 // its rules), or the family's seeds with none, each with the launch plan, workspace and PDL flags the
 // family gives it.
@@ -266,8 +267,11 @@ nlohmann::json lab_case(const std::vector<std::string>& args) {
   if (f == nullptr) throw std::runtime_error("no builtin family " + args[0]);
   const GemmKey key = std::get<GemmKey>(kd::parse_key(args[1]));
   const bool ta = key.ta == kd::Transpose::T, tb = key.tb == kd::Transpose::T;
-  if (key.batch != 1 || key.lda != (ta ? key.k : key.m) || key.ldb != (tb ? key.n : key.k) || key.ldc != key.m)
-    throw std::runtime_error("the kernel lab runs batch 1 with packed operands: " + key.shape_line());
+  const bool packed_batch = key.batch == 1 || (key.stride_a == key.m * key.k && key.stride_b == key.k * key.n &&
+                                                key.stride_c == key.m * key.n);
+  if (!packed_batch || key.lda != (ta ? key.k : key.m) || key.ldb != (tb ? key.n : key.k) || key.ldc != key.m)
+    throw std::runtime_error("the kernel lab runs packed operands (and batch entries one after another): " +
+                             key.shape_line());
   if (key.a != key.b) throw std::runtime_error("the kernel lab takes one type for A and B");
   if (auto why = f->rejects(key)) throw std::runtime_error(args[0] + " rejects the key: " + *why);
   const Target t;
@@ -298,6 +302,7 @@ nlohmann::json lab_case(const std::vector<std::string>& args) {
                         {"KD_BIAS", key.epilogue == kd::Epilogue::bias ? 1 : 0}}},
                       {"variants", nlohmann::json::array()}};
   if (key.precision == kd::PrecisionClass::tf32) c["tf32"] = true;
+  if (key.batch > 1) c["batch"] = key.batch;
   for (const Params& raw : sets) {
     const Params p = f->complete(key, t, raw);
     if (!f->valid(key, t, p)) throw std::runtime_error("not a valid configuration: " + kd::builtin::describe(p));

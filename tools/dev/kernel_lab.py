@@ -10,7 +10,8 @@ Each variant is a dict of -D macros plus "grid" / "block" computed here by the f
 PDL flags the family's own rules give (build/bin, no GPU needed).
 Optional, per case: "ta": "T" (default, nn.Linear: A stored k x m) or "N" (torch.mm: A stored m x k,
 column-major); "tb": "N" (default: B stored k x n) or "T" (B stored n x k, column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
-wgmma); "err_floor" (default
+wgmma); "batch" (default 1: a strided batch of packed entries, one after another, against torch.bmm);
+"err_floor" (default
 1e-6) added to 2x cuBLAS's norm error; "tf32": true (f32 cases) lets cuBLAS use TF32, the baseline of
 the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
@@ -158,43 +159,48 @@ DT = {"bf16": torch.bfloat16, "f16": torch.float16, "f32": torch.float32}
 rows = []
 for case in cfg["cases"]:
     dt = DT[case["dtype"]]; m, n, k = case["m"], case["n"], case["k"]
+    nb = case.get("batch", 1)  # entries, each packed, one after another
+    mm = torch.mm if nb == 1 else torch.bmm
+    shape = (lambda *d: d) if nb == 1 else (lambda *d: (nb,) + d)
+    tr = (lambda t: t.t()) if nb == 1 else (lambda t: t.transpose(1, 2))
     entry = case.get("entry", "kd_skinny_mma")
     ta, tb = case.get("ta", "T"), case.get("tb", "N")
     skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic", "pdl_first")
-    jobs = [(f"{case['dtype']}_{ta}{'' if tb == 'N' else tb}_{m}x{n}x{k}_{i}",
+    jobs = [(f"{case['dtype']}_{ta}{'' if tb == 'N' else tb}_{m}x{n}x{k}{'' if nb == 1 else f'x{nb}'}_{i}",
              {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}},
              case.get("arch", "sm_90"))
             for i, v in enumerate(case["variants"])]
     with cf.ThreadPoolExecutor(16) as ex:
         compiled = list(ex.map(compile_variant, jobs))
     if tb == "N":
-        X = torch.randn(n, k, device=dev, dtype=torch.float32).to(dt)   # B stored k x n (tb=N)
+        X = torch.randn(*shape(n, k), device=dev, dtype=torch.float32).to(dt)   # B stored k x n (tb=N)
         Xop = X
     else:
-        X = torch.randn(k, n, device=dev, dtype=torch.float32).to(dt)   # B stored n x k col-major (tb=T)
-        Xop = X.t()
+        X = torch.randn(*shape(k, n), device=dev, dtype=torch.float32).to(dt)   # B stored n x k col-major (tb=T)
+        Xop = tr(X)
     ldb = k if tb == "N" else n
     if ta == "T":
-        W = torch.randn(m, k, device=dev, dtype=torch.float32).to(dt)   # op(A) rows: A stored k x m (ta=T)
-        Wop = W.t()
+        W = torch.randn(*shape(m, k), device=dev, dtype=torch.float32).to(dt)   # op(A) rows: A stored k x m (ta=T)
+        Wop = tr(W)
     else:
-        W = torch.randn(k, m, device=dev, dtype=torch.float32).to(dt)   # A stored m x k col-major (ta=N)
+        W = torch.randn(*shape(k, m), device=dev, dtype=torch.float32).to(dt)   # A stored m x k col-major (ta=N)
         Wop = W
     lda = k if ta == "T" else m
+    strides = (m * k, k * n, m * n) if nb > 1 else (0, 0, 0)
     ref = (Xop.double() @ Wop.double())                                # n x m == C^T (C is m x n col-major)
-    out = torch.empty(n, m, device=dev, dtype=dt)
+    out = torch.empty(*shape(n, m), device=dev, dtype=dt)
     # "tf32": true times cuBLAS as an application that allows TF32 calls it (the TF32 class).
     torch.backends.cuda.matmul.allow_tf32 = bool(case.get("tf32", False))
-    base = timed(lambda: torch.mm(Xop, Wop, out=out))
+    base = timed(lambda: mm(Xop, Wop, out=out))
     if serving:
         wbytes = W.numel() * W.element_size()
         copies = max(2, -(-3 * l2 // wbytes))
         Ws = [W] + [W.clone() for _ in range(copies - 1)]
         reps = copies * max(1, -(-24 // copies))
-        Wops = [w.t() if ta == "T" else w for w in Ws]
+        Wops = [tr(w) if ta == "T" else w for w in Ws]
         def mm_calls(stream):
             for i in range(reps):
-                torch.mm(Xop, Wops[i % copies], out=out)
+                mm(Xop, Wops[i % copies], out=out)
             return reps
         base_srv = graph_time(mm_calls)
         sink = torch.zeros(1, dtype=torch.int32, device=dev)
@@ -211,7 +217,7 @@ for case in cfg["cases"]:
     err_base = ((out.double() - ref).norm() / ref.norm()).item()
     maxrel_base = ((out.double() - ref).abs().max() / ref.abs().max()).item()
     floor = case.get("err_floor", 1e-6)
-    nbytes = (m * k + k * n + m * n) * W.element_size()
+    nbytes = (m * k + k * n + m * n) * W.element_size() * nb
     best = None
     # One workspace for every variant (poisoned again before each), and the first variant timed once more
     # before its timed pass: without both, the first variant of a case ran 0.8 us slower than an identical
@@ -227,7 +233,7 @@ for case in cfg["cases"]:
         ws = ws_all[:max(var.get("workspace", 0), 1)]
         ws.fill_(0xFF)
         out.fill_(float("nan"))
-        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, 0, 0, 0, 1, 1.0, 0.0, 0)
+        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0, 0)
         stream = torch.cuda.current_stream().cuda_stream
         def run(fns=fns, launches=launches, args=args, stream=stream):
             for f, l in zip(fns, launches):
@@ -239,7 +245,7 @@ for case in cfg["cases"]:
         t = timed(run)
         srv, t_rank = "", t
         if serving:
-            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, 0, 0, 0, 1, 1.0, 0.0, 0)
+            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0, 0)
                        for w in Ws]
             def var_calls(stream, fns=fns, launches=launches, argsets=argsets):
                 for i in range(reps):
@@ -255,7 +261,7 @@ for case in cfg["cases"]:
             t_rank = ts_
         shown = {kk: vv for kk, vv in var.items() if kk not in ("launches",)}
         print(f"{name} {shown} err={err:.2e} (cublas {err_base:.2e}) maxrel={maxrel:.2e} (cublas {maxrel_base:.2e}) {t:.1f}us vs cublas {base:.1f}us "
-              f"x{base/t:.2f} {nbytes/(t*1e-6)/bw*100:.0f}%bw {2*m*n*k/(t*1e-6)/1e12:.1f}TFLOP/s {'OK' if ok else 'WRONG'}{srv}", flush=True)
+              f"x{base/t:.2f} {nbytes/(t*1e-6)/bw*100:.0f}%bw {2*m*n*k*nb/(t*1e-6)/1e12:.1f}TFLOP/s {'OK' if ok else 'WRONG'}{srv}", flush=True)
         if ok and (best is None or t_rank < best[0]):
             best = (t_rank, shown)
     if best:
