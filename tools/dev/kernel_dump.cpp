@@ -36,6 +36,7 @@
 
 #include "builtin/family.hpp"
 #include "builtin/ideas.hpp"
+#include "builtin/lab_case.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "key/gemm_key.hpp"
 #include "plan/launch_plan.hpp"
@@ -117,8 +118,8 @@ public:
     }
   }
 
-  // Every lab config (tools/dev/lab_*.json) case whose entry is the family's, with the key the unit
-  // tests build for it and the variant's parameters as written.
+  // Every lab config (tools/dev/lab_*.json) case whose entry is the family's, with its key (lab_case.hpp,
+  // as the unit tests take it) and the variant's parameters as written.
   void lab_configs(const Family& f, const fs::path& dir) {
     std::vector<fs::path> files;
     for (const auto& e : fs::directory_iterator(dir))
@@ -129,16 +130,7 @@ public:
       const nlohmann::json cfg = nlohmann::json::parse(in);
       for (const auto& c : cfg.at("cases")) {
         if (c.value("entry", "") != f.entry) continue;
-        const std::string dt = c.at("dtype"), ta = c.value("ta", "T"), tb = c.value("tb", "N");
-        const long long m = c.at("m"), n = c.at("n"), k = c.at("k");
-        const auto defs = c.value("defines", nlohmann::json::object());
-        const bool beta0 = defs.value("KD_BETA_ZERO", 1) == 1, bias = defs.value("KD_BIAS", 0) == 1;
-        // The key kernel_lab.py runs (and --lab writes): packed operands of either transpose.
-        const GemmKey key = std::get<GemmKey>(kd::parse_key(fmt::format(
-            "gemm a={0} b={0} c={0} compute=f32 ta={1} tb={8} m={2} n={3} k={4} lda={5} ldb={9} ldc={2} batch=1 "
-            "epilogue={6} beta0={7}{10}",
-            dt, ta, m, n, k, ta == "T" ? k : m, bias ? "bias" : "none", beta0 ? 1 : 0, tb, tb == "N" ? k : n,
-            c.value("tf32", false) ? " precision=tf32" : "")));
+        const GemmKey key = kd::builtin::lab_case_key(c);
         for (const auto& v : c.at("variants")) {
           Params p;
           for (const auto& [name, value] : v.items())
@@ -267,12 +259,7 @@ nlohmann::json lab_case(const std::vector<std::string>& args) {
   if (f == nullptr) throw std::runtime_error("no builtin family " + args[0]);
   const GemmKey key = std::get<GemmKey>(kd::parse_key(args[1]));
   const bool ta = key.ta == kd::Transpose::T, tb = key.tb == kd::Transpose::T;
-  const bool packed_batch = key.batch == 1 || (key.stride_a == key.m * key.k && key.stride_b == key.k * key.n &&
-                                                key.stride_c == key.m * key.n);
-  if (!packed_batch || key.lda != (ta ? key.k : key.m) || key.ldb != (tb ? key.n : key.k) || key.ldc != key.m)
-    throw std::runtime_error("the kernel lab runs packed operands (and batch entries one after another): " +
-                             key.shape_line());
-  if (key.a != key.b) throw std::runtime_error("the kernel lab takes one type for A and B");
+  if (auto why = kd::builtin::lab_refuses(key)) throw std::runtime_error(*why);
   if (auto why = f->rejects(key)) throw std::runtime_error(args[0] + " rejects the key: " + *why);
   const Target t;
   const std::vector<Params> seeds = f->seeds(key, t);

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "builtin/lab_case.hpp"
 #include "compile/nvrtc_compiler.hpp"
 #include "plan/launch_plan.hpp"
 
@@ -127,13 +128,7 @@ void check_lab_config(const std::string& file, const Family& f, int& variants) {
   const nlohmann::json cfg = nlohmann::json::parse(in);
   const Target t;
   for (const auto& c : cfg.at("cases")) {
-    const std::string dt = c.at("dtype");
-    const std::string ta = c.value("ta", "T"), tb = c.value("tb", "N");
-    const long long m = c.at("m"), n = c.at("n"), k = c.at("k");
-    const GemmKey key = key_of(fmt::format(
-        "gemm a={0} b={0} c={0} compute=f32 ta={1} tb={7} m={2} n={3} k={4} lda={5} ldb={8} ldc={2} batch=1 "
-        "epilogue=none beta0=1{6}",
-        dt, ta, m, n, k, ta == "T" ? k : m, c.value("tf32", false) ? " precision=tf32" : "", tb, tb == "N" ? k : n));
+    const GemmKey key = lab_case_key(c);
     ASSERT_FALSE(f.rejects(key));
     for (const auto& v : c.at("variants")) {
       ++variants;
