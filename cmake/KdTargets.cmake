@@ -3,11 +3,13 @@
 add_library(kd_warnings INTERFACE)
 target_compile_options(kd_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
                        -Wno-missing-field-initializers $<$<BOOL:${KD_WERROR}>:-Werror>)
-# GCC 12 at -O2/-O3 reports std::string assignments inside libstdc++ as -Wrestrict overlaps that
-# cannot happen (GCC bug 105329, fixed in 13): a warning there, never an error, or Release builds of
-# the tests fail on code that is correct.
+# GCC 12 at -O2/-O3 reports std::string copies inside libstdc++ (char_traits' memcpy) as -Wrestrict
+# overlaps, -Wstringop-overflow sizes and -Warray-bounds offsets that cannot happen (GCC bugs 105329
+# and 105651, fixed in 13): warnings there, never errors, or Release builds of the tests fail on code
+# that is correct (GCC 12.2, Debian 12: 14 such errors in 8 test files before these flags).
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU" AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
-  target_compile_options(kd_warnings INTERFACE -Wno-error=restrict)
+  target_compile_options(kd_warnings INTERFACE -Wno-error=restrict -Wno-error=stringop-overflow
+                         -Wno-error=array-bounds)
 endif()
 if(KD_SANITIZE)
   target_compile_options(kd_warnings INTERFACE -fsanitize=${KD_SANITIZE} -fno-omit-frame-pointer)
