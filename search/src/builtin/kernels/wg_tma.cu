@@ -915,6 +915,35 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
   // the producer's wait, so wait here.
   if (nk == 0) asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
+#if KD_SPLIT16 && (!KD_CLUSTER || KD_PAIR_FINISH)
+  // The shifts of this thread's 2 * KD_MW output rows and KD_BN / 4 columns, for the epilogue. Read
+  // into registers before the first store: the stores to C might alias the workspace as far as the
+  // compiler knows, so reading them per output (kd_unscale) loaded two for every output, one after
+  // another (2048^3 strict: 5% of the call, H200, session 32). With 128 accumulators the columns'
+  // would take too many registers, so the epilogue reads those a pair per 8 columns. And read as the
+  // first k tile's products start, not after the last: read after the loop, their round trip sat
+  // between the last products and the first store (strict 1024^3, the whole call: TN 17.9 -> 16.2 us,
+  // NT 19.3 -> 17.7, kernel lab, serving regime, H200, session 41). Tile 0's full barrier orders them
+  // after the producer's wait on the copies' grid, as it orders every later tile's copies; with no k
+  // tile the epilogue reads them, after the wait above (or, with a cluster, after its barrier).
+  constexpr bool kAllCols = KD_MW * KD_BN <= 128;
+  int srow[KD_MW][2], scol[kAllCols ? KD_BN / 8 : 1][2];
+  const int* shb = nullptr;
+  auto read_shifts = [&]() {
+    const kd_tma16_ws ws = kd_ws16(args);
+    const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
+    const int* sha = reinterpret_cast<const int*>(w + ws.sha) + z * m;
+    shb = reinterpret_cast<const int*>(w + ws.shb) + z * n;
+    kd_for_each_acc_at(acc, wg, warp, lane, m0, n0, [&](int mw, int j, int q, long long r, long long c, float) {
+      if (j == 0 && (q & 1) == 0) srow[mw][q >> 1] = r < m ? sha[r] : 0;
+      if (kAllCols && mw == 0 && q < 2) scol[kAllCols ? j : 0][q] = c < n ? shb[c] : 0;
+    });
+  };
+  if (nk > 0) {
+    kd_mbar_wait(full(0), 0);
+    read_shifts();
+  }
+#endif
 
 #if KD_SPLIT16 == 2
   // Strict f32: per k tile, lo(A) hi(B) + hi(A) lo(B) + hi(A) hi(B) into tmp from zero (the small
@@ -982,20 +1011,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, KD_CTAS) KD_CLUSTER_DIMS 
 #endif
   KD_C_T* C = static_cast<KD_C_T*>(args.c) + z * args.stride_c;
 #if KD_SPLIT16
-  // The shifts of this thread's 2 * KD_MW rows and KD_BN / 4 columns, read before the first store:
-  // the stores to C might alias the workspace as far as the compiler knows, so reading them per
-  // output (kd_unscale) loaded two for every output, one after another (2048^3 strict: 5% of the call,
-  // H200, session 32). With 128 accumulators the columns' would spill, so those read a pair per 8.
-  constexpr bool kAllCols = KD_MW * KD_BN <= 128;
-  const kd_tma16_ws ws = kd_ws16(args);
-  const unsigned char* w = static_cast<const unsigned char*>(args.workspace);
-  const int* sha = reinterpret_cast<const int*>(w + ws.sha) + z * m;
-  const int* shb = reinterpret_cast<const int*>(w + ws.shb) + z * n;
-  int srow[KD_MW][2], scol[kAllCols ? KD_BN / 8 : 1][2];
-  kd_for_each_acc_at(acc, wg, warp, lane, m0, n0, [&](int mw, int j, int q, long long r, long long c, float) {
-    if (j == 0 && (q & 1) == 0) srow[mw][q >> 1] = r < m ? sha[r] : 0;
-    if (kAllCols && mw == 0 && q < 2) scol[kAllCols ? j : 0][q] = c < n ? shb[c] : 0;
-  });
+  if (nk == 0) read_shifts();  // the shifts, read above when there was a k tile
   kd_for_each_acc_at(acc, wg, warp, lane, m0, n0, [&](int mw, int j, int q, long long r, long long c, float v) {
     if (!kAllCols && q < 2) scol[0][q] = c < n ? shb[c] : 0;
     kd_epilogue(args, C, r, c, kd_unscale_by(srow[mw][q >> 1], scol[kAllCols ? j : 0][q & 1], v));
