@@ -15,7 +15,8 @@ wgmma); "batch" (default 1: a strided batch of packed entries, one after another
 1e-6) added to 2x cuBLAS's norm error; "tf32": true (f32 cases) lets cuBLAS use TF32, the baseline of
 the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
-"workspace": bytes of device workspace handed in the args (not zeroed, poisoned once). A launch with
+"workspace": bytes of device workspace handed in the args (not zeroed, poisoned once); a launch's
+"carveout" sets its preferred shared-memory carveout (percent of the maximum). A launch with
 "pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it; a variant with
 "pdl_first": true makes its first launch one too under --serving (of the previous call's last launch in
 the graph; the variant must define KD_PDL=1 so its first kernel waits on the grid). A variant
@@ -230,6 +231,9 @@ for case in cfg["cases"]:
         launches = var.get("launches") or [{"entry": entry, "grid": var["grid"], "block": var["block"],
                                              "smem": var.get("smem", 0)}]
         fns = [load(cubin, l["entry"]) for l in launches]
+        for f, l in zip(fns, launches):
+            if "carveout" in l:  # CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, percent of the maximum
+                ck(cu.cuFuncSetAttribute(f, 9, int(l["carveout"])), "carveout")
         ws = ws_all[:max(var.get("workspace", 0), 1)]
         ws.fill_(0xFF)
         out.fill_(float("nan"))
