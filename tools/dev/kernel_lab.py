@@ -11,7 +11,7 @@ PDL flags the family's own rules give (build/bin, no GPU needed).
 Optional, per case: "ta": "T" (default, nn.Linear: A stored k x m) or "N" (torch.mm: A stored m x k,
 column-major); "tb": "N" (default: B stored k x n) or "T" (B stored n x k, column-major); "defines": -D macros shared by every variant (types, layout); "arch" (default sm_90; sm_90a for
 wgmma); "batch" (default 1: a strided batch of packed entries, one after another, against torch.bmm);
-"err_floor" (default
+"bias": true (a bias per row of C, for KD_BIAS=1 variants; cuBLAS through torch.addmm); "err_floor" (default
 1e-6) added to 2x cuBLAS's norm error; "tf32": true (f32 cases) lets cuBLAS use TF32, the baseline of
 the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
 "smem"}, ...] run in order instead of the single (case entry, grid, block, smem) launch, and
@@ -190,6 +190,12 @@ for case in cfg["cases"]:
     strides = (m * k, k * n, m * n) if nb > 1 else (0, 0, 0)
     ref = (Xop.double() @ Wop.double())                                # n x m == C^T (C is m x n col-major)
     out = torch.empty(*shape(n, m), device=dev, dtype=dt)
+    # "bias": true adds a bias per row of C (KD_BIAS=1 variants), as nn.Linear does; cuBLAS through addmm.
+    bias = torch.randn(m, device=dev, dtype=torch.float32).to(dt) if case.get("bias") else None
+    if bias is not None:
+        assert nb == 1, "bias: one batch entry"
+        ref = ref + bias.double()
+        mm = lambda x, w, out: torch.addmm(bias, x, w, out=out)
     # "tf32": true times cuBLAS as an application that allows TF32 calls it (the TF32 class).
     torch.backends.cuda.matmul.allow_tf32 = bool(case.get("tf32", False))
     base = timed(lambda: mm(Xop, Wop, out=out))
@@ -237,7 +243,8 @@ for case in cfg["cases"]:
         ws = ws_all[:max(var.get("workspace", 0), 1)]
         ws.fill_(0xFF)
         out.fill_(float("nan"))
-        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0, 0)
+        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0,
+                    0 if bias is None else bias.data_ptr())
         stream = torch.cuda.current_stream().cuda_stream
         def run(fns=fns, launches=launches, args=args, stream=stream):
             for f, l in zip(fns, launches):
@@ -249,7 +256,8 @@ for case in cfg["cases"]:
         t = timed(run)
         srv, t_rank = "", t
         if serving:
-            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0, 0)
+            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0,
+                            0 if bias is None else bias.data_ptr())
                        for w in Ws]
             def var_calls(stream, fns=fns, launches=launches, argsets=argsets):
                 for i in range(reps):

@@ -19,17 +19,33 @@ __device__ __forceinline__ void kd_store(__half* p, float v) { *p = __float2half
 __device__ __forceinline__ void kd_store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 __device__ __forceinline__ void kd_store(float* p, float v) { *p = v; }
 
-// Finishes C's element at dst (in `row`) from out = alpha*sum: adds beta * *dst (unless
-// KD_BETA_ZERO) and bias[row] (KD_BIAS), and stores it. The caller has checked the bounds.
+// Finishes C's element at dst from out = alpha*sum: adds beta * *dst (unless KD_BETA_ZERO) and
+// `bias`, its row's bias (KD_BIAS; read by the caller), and stores it. The caller has checked the
+// bounds.
 template <typename T>
-__device__ __forceinline__ void kd_finish_c(const kd_gemm_args& args, T* dst, long long row, float out) {
+__device__ __forceinline__ void kd_finish_c_biased(const kd_gemm_args& args, T* dst, float out, float bias) {
 #if !KD_BETA_ZERO
   out += args.beta * kd_to_float(*dst);
 #endif
 #if KD_BIAS
-  out += kd_to_float(static_cast<const T*>(args.bias)[row]);
+  out += bias;
 #endif
   kd_store(dst, out);
+}
+// The row's bias (KD_BIAS) as kd_finish_c_biased adds it.
+template <typename T>
+__device__ __forceinline__ float kd_bias_of(const kd_gemm_args& args, long long row) {
+#if KD_BIAS
+  return kd_to_float(static_cast<const T*>(args.bias)[row]);
+#else
+  return 0.f;
+#endif
+}
+// kd_finish_c_biased with bias[row] read here. Read per output, after the stores before it (which
+// might alias it as far as the compiler knows); a kernel that holds its rows' biases passes them.
+template <typename T>
+__device__ __forceinline__ void kd_finish_c(const kd_gemm_args& args, T* dst, long long row, float out) {
+  kd_finish_c_biased(args, dst, out, kd_bias_of<T>(args, row));
 }
 
 // The value kd_finish_c finishes: alpha * sum (the sum first raised by KD_UNLEAN's lean).
@@ -59,6 +75,13 @@ __device__ __forceinline__ void kd_epilogue(const kd_gemm_args& args, T* C, long
   float out = kd_epilogue_value(args, sum);
   T* dst = C + row + col * args.ldc;
   kd_finish_c(args, dst, row, out);
+}
+// kd_epilogue with the row's bias (kd_bias_of) read by the caller.
+template <typename T>
+__device__ __forceinline__ void kd_epilogue_biased(const kd_gemm_args& args, T* C, long long row, long long col,
+                                                   float sum, float bias) {
+  if (row >= args.m || col >= args.n) return;
+  kd_finish_c_biased(args, C + row + col * args.ldc, kd_epilogue_value(args, sum), bias);
 }
 
 #endif  // KD_C_EPILOGUE_CUH
