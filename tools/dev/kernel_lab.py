@@ -196,6 +196,7 @@ for case in cfg["cases"]:
         assert nb == 1, "bias: one batch entry"
         ref = ref + bias.double()
         mm = lambda x, w, out: torch.addmm(bias, x, w, out=out)
+    bias_ptr = 0 if bias is None else bias.data_ptr()
     # "tf32": true times cuBLAS as an application that allows TF32 calls it (the TF32 class).
     torch.backends.cuda.matmul.allow_tf32 = bool(case.get("tf32", False))
     base = timed(lambda: mm(Xop, Wop, out=out))
@@ -243,8 +244,7 @@ for case in cfg["cases"]:
         ws = ws_all[:max(var.get("workspace", 0), 1)]
         ws.fill_(0xFF)
         out.fill_(float("nan"))
-        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0,
-                    0 if bias is None else bias.data_ptr())
+        args = Args(W.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0, bias_ptr)
         stream = torch.cuda.current_stream().cuda_stream
         def run(fns=fns, launches=launches, args=args, stream=stream):
             for f, l in zip(fns, launches):
@@ -256,8 +256,7 @@ for case in cfg["cases"]:
         t = timed(run)
         srv, t_rank = "", t
         if serving:
-            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0,
-                            0 if bias is None else bias.data_ptr())
+            argsets = [Args(w.data_ptr(), X.data_ptr(), out.data_ptr(), ws.data_ptr(), m, n, k, lda, ldb, m, *strides, nb, 1.0, 0.0, bias_ptr)
                        for w in Ws]
             def var_calls(stream, fns=fns, launches=launches, argsets=argsets):
                 for i in range(reps):
