@@ -17,6 +17,10 @@ using namespace param_names;
 constexpr long long kMaxTail = 4;  // 5 and 7 measured slower than 4 on 28672x128 (kernel lab, H200)
 constexpr long long kTileK = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
+// KD_PP's consumers take turns a segment each: consumer 0 finishes a segment before consumer 1 starts
+// it, and the producer publishes tile j only once both released tile j - 2's B-lo buffer, so a segment
+// of three k tiles deadlocks (the GPU gate hung on k = 72, H200).
+constexpr long long kMaxTurnsKTiles = 2;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
 constexpr long long kMaxClusterSplit = 8;
 // Outputs up to 16 columns take one m64n16 wgmma, 17-47 columns m64n32 ones (one or two column tiles),
@@ -172,6 +176,16 @@ void add_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, 
 // its tiles, at least two tiles each, in one wave of at least 90% of the resident CTAs. Each CTA's
 // producer then loads its next tile while the consumers store the last; one tile per CTA left
 // every tile's store exposed (24.3 us against cuBLAS's 37.3, H200, session 33).
+// The stream-K seed just appended with its consumers taking turns (KD_PP), where k is short enough for
+// it: at most two k tiles (wg_valid). The turns overlap one consumer's stores with the other's
+// wgmmas; kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1 (cuBLAS 38.0).
+void add_turns_seed(const GemmKey& key, std::vector<Params>& out) {
+  if (ceil_div(key.k, kTileK) > kMaxTurnsKTiles || param(out.back(), kWg) != 2) return;
+  Params p = out.back();
+  p[kPp] = 1;
+  out.push_back(p);
+}
+
 void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, const Params& base) {
   if (key.batch == 1 || param(base, kWs) != 1 || param(base, kSplit) != 1) return;
   const long long tiles = tiles_of(key, base), per = tiles / key.batch, room = t.sms * ctas_per_sm(key, t, base);
@@ -179,6 +193,7 @@ void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params
     if (per % d != 0 || d * key.batch > room) continue;
     if (10 * d * key.batch >= 9 * room) {
       out.push_back(as_stream_k(base, d));
+      add_turns_seed(key, out);
       return;
     }
     break;
@@ -192,6 +207,7 @@ void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params
       Params p = as_stream_k(base, c);
       p[kSkb] = 1;
       out.push_back(p);
+      add_turns_seed(key, out);
     }
     return;
   }
@@ -377,6 +393,10 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (skb == 1 &&
       (sk == 0 || key.batch < 2 || tiles_of(key, p) % sk != 0 || key.batch * sk_units(key, p) > 0x7fffffffLL))
     return false;
+  // Turns (KD_PP): stream-K's two consumers, a tile of at most kMaxTurnsKTiles k tiles.
+  const long long pp = param(p, kPp);
+  if (pp != 0 && pp != 1) return false;
+  if (pp == 1 && (sk == 0 || wg != 2 || ceil_div(key.k, kTileK) > kMaxTurnsKTiles)) return false;
   // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (a producer and two m64n128
   // consumers promoting every tile), without the other k-division and B-lo schemes; any ta and tb. B with
   // tb = T is read by nothing else.
@@ -599,6 +619,7 @@ std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Pa
   Params out = p;
   out[kSk] = 0;
   out.erase(kSkb);
+  out.erase(kPp);
   out[kSplit] = split_to_fill(key, t, out);
   return out;
 }

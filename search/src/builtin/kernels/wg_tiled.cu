@@ -58,7 +58,8 @@
 //    segments at tile boundaries; a tile that one CTA covers whole goes straight to C, the others leave
 //    one partial per CTA in the workspace, which a second launch (kd_wg_sk_reduce) sums in CTA order.
 //    The producer copies each segment with that tile's plans, so the ring never drains between
-//    segments.
+//    segments. KD_PP = 1: the two consumers take turns, a segment each, so that one's stores of a
+//    finished tile overlap the other's wgmmas (short k only: see the segment loop).
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
@@ -71,6 +72,7 @@
 //   KD_TAIL 1..16 (SPLITK 1, no BLO)   KD_SK 0 | CTAs (2..units)   KD_F16S 0|1   KD_BETA_ZERO 0|1   KD_BIAS 0|1
 //   KD_PDL 0|1 (the first launch waits on the previous kernel's grid first, gemm.cuh)
 //   KD_SKB 0|1 (with KD_SK: the units run over every batch entry, KD_SK CTAs in all; whole tiles each)
+//   KD_PP 0|1 (with KD_SK and two consumers, k <= 64: the consumers take turns, segment by segment)
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
 //   [batch * n], block = [256] (KD_TB = 1: grid = [batch * ceil(n / 32)], block = [512]); then]
 //   kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK] (KD_TAIL: [tiles +
@@ -118,6 +120,9 @@
 #endif
 #ifndef KD_SKB
 #define KD_SKB 0
+#endif
+#ifndef KD_PP
+#define KD_PP 0
 #endif
 
 #if KD_TB != 0 && !KD_F16S
@@ -190,6 +195,7 @@ static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && (KD_BN == 32 || KD_BN 
                              KD_PROMOTE == 1 && !KD_BLO && !KD_SK && !KD_CLUSTER),
               "KD_F16S: f32, KD_WS with two m64n32, m64n64 or m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_SKB == 0 || (KD_SKB == 1 && KD_SK > 0), "KD_SKB is 0 or 1 (with KD_SK)");
+static_assert(KD_PP == 0 || (KD_PP == 1 && KD_SK > 0 && KD_WG == 2), "KD_PP is 0 or 1 (with KD_SK and two consumers)");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward
@@ -216,6 +222,9 @@ __device__ __forceinline__ void kd_fence_async() { asm volatile("fence.proxy.asy
 __device__ __forceinline__ void kd_bar_sync_loaders() { asm volatile("bar.sync 1, 128;" ::: "memory"); }
 // Every thread of the CTA (id 2), reached from the producer's and the consumers' code alike.
 __device__ __forceinline__ void kd_bar_sync_all() { asm volatile("bar.sync 2, %0;" ::"n"(kThreads) : "memory"); }
+// KD_PP's turns (ids 3 and 4, the two consumer warpgroups): one arrives, the other waits.
+__device__ __forceinline__ void kd_bar_arrive_pp(int id) { asm volatile("bar.arrive %0, 256;" ::"r"(id) : "memory"); }
+__device__ __forceinline__ void kd_bar_sync_pp(int id) { asm volatile("bar.sync %0, 256;" ::"r"(id) : "memory"); }
 
 // KD_F32: whether the element type is float, for the preprocessor: the f32 pipeline names kd_int, whose
 // constants a cubin carries (-default-device), and a 16-bit one must not.
@@ -453,11 +462,25 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       // unrolls it and overlaps a promotion with the next tile's fragment loads; one loop with the
       // flush inside measured 11% slower, kernel lab, H200), then the flush.
       const kd_stream_k sk{args, acc, wg, warp, lane, z, m, n, tm, ktiles_all, units};
+      // KD_PP: the two consumers take turns at the tensor cores, a segment each, so that one's stores
+      // run while the other's wgmmas do: consumer 1 starts segment s once consumer 0's wgmmas of it
+      // retired (barrier 3), consumer 0 starts segment s + 1 once consumer 1's of s retired (barrier 4).
+      // Each barrier is arrived at as often as it is waited on. Consumer 0 then finishes a segment
+      // before consumer 1 starts it, and the producer publishes tile j only once both consumers
+      // released tile j - 2's B-lo buffer (kd_ring, two buffers), so a segment of more than two k
+      // tiles deadlocks (the GPU gate hung on k = 72): the host rules allow KD_PP for k <= 64.
+      // Kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1 (stream-K, 4 CTAs an entry).
       int kt = u0 % ktiles_all;
-      for (int i = 0; i < nk;) {
+      for (int i = 0, s = 0; i < nk; ++s) {
         const int seg = nk - i < ktiles_all - kt ? nk - i : ktiles_all - kt;
         const int e = i + seg;
+        if constexpr (KD_PP) {
+          if (wg == 1 || s > 0) kd_bar_sync_pp(wg == 0 ? 4 : 3);
+        }
         for (; i < e; ++i) step.tile(i, kd_int<0>{}, kd_int<true>{});
+        if constexpr (KD_PP) {
+          if (wg == 0 || i < nk) kd_bar_arrive_pp(wg == 0 ? 3 : 4);
+        }
         if (i == nk) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
         ops.forget();
         sk.flush(u0 + i - 1);

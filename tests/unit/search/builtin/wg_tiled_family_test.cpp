@@ -262,8 +262,11 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
       "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1");
   const std::vector<Params> sk = stream_k_seeds(scores);
-  ASSERT_EQ(sk.size(), 1u);
+  ASSERT_EQ(sk.size(), 2u) << "the plain seed and its copy with the consumers taking turns";
   EXPECT_EQ(sk[0].at("KD_SK"), 4);
+  EXPECT_FALSE(sk[0].contains("KD_PP"));
+  EXPECT_EQ(sk[1], with(sk[0], "KD_PP", 1));
+  EXPECT_TRUE(f.valid(scores, t, sk[1]));
   EXPECT_TRUE(f.valid(scores, t, sk[0]));
   const LaunchPlan lp = f.plan(scores, t, sk[0]);
   EXPECT_EQ(lp.workspace_bytes, 0u) << "whole tiles per CTA leave no partials";
@@ -274,7 +277,8 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
   const std::vector<Params> skb = stream_k_seeds(tiny);
-  ASSERT_EQ(skb.size(), 1u);
+  ASSERT_EQ(skb.size(), 1u) << "k = 128 is four k tiles a segment: too long for turns";
+  EXPECT_FALSE(f.valid(tiny, t, with(skb[0], "KD_PP", 1)));
   EXPECT_EQ(skb[0].at("KD_SK"), 128);
   EXPECT_EQ(skb[0].at("KD_SKB"), 1);
   const LaunchPlan across = f.plan(tiny, t, skb[0]);
@@ -291,7 +295,15 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const GemmKey ragged = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=72 lda=72 ldb=72 ldc=120 batch=256 "
       "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0");
-  EXPECT_EQ(completed_seeds_with(f, ragged, t, "KD_SKB").size(), 1u);
+  const std::vector<Params> ragged_skb = completed_seeds_with(f, ragged, t, "KD_SKB");
+  ASSERT_EQ(ragged_skb.size(), 1u);
+  // Turns only where a tile is at most two k tiles (three hung in the GPU gate): k = 72 is three.
+  EXPECT_FALSE(f.valid(ragged, t, with(ragged_skb[0], "KD_PP", 1)));
+  const GemmKey ragged64 = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 "
+      "stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0");
+  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_SKB").size(), 2u);
+  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_PP").size(), 1u);
   // Switching stream-K off drops KD_SKB with it.
   bool off = false;
   for (const IdeaMove& move : wg_tiled_ideas()) {
@@ -299,6 +311,9 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
     const std::optional<Params> q = move.apply(tiny, t, skb[0]);
     ASSERT_TRUE(q.has_value());
     EXPECT_FALSE(q->contains("KD_SKB"));
+    const std::optional<Params> r = move.apply(scores, t, sk[1]);
+    ASSERT_TRUE(r.has_value());
+    EXPECT_FALSE(r->contains("KD_PP")) << "turns need stream-K";
     off = true;
   }
   EXPECT_TRUE(off);
