@@ -16,7 +16,7 @@ Steps: one run with the shim recording its GEMM calls (KD_RECORD); the prewarm c
 and the workloads' row lines; then plain, gemm (the shim) and gemm+rows (the shim and
 kdispatch.torch.enable()), each in its own process, --repeats rounds interleaved (each mode's fastest
 round counts). Prints ms per forward, speedups, the routing counts and the outputs' error against
-plain, and for BERT the host's time per forward and its top kernels by device time. Exit 0 when every routed run's output is within its
+plain, and for BERT the host's time per forward, the GPU's busy time and its top kernels by device time. Exit 0 when every routed run's output is within its
 precision class of plain's and every routed row call was answered by the cache: a hit, or the
 framework's kernel where the search kept it (vendor_chosen); not_loaded only in the warm-up.
 """
@@ -40,7 +40,10 @@ def row_lines(workload, args):
 
 
 def top_kernels(run, iters, n=6):
-    """The n kernels with the most device time per forward pass, in us (torch.profiler)."""
+    """The n kernels with the most device time per forward pass, in us, and the device time of every
+    kernel and copy per pass summed, in ms: the pass's busy time, which against its elapsed time shows
+    the GPU's idle gaps (kernels that overlap, as programmatic dependents do, count twice)
+    (torch.profiler)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
@@ -55,7 +58,8 @@ def top_kernels(run, iters, n=6):
         if t > 0:
             rows.append((t / iters, e.count // iters, e.key[:60]))
     rows.sort(reverse=True)
-    return [[round(t, 1), c, k] for t, c, k in rows[:n]]
+    busy_ms = sum(t for t, _, _ in rows) / 1e3
+    return [[round(t, 1), c, k] for t, c, k in rows[:n]], busy_ms
 
 
 def worker(args):
@@ -105,7 +109,7 @@ def worker(args):
             e1.record()
             e1.synchronize()
             result["eager_ms"] = e0.elapsed_time(e1) / args.iters
-            result["kernels"] = top_kernels(run, 3)
+            result["kernels"], result["busy_ms"] = top_kernels(run, 3)
         if args.mode == "gemm+rows":
             import kdispatch.torch as kt
             before = dict(kt.stats())
@@ -221,7 +225,8 @@ def main():
                   f"{json.dumps(calls)}{'' if good else '  FAIL'}", flush=True)
         for m, r in res.items():
             if "kernels" in r:
-                print(f"  {w} {m} {' '.join(r['routed'])}: host {r['host_ms']:.3f} ms/step; top kernels (us/step, calls/step): "
+                print(f"  {w} {m} {' '.join(r['routed'])}: host {r['host_ms']:.3f} ms/step; GPU busy {r['busy_ms']:.3f} "
+                      f"ms/step; top kernels (us/step, calls/step): "
                       + "; ".join(f"{t} {c}x {k}" for t, c, k in r["kernels"]), flush=True)
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
