@@ -171,11 +171,6 @@ void add_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, 
   out.push_back(as_stream_k(base, room));
 }
 
-// Appends `base` as a persistent loop for a batched call of many short tiles (attention's 512x512x64
-// x32: 16 tiles a batch, 2 k tiles each): stream-K over whole tiles, the most CTAs a batch that divide
-// its tiles, at least two tiles each, in one wave of at least 90% of the resident CTAs. Each CTA's
-// producer then loads its next tile while the consumers store the last; one tile per CTA left
-// every tile's store exposed (24.3 us against cuBLAS's 37.3, H200, session 33).
 // The stream-K seed just appended with its consumers taking turns (KD_PP), where k is short enough for
 // it: at most two k tiles (wg_valid). The turns overlap one consumer's stores with the other's
 // wgmmas; kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1 (cuBLAS 38.0).
@@ -186,6 +181,11 @@ void add_turns_seed(const GemmKey& key, std::vector<Params>& out) {
   out.push_back(p);
 }
 
+// Appends `base` as a persistent loop for a batched call of many short tiles (attention's 512x512x64
+// x32: 16 tiles a batch, 2 k tiles each): stream-K over whole tiles, the most CTAs a batch that divide
+// its tiles, at least two tiles each, in one wave of at least 90% of the resident CTAs. Each CTA's
+// producer then loads its next tile while the consumers store the last; one tile per CTA left
+// every tile's store exposed (24.3 us against cuBLAS's 37.3, H200, session 33).
 void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, const Params& base) {
   if (key.batch == 1 || param(base, kWs) != 1 || param(base, kSplit) != 1) return;
   const long long tiles = tiles_of(key, base), per = tiles / key.batch, room = t.sms * ctas_per_sm(key, t, base);
