@@ -171,11 +171,17 @@ void add_sk_seed(const GemmKey& key, const Target& t, std::vector<Params>& out, 
   out.push_back(as_stream_k(base, room));
 }
 
-// The stream-K seed just appended with its consumers taking turns (KD_PP), where k is short enough for
-// it: at most two k tiles (wg_valid). The turns overlap one consumer's stores with the other's
-// wgmmas; kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1 (cuBLAS 38.0).
+// Whether `p`'s consumers can take turns (KD_PP) on `key`: stream-K's two consumers, a tile of at most
+// kMaxTurnsKTiles k tiles. The seed rule and wg_valid share it.
+bool turns_fit(const GemmKey& key, const Params& p) {
+  return param(p, kSk) != 0 && param(p, kWg) == 2 && ceil_div(key.k, kTileK) <= kMaxTurnsKTiles;
+}
+
+// The stream-K seed just appended with its consumers taking turns (KD_PP), where they fit. The turns
+// overlap one consumer's stores with the other's wgmmas; kernel lab, H200, serving: 512x512x64 x32
+// 19.2 us against 20.1 (cuBLAS 38.0).
 void add_turns_seed(const GemmKey& key, std::vector<Params>& out) {
-  if (ceil_div(key.k, kTileK) > kMaxTurnsKTiles || param(out.back(), kWg) != 2) return;
+  if (!turns_fit(key, out.back())) return;
   Params p = out.back();
   p[kPp] = 1;
   out.push_back(p);
@@ -393,10 +399,10 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   if (skb == 1 &&
       (sk == 0 || key.batch < 2 || tiles_of(key, p) % sk != 0 || key.batch * sk_units(key, p) > 0x7fffffffLL))
     return false;
-  // Turns (KD_PP): stream-K's two consumers, a tile of at most kMaxTurnsKTiles k tiles.
+  // Turns (KD_PP), where they fit (turns_fit).
   const long long pp = param(p, kPp);
   if (pp != 0 && pp != 1) return false;
-  if (pp == 1 && (sk == 0 || wg != 2 || ceil_div(key.k, kTileK) > kMaxTurnsKTiles)) return false;
+  if (pp == 1 && !turns_fit(key, p)) return false;
   // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (a producer and two m64n128
   // consumers promoting every tile), without the other k-division and B-lo schemes; any ta and tb. B with
   // tb = T is read by nothing else.
