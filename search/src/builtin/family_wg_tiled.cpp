@@ -311,6 +311,15 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
   add_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
   add_batched_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
+  // Entries of at most 64 rows (attention's values with 64-wide heads): the same loop with one consumer
+  // warpgroup, whose m64 tile is the whole entry; two leave each tile's second 64 rows empty. 64x128x128
+  // x512 (ta = N): 23.2 us against 30.2 with two consumers and 28.9 for the kd_tc_tiled plan BERT's
+  // prewarm had published; cuBLAS 35.1 (kernel lab, H200, serving, session 43).
+  if (key.batch > 1 && key.m <= 64) {
+    Params one = out[key.n > 64 ? 1 : 0];
+    one[kWg] = 1;
+    add_batched_sk_seed(key, t, out, one);
+  }
   add_f16s_seeds(key, t, out);
   // 48-64 columns stream A as the narrow outputs do: the narrow plan (8 stages, a producer and two
   // consumers promoting every tile, split-K to one wave) with m64n64 tiles (session 23).

@@ -772,7 +772,8 @@ TEST_F(GpuEvalBuiltin, WgTiledNarrowF16SplitPassesTheGate) {
 // The persistent stream-K seed of batched calls (whole tiles per CTA, no partials): attention's
 // scores and a ragged batch with bias and beta (k = 72: a partial k tile in every tile), within each
 // batch entry and over all of them (KD_SKB); where k <= 64, also with the consumers taking turns
-// (KD_PP, a plan that hangs if its host rule is wrong): the scores and a ragged batch with bias and beta.
+// (KD_PP, a plan that hangs if its host rule is wrong): the scores and a ragged batch with bias and beta;
+// where entries have at most 64 rows, also with one consumer warpgroup: attention's values and a ragged batch.
 TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
   const builtin::Family& f = builtin::wg_tiled_family();
   int evaluated = 0;
@@ -787,11 +788,17 @@ TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=72 lda=72 ldb=72 ldc=120 batch=256 "
            "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 "
-           "stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0"}) {
+           "stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0",
+           // Entries of at most 64 rows, also with one consumer: attention's values (64-wide heads, ta = N),
+           // then a ragged one with bias and beta.
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
+           "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=60 n=100 k=72 lda=60 ldb=72 ldc=60 batch=256 "
+           "stride_a=4320 stride_b=7200 stride_c=6000 epilogue=bias beta0=0"}) {
     ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled batched stream-K", evaluated,
                                        [](const builtin::Params& p) { return p.at("KD_SK") != 0; }));
   }
-  EXPECT_EQ(evaluated, 7) << "five stream-K seeds, two of them also with turns (k <= 64)";
+  EXPECT_EQ(evaluated, 11) << "seven stream-K seeds, two of them also with turns (k <= 64), two with one consumer";
   expect_no_restarts();
 }
 

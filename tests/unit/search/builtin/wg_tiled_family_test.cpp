@@ -254,6 +254,30 @@ TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
 // batch, 4 CTAs each (128 CTAs of 4 tiles); 20.8 us against 24.3 one tile per CTA (H200, session 33).
 // 128^3 x256 (one tile a batch) runs the same over every batch entry in one launch (KD_SKB): 128 CTAs
 // of two tiles each.
+TEST(WgTiled, BatchedEntriesOfAtMost64RowsGetAOneConsumerLoop) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  // BERT's attention values (64-wide heads): one m64 tile is a whole entry.
+  const GemmKey values = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
+      "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1");
+  const std::vector<Params> skb = completed_seeds_with(f, values, t, "KD_SKB");
+  ASSERT_EQ(skb.size(), 2u) << "two consumers, then one";
+  EXPECT_EQ(skb[0].at("KD_WG"), 2);
+  EXPECT_EQ(skb[1], with(skb[0], "KD_WG", 1));
+  EXPECT_TRUE(f.valid(values, t, skb[1]));
+  const LaunchPlan lp = f.plan(values, t, skb[1]);
+  EXPECT_EQ(lp.workspace_bytes, 0u);
+  ASSERT_EQ(lp.launches.size(), 1u);
+  EXPECT_EQ(lp.launches[0].grid, (std::array<std::uint32_t, 3>{128, 1, 1}));
+  EXPECT_EQ(lp.launches[0].block[0], 256u) << "the producer and one consumer";
+  // Taller entries keep two consumers only.
+  const GemmKey scores = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  for (const Params& p : completed_seeds_with(f, scores, t, "KD_SKB")) EXPECT_EQ(p.at("KD_WG"), 2);
+}
+
 TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const Family& f = wg_tiled_family();
   const Target t;
