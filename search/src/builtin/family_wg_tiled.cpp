@@ -314,7 +314,8 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
   // Entries of at most 64 rows (attention's values with 64-wide heads): the same loop with one consumer
   // warpgroup, whose m64 tile is the whole entry; two leave each tile's second 64 rows empty. 64x128x128
   // x512 (ta = N): 23.2 us against 30.2 with two consumers and 28.9 for the kd_tc_tiled plan BERT's
-  // prewarm had published; cuBLAS 35.1 (kernel lab, H200, serving, session 43).
+  // prewarm had published; cuBLAS 35.1 (kernel lab, H200, serving, session 43). Taller entries, where
+  // two consumers share each B tile, lose with one: 128^3 x256 21.6 against 18.6.
   if (key.batch > 1 && key.m <= 64) {
     Params one = out[key.n > 64 ? 1 : 0];
     one[kWg] = 1;
