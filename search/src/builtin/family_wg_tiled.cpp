@@ -308,16 +308,18 @@ std::vector<Params> wg_seeds(const GemmKey& key, const Target& t) {
     out = {tile(2, 128, 5, 2, 0, 1), tile(2, 128, 4, 1, 0, 1)};
   }
   for (Params& p : out) p[kSplit] = split_to_fill(key, t, p);
-  add_tail_seed(key, t, out, out[key.n > 64 ? 1 : 0]);  // warp-specialized, promoting every tile above 64
-  add_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
-  add_batched_sk_seed(key, t, out, out[key.n > 64 ? 1 : 0]);
+  // The warp-specialized seed the others start from: promoting every tile above 64 columns.
+  const std::size_t ws_seed = key.n > 64 ? 1 : 0;
+  add_tail_seed(key, t, out, out[ws_seed]);
+  add_sk_seed(key, t, out, out[ws_seed]);
+  add_batched_sk_seed(key, t, out, out[ws_seed]);
   // Entries of at most 64 rows (attention's values with 64-wide heads): the same loop with one consumer
   // warpgroup, whose m64 tile is the whole entry; two leave each tile's second 64 rows empty. 64x128x128
   // x512 (ta = N): 23.2 us against 30.2 with two consumers and 28.9 for the kd_tc_tiled plan BERT's
   // prewarm had published; cuBLAS 35.1 (kernel lab, H200, serving, session 43). Taller entries, where
   // two consumers share each B tile, lose with one: 128^3 x256 21.6 against 18.6.
   if (key.batch > 1 && key.m <= 64) {
-    Params one = out[key.n > 64 ? 1 : 0];
+    Params one = out[ws_seed];
     one[kWg] = 1;
     add_batched_sk_seed(key, t, out, one);
   }
