@@ -14,6 +14,19 @@ import sys
 import tempfile
 from pathlib import Path
 
+def bert_encoder(layers, dev):
+    """The fp32 BERT-large-style encoder of the BERT e2e (rows_e2e.py) and the labs that time it: Hugging
+    Face BertModel, hidden 1024, 16 heads, FFN 4096, eager attention (softmax its own kernel), random
+    weights, a batch of 32 x 128 token ids. Returns its forward pass, a function of no arguments."""
+    import torch
+    from transformers import BertConfig, BertModel
+    cfg = BertConfig(hidden_size=1024, num_hidden_layers=layers, num_attention_heads=16, intermediate_size=4096,
+                     attn_implementation="eager")
+    model = BertModel(cfg).to(dev).eval()
+    ids = torch.randint(0, cfg.vocab_size, (32, 128), device=dev)
+    return lambda: model(input_ids=ids).last_hidden_state
+
+
 STATS_RE = re.compile(r"kdispatch_cublas: hits=(\d+) misses=(\d+) fallbacks=(\d+) nested=(\d+) "
                       r"pass_through=(\d+) real_missing=(\d+)")
 

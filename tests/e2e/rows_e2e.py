@@ -30,6 +30,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from e2e_common import bert_encoder  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -74,12 +77,7 @@ def worker(args):
     dev = torch.device("cuda")
     with torch.no_grad():
         if args.workload == "bert":
-            from transformers import BertConfig, BertModel
-            cfg = BertConfig(hidden_size=1024, num_hidden_layers=args.bert_layers, num_attention_heads=16,
-                             intermediate_size=4096, attn_implementation="eager")
-            model = BertModel(cfg).to(dev).eval()
-            ids = torch.randint(0, cfg.vocab_size, (32, 128), device=dev)
-            run = lambda: model(input_ids=ids).last_hidden_state  # noqa: E731
+            run = bert_encoder(args.bert_layers, dev)
         else:
             h = 4096
             layers = [(torch.nn.RMSNorm(h, eps=1e-5), torch.nn.Linear(h, h, bias=False), torch.nn.Linear(h, h, bias=False))

@@ -12,6 +12,7 @@ Usage: bert_pass_lab.py [--layers 4] [--iters 20] [--gaps 8] [--trace FILE]"""
 import argparse
 import json
 import os
+import sys
 import tempfile
 import time
 
@@ -24,16 +25,12 @@ p.add_argument("--gaps", type=int, default=8)
 p.add_argument("--trace", default="")
 a = p.parse_args()
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "e2e"))
+from e2e_common import bert_encoder  # noqa: E402
+
 torch.manual_seed(0)
 torch.backends.cuda.matmul.allow_tf32 = False
-dev = torch.device("cuda")
-from transformers import BertConfig, BertModel  # noqa: E402
-
-cfg = BertConfig(hidden_size=1024, num_hidden_layers=a.layers, num_attention_heads=16, intermediate_size=4096,
-                 attn_implementation="eager")
-model = BertModel(cfg).to(dev).eval()
-ids = torch.randint(0, cfg.vocab_size, (32, 128), device=dev)
-run = lambda: model(input_ids=ids).last_hidden_state  # noqa: E731
+run = bert_encoder(a.layers, torch.device("cuda"))
 
 with torch.no_grad():
     for _ in range(5):

@@ -20,17 +20,15 @@ if mode in ("python", "native"):
     import kdispatch.torch as kt
     kt.enable(native=(mode == "native"))
 dev = torch.device("cuda")
-from transformers import BertConfig, BertModel
-cfg = BertConfig(hidden_size=1024, num_hidden_layers=4, num_attention_heads=16, intermediate_size=4096,
-                 attn_implementation="eager")
-model = BertModel(cfg).to(dev).eval()
-ids = torch.randint(0, cfg.vocab_size, (32, 128), device=dev)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tests", "e2e"))
+from e2e_common import bert_encoder
+bert = bert_encoder(4, dev)
 x = torch.randn(65536, 128, device=dev)
 h = torch.randn(4096, 1024, device=dev)
 ln = torch.nn.LayerNorm(1024).to(dev)
 res = {}
 with torch.no_grad():
-    for name, fn, n in [("bert_ms", lambda: model(input_ids=ids).last_hidden_state, 20),
+    for name, fn, n in [("bert_ms", bert, 20),
                         ("softmax_us", lambda: torch.softmax(x, -1), 400),
                         ("layernorm_us", lambda: ln(h), 400)]:
         for _ in range(5): fn()
