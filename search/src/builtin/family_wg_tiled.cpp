@@ -18,8 +18,9 @@ constexpr long long kMaxTail = 4;  // 5 and 7 measured slower than 4 on 28672x12
 constexpr long long kTileK = 32;  // f32 elements per k tile: one 128-byte swizzle row
 constexpr long long kMaxSplit = 16;
 // KD_PP's consumers take turns a segment each: consumer 0 finishes a segment before consumer 1 starts
-// it, and the producer publishes tile j only once both released tile j - 2's B-lo buffer, so a segment
-// of three k tiles deadlocks (the GPU gate hung on k = 72, H200).
+// it, and the producer waits for both to release tile j - 2's slot before it publishes tile j + 1, so a
+// segment of four k tiles deadlocks. Three did with two B-lo buffers (the GPU gate hung on k = 72,
+// H200); turns now have three (wg_tiled_layout.cuh), but no three-tile segment has run since.
 constexpr long long kMaxTurnsKTiles = 2;
 // A cluster of the splits of one tile: 8 CTAs is the portable cluster size.
 constexpr long long kMaxClusterSplit = 8;
@@ -48,7 +49,8 @@ kd_wg_tiled_layout layout_of(const GemmKey& key, const Params& p) {
           param(p, kSplit),
           param(p, kCluster),
           param(p, kTail),
-          param(p, kSk)};
+          param(p, kSk),
+          param(p, kPp)};
 }
 long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {

@@ -140,7 +140,7 @@ typedef KD_A_T kd_t;
 // each is also a __device__ variable of a few bytes in the cubin.
 KD_HD constexpr kd_wg_tiled_layout kd_layout() {
   return {sizeof(kd_t), KD_TA,  KD_WG,   KD_MW,     KD_BN,      KD_STAGES, KD_WS,
-          KD_PROMOTE,   KD_BLO, KD_F16S, KD_SPLITK, KD_CLUSTER, KD_TAIL,   KD_SK};
+          KD_PROMOTE,   KD_BLO, KD_F16S, KD_SPLITK, KD_CLUSTER, KD_TAIL,   KD_SK, KD_PP};
 }
 constexpr int kElem = (int)sizeof(kd_t);
 constexpr bool kF32 = kElem == 4;
@@ -466,10 +466,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       // run while the other's wgmmas do: consumer 1 starts segment s once consumer 0's wgmmas of it
       // retired (barrier 3), consumer 0 starts segment s + 1 once consumer 1's of s retired (barrier 4).
       // Each barrier is arrived at as often as it is waited on. Consumer 0 then finishes a segment
-      // before consumer 1 starts it, and the producer publishes tile j only once both consumers
-      // released tile j - 2's B-lo buffer (kd_ring, two buffers), so a segment of more than two k
-      // tiles deadlocks (the GPU gate hung on k = 72): the host rules allow KD_PP for k <= 64.
-      // Kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1 (stream-K, 4 CTAs an entry).
+      // before consumer 1 starts it. The producer publishes tile j only once both consumers released
+      // tile j - 3's B-lo buffer (kd_ring, three buffers with turns), and before publishing j + 1 it
+      // waits for both to release tile j - 2's slot; so a segment of four or more k tiles deadlocks,
+      // and one of three did with two B-lo buffers (the GPU gate hung on k = 72): the host rules
+      // allow KD_PP for k <= 64. Kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1
+      // (stream-K, 4 CTAs an entry); 19.0 with the third B-lo buffer.
       int kt = u0 % ktiles_all;
       for (int i = 0, s = 0; i < nk; ++s) {
         const int seg = nk - i < ktiles_all - kt ? nk - i : ktiles_all - kt;
