@@ -300,6 +300,8 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   ASSERT_EQ(lp.launches.size(), 1u);
   EXPECT_EQ(lp.launches[0].grid[0] * lp.launches[0].grid[2], 128u);
   EXPECT_FALSE(sk[0].contains("KD_SKB")) << "four CTAs in each batch entry";
+  EXPECT_EQ(f.plan(scores, t, sk[1]).launches[0].smem_bytes, lp.launches[0].smem_bytes + 128 * 128)
+      << "turns get a third B-lo buffer: consumer 1 runs a segment behind consumer 0";
   const GemmKey tiny = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
@@ -324,7 +326,8 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
       "stride_a=8640 stride_b=7200 stride_c=12000 epilogue=bias beta0=0");
   const std::vector<Params> ragged_skb = completed_seeds_with(f, ragged, t, "KD_SKB");
   ASSERT_EQ(ragged_skb.size(), 1u);
-  // Turns only where a tile is at most two k tiles (three hung in the GPU gate): k = 72 is three.
+  // Turns only where a tile is at most two k tiles (three hung in the GPU gate with two B-lo
+  // buffers and has not run with three): k = 72 is three.
   EXPECT_FALSE(f.valid(ragged, t, with(ragged_skb[0], "KD_PP", 1)));
   const GemmKey ragged64 = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 "
