@@ -20,7 +20,9 @@ the TF32 class. Optional, per variant: "launches": [{"entry","grid","block",
 "pdl": true goes through cuLaunchKernelEx as a programmatic dependent of the one before it; a variant with
 "pdl_first": true makes its first launch one too under --serving (of the previous call's last launch in
 the graph; the variant must define KD_PDL=1 so its first kernel waits on the grid). A variant
-with "diagnostic": "words" times part of a plan (its output is expected to be wrong).
+with "diagnostic": "words" times part of a plan (its output is expected to be wrong). A variant with
+"trace": true (a source instrumented by wg_trace.py, built with KD_TRACE=1) has its per-CTA timeline read
+back after its serving-regime timing, saved as OUT/NAME.trace and summarised (wg_trace.report).
 
 --serving adds the gate's serving regime (design.md, "Timing"): R back-to-back calls captured in one
 CUDA graph, each on its own copy of A (the copies together at least 3x the L2), per-call time =
@@ -58,10 +60,12 @@ def compile_variant(job):
     r = subprocess.run(cmd, capture_output=True, text=True)
     return name, cubin if r.returncode == 0 else None, r.stderr[-2000:]
 
+modules = {}  # cubin path -> its CUmodule, for a trace's read-back
 def load(cubin, entry):
     data = open(cubin, "rb").read()
     mod = ctypes.c_void_p(); fn = ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), data), "load " + cubin)
+    modules[cubin] = mod
     ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, entry.encode()), "get " + entry)
     # MAX_DYNAMIC_SHARED_SIZE_BYTES, all that the kernel's static shared memory leaves of the opt-in
     # limit (asking for more is refused, which leaves the 48 KB default); refused for some kernels
@@ -166,7 +170,7 @@ for case in cfg["cases"]:
     tr = (lambda t: t.t()) if nb == 1 else (lambda t: t.transpose(1, 2))
     entry = case.get("entry", "kd_skinny_mma")
     ta, tb = case.get("ta", "T"), case.get("tb", "N")
-    skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic", "pdl_first")
+    skip = ("grid", "block", "smem", "launches", "workspace", "diagnostic", "pdl_first", "trace")
     jobs = [(f"{case['dtype']}_{ta}{'' if tb == 'N' else tb}_{m}x{n}x{k}{'' if nb == 1 else f'x{nb}'}_{i}",
              {**case.get("defines", {}), **{kk: vv for kk, vv in v.items() if kk not in skip}},
              case.get("arch", "sm_90"))
@@ -268,6 +272,18 @@ for case in cfg["cases"]:
                 graph_time(var_calls)
                 warm = False
             ts_ = graph_time(var_calls)
+            if var.get("trace"):
+                # The stamps of the graph's last call (wg_trace.py), one slot row per CTA of the first launch.
+                import wg_trace
+                torch.cuda.synchronize()
+                dptr, size = ctypes.c_ulonglong(), ctypes.c_size_t()
+                ck(cu.cuModuleGetGlobal_v2(ctypes.byref(dptr), ctypes.byref(size), modules[cubin], b"kd_trace_buf"),
+                   "kd_trace_buf (built with KD_TRACE=1?)")
+                raw = ctypes.create_string_buffer(size.value)
+                ck(cu.cuMemcpyDtoH_v2(raw, dptr, size), "trace read-back")
+                open(os.path.join(out_dir, name + ".trace"), "wb").write(raw.raw)
+                g = launches[0]["grid"]
+                wg_trace.report(raw.raw, g[0] * g[2], name)
             srv = f" | serving {ts_:.2f}us vs cublas {base_srv:.2f}us x{base_srv/ts_:.3f} {strm/ts_*100:.0f}%strm"
             t_rank = ts_
         shown = {kk: vv for kk, vv in var.items() if kk not in ("launches",)}
