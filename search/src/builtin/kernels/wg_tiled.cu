@@ -15,8 +15,8 @@
 //  - f32 (KD_3XTF32 = 1, strict fp32): error-compensated TF32, x = hi + lo. B's hi is the raw
 //    value in shared memory (wgmma reads it truncated to TF32); its lo (the exact rest, rounded) is
 //    written once per k tile into a side-buffer ring by the loading threads. A
-//    (ta = T: one ldmatrix.x4 per k8 step, from padded rows or, stream-K, swizzled ones; ta = N:
-//    scalar loads) is read into registers and split
+//    (ta = T: one ldmatrix.x4 per k8 step, from swizzled rows; ta = N: scalar loads) is read into
+//    registers and split
 //    there with hi rounded to nearest (wgmma's
 //    register-A form, the mma.sync m16n8k8 fragment per warp); so lo_a (either sign) times lo_b,
 //    the dropped term, carries no bias. A k tile's 3 x 4 products (lo*hi, hi*lo, then hi*hi, per
@@ -162,8 +162,9 @@ constexpr int kAcc = kd_layout().acc();
 // the consumers split ahead.
 #define KD_FRAGS (KD_AHEAD ? 2 : KD_PROMOTE)
 constexpr int kALdF32 = kd_layout().a_ld_f32();
-// Stream-K's f32 A with ta = T in the 128-byte swizzle (wg_tiled_layout.cuh), not in padded rows.
-constexpr bool kASwz = kd_layout().a_swz();
+// f32 A with ta = T (not KD_F16S) in the 128-byte swizzle (wg_tiled_layout.cuh), not in padded rows. A
+// macro, as KD_AHEAD: a namespace-scope constant becomes a global of every cubin (-default-device).
+#define KD_A_SWZ (kd_layout().a_swz())
 constexpr int kABytesRaw = kd_layout().a_bytes_raw();
 constexpr int kABytes = kd_layout().a_bytes();
 constexpr int kBBytes = kd_layout().b_bytes();

@@ -154,7 +154,7 @@ constexpr bool kWholeLoop = !KD_BLO && (KD_BN <= 64 || !KD_F16S);
 
 // The copy plans of a tile of A at row row0 and of B at column col0.
 __device__ __forceinline__ kd_chunks kd_plan_a(const kd_gemm_args& args, const long long& m, long long row0) {
-  return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32 || kASwz>(args.lda, m, row0);
+  return kF32 && !KD_TA ? kd_plan_kn(args.lda, m, row0) : kd_plan_rows<kBM, !kF32 || KD_A_SWZ>(args.lda, m, row0);
 }
 __device__ __forceinline__ kd_chunks kd_plan_b(const long long& ldb, const long long& n, long long col0) {
   return kd_plan_rows<KD_BN, true>(ldb, n, col0);
@@ -280,7 +280,7 @@ struct kd_copy {
       kd_load_fast<kd_b_iters()>(sb, B, pb, k0);
       return;
     }
-    if constexpr (!kF32 || kASwz)
+    if constexpr (!kF32 || KD_A_SWZ)
       kd_load_swz<kBM>(sa, A, args.lda, m, k, m0, k0);
     else if constexpr (KD_TA)
       kd_load_a_mk(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);

@@ -33,16 +33,17 @@ struct kd_wg_tiled_layout {
   KD_HD constexpr long long acc() const { return bn / 2; }     // accumulator registers per m64 block
 
   // Shared memory, from a 1024-aligned base: KD_STAGES stages, each A then B (each 1024-aligned;
-  // with KD_BLO then B's lo tile); then the f32 B-lo buffers; then KD_WS's mbarriers. 16-bit A is
-  // swizzled like B. f32 A is read by ordinary loads from padded rows: [BM][32 + 4] (ta = T: lane
-  // (g, t) reads rows g.. at k t, banks 4g + t) or [32][BM + 8] (ta = N: k t, rows g.., banks
-  // 8t + g); KD_F16S reads float2 pairs from [BM][32 + 8] (banks 8g + 2t) or, ta = N, single floats
-  // from [32][BM + 4] (lane (g, t) reads rows g.. at k 2t and 2t + 1: banks 8t + g, and + 4).
-  // Stream-K's f32 A with ta = T (a_swz) is swizzled like B instead, unpadded: ldmatrix's eight rows
-  // of a matrix are rows r..r+7 at one logical chunk, eight distinct chunks once swizzled. 8 KB less
-  // a stage at 128 rows, and faster: 512x512x64 x32 with turns 18.55-18.64 us against 18.93-19.00,
-  // 128^3 x256 18.48-18.70 against 18.77-18.85 (kernel lab, H200, serving; session 45).
-  KD_HD constexpr bool a_swz() const { return f32() && ta && !f16s && sk > 0; }
+  // with KD_BLO then B's lo tile); then the f32 B-lo buffers; then KD_WS's mbarriers. 16-bit A, and
+  // f32 A with ta = T outside KD_F16S (a_swz), are swizzled like B: ldmatrix's eight rows of a matrix
+  // are rows r..r+7 at one logical chunk, eight distinct chunks once swizzled. (f32 A's rows were
+  // padded to 32 + 4 floats before session 45; unpadded, a stage at 128 rows takes 8 KB less and runs
+  // faster: f32 28672x16x4096, stream-K, 121 us against 132, 4096x64x4096 29.7-29.9 against
+  // 31.3-31.4, 512x512x64 x32 18.6 against 18.9-19.1, 1024^3 23.2 against 23.9; kernel lab, H200,
+  // serving.) Other f32 A is read by ordinary loads from padded rows: [32][BM + 8] (ta = N: k t,
+  // rows g.., banks 8t + g); KD_F16S reads float2 pairs from [BM][32 + 8] (banks 8g + 2t) or, ta = N,
+  // single floats from [32][BM + 4] (lane (g, t) reads rows g.. at k 2t and 2t + 1: banks 8t + g,
+  // and + 4).
+  KD_HD constexpr bool a_swz() const { return f32() && ta && !f16s; }
   KD_HD constexpr long long a_ld_f32() const {
     return a_swz() ? bk() : ta ? (f16s ? bk() + 8 : bk() + 4) : (f16s ? bm() + 4 : bm() + 8);
   }
