@@ -304,17 +304,15 @@ struct kd_ops_tf32 : kd_ops_base {
     if constexpr (KD_TA) {
       // ta = T: one ldmatrix.x4 per k8 step. Its four 8 x 4-float matrices (rows +0 / +8, k +0 / +4)
       // are the fragment's a0..a3, each lane getting the float at (lane / 4, lane % 4) of each; lane
-      // L addresses row L % 8 + 8 (L / 8 % 2) at k 4 (L / 16). Row r's 16-byte chunk c sits at
-      // c ^ (r % 8) (KD_A_SWZ; r % 8 is L % 8), so the eight rows of a matrix fall in distinct banks
-      // (without it, rows 36 floats apart do the same).
+      // L addresses row L % 8 + 8 (L / 8 % 2) at k 4 (L / 16). A is swizzled here (KD_A_SWZ): row r's
+      // 16-byte chunk c sits at c ^ (r % 8), and r % 8 is L % 8, so the eight rows of a matrix fall in
+      // distinct banks.
       const int lane = threadIdx.x & 31;
-      const int ar = row - (lane >> 2) + (lane & 7) + (lane & 8);
-      const unsigned la =
-          base + (i % KD_STAGES) * kStageBytes + (KD_A_SWZ ? ar * 128 : (ar * kALdF32 + (lane >> 4) * 4) * 4);
+      const unsigned la = base + (i % KD_STAGES) * kStageBytes + (row - (lane >> 2) + (lane & 7) + (lane & 8)) * 128;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         unsigned x[4];
-        const unsigned aj = KD_A_SWZ ? la + (((2 * j + (lane >> 4)) ^ (lane & 7)) << 4) : la + j * 32;
+        const unsigned aj = la + (((2 * j + (lane >> 4)) ^ (lane & 7)) << 4);
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(x[0]), "=r"(x[1]), "=r"(x[2]), "=r"(x[3])
                      : "r"(aj));
