@@ -39,23 +39,6 @@ __device__ __forceinline__ void kd_load_a_kn(unsigned dst, const float* X, long 
     kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
   }
 }
-// f32 A, ta = T: BM (m) x 32 (k), row stride kALdF32 floats, unswizzled.
-__device__ __forceinline__ void kd_load_a_mk(unsigned dst, const float* X, long long ld, long long m,
-                                             long long k, long long m0, long long k0) {
-  constexpr int kChunks = kBM * 8;
-#pragma unroll
-  for (int i = 0; i < (kChunks + kLoaders - 1) / kLoaders; ++i) {
-    const int c = kd_lt() + i * kLoaders;
-    if (kChunks % kLoaders != 0 && c >= kChunks) break;
-    const int r = c >> 3, e = (c & 7) * 4;
-    const long long gm = m0 + r, gk = k0 + e;
-    long long left = k - gk;
-    left = left < 0 ? 0 : (left > 4 ? 4 : left);
-    const int bytes = gm < m ? static_cast<int>(left) * 4 : 0;
-    const float* src = bytes > 0 ? X + gm * ld + gk : X;
-    kd_cp_async16(dst + (r * kALdF32 + e) * 4, src, bytes);
-  }
-}
 
 // The thread's 16-byte chunks of one operand's k tile, fixed per thread and computed once, for k
 // tiles wholly inside k (the per-tile cost is one address add per chunk; edge tiles in k take the
@@ -280,10 +263,9 @@ struct kd_copy {
       kd_load_fast<kd_b_iters()>(sb, B, pb, k0);
       return;
     }
-    if constexpr (!kF32 || KD_A_SWZ)
+    // Here without KD_WS, so without KD_F16S: f32 A with ta = T is swizzled (KD_A_SWZ) like 16-bit A.
+    if constexpr (!kF32 || KD_TA)
       kd_load_swz<kBM>(sa, A, args.lda, m, k, m0, k0);
-    else if constexpr (KD_TA)
-      kd_load_a_mk(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
     else
       kd_load_a_kn(sa, reinterpret_cast<const float*>(A), args.lda, m, k, m0, k0);
     kd_load_swz<KD_BN>(sb, B, args.ldb, n, k, n0, k0);
