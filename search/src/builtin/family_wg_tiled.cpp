@@ -50,7 +50,8 @@ kd_wg_tiled_layout layout_of(const GemmKey& key, const Params& p) {
           param(p, kCluster),
           param(p, kTail),
           param(p, kSk),
-          param(p, kPp)};
+          param(p, kPp),
+          param(p, kTmast)};
 }
 long long bm_of(const Params& p) { return 64 * param(p, kWg) * param(p, kMw); }
 long long tiles_of(const GemmKey& key, const Params& p) {
@@ -78,6 +79,9 @@ long long workspace_bytes(const GemmKey& key, const Params& p) {
   const kd_wg_tiled_layout l = layout_of(key, p);
   const long long mn = key.batch * key.m * key.n;
   if (param(p, kSk)) {
+    // KD_TMAST: C's tensor map for each consumer warpgroup of each CTA, 128 bytes (only with whole
+    // tiles: wg_valid).
+    if (param(p, kTmast)) return 128 * param(p, kWg) * param(p, kSk) * (param(p, kSkb) ? 1 : key.batch);
     const long long slots = sk_partials(key, p);
     return slots > 1 ? slots * mn * 4 : 0;
   }
@@ -179,6 +183,15 @@ bool turns_fit(const GemmKey& key, const Params& p) {
   return param(p, kSk) != 0 && param(p, kWg) == 2 && ceil_div(key.k, kTileK) <= kMaxTurnsKTiles;
 }
 
+// Whether stream-K's outputs can leave through TMA stores (KD_TMAST) on `key`: whole tiles per CTA (no
+// partials), and C's column and batch strides multiples of 16 bytes and its extents within the tensor
+// map's 32 bits. C's own alignment is the kernel's to check (a C off 16 bytes takes the ordinary stores).
+bool tma_stores_fit(const GemmKey& key, const Params& p) {
+  if (param(p, kSk) == 0 || param(p, kMw) != 1 || sk_partials(key, p) != 1 || key.c != DType::f32) return false;
+  if (key.ldc % 4 != 0 || (key.batch > 1 && key.stride_c % 4 != 0)) return false;
+  return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.batch < 0x7fffffffLL;
+}
+
 // The stream-K seed just appended with its consumers taking turns (KD_PP), where they fit. The turns
 // overlap one consumer's stores with the other's wgmmas; kernel lab, H200, serving: 512x512x64 x32
 // 19.2 us against 20.1 (cuBLAS 38.0).
@@ -186,6 +199,12 @@ void add_turns_seed(const GemmKey& key, std::vector<Params>& out) {
   if (!turns_fit(key, out.back())) return;
   Params p = out.back();
   p[kPp] = 1;
+  out.push_back(p);
+  // With turns, the outputs through TMA stores from a staging buffer (KD_TMAST), where C allows them:
+  // 512x512x64 x32 18.22 us against 18.55-18.64, BERT's scores 23.48-23.53 against 23.76-23.95 (kernel
+  // lab, H200, serving, session 45; without turns they lost, 128^3 x256 18.93 against 18.43).
+  if (!tma_stores_fit(key, p)) return;
+  p[kTmast] = 1;
   out.push_back(p);
 }
 
@@ -417,6 +436,10 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   const long long pp = param(p, kPp);
   if (pp != 0 && pp != 1) return false;
   if (pp == 1 && !turns_fit(key, p)) return false;
+  // TMA stores of stream-K's outputs (KD_TMAST), where C allows them (tma_stores_fit).
+  const long long tmast = param(p, kTmast);
+  if (tmast != 0 && tmast != 1) return false;
+  if (tmast == 1 && !tma_stores_fit(key, p)) return false;
   // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (a producer and two m64n128
   // consumers promoting every tile), without the other k-division and B-lo schemes; any ta and tb. B with
   // tb = T is read by nothing else.
@@ -640,6 +663,7 @@ std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Pa
   out[kSk] = 0;
   out.erase(kSkb);
   out.erase(kPp);
+  out.erase(kTmast);
   out[kSplit] = split_to_fill(key, t, out);
   return out;
 }

@@ -798,7 +798,8 @@ TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
     ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled batched stream-K", evaluated,
                                        [](const builtin::Params& p) { return p.at("KD_SK") != 0; }));
   }
-  EXPECT_EQ(evaluated, 11) << "seven stream-K seeds, two of them also with turns (k <= 64), two with one consumer";
+  EXPECT_EQ(evaluated, 13) << "seven stream-K seeds, two of them also with turns (k <= 64) and those with TMA stores, "
+                               "two with one consumer";
   expect_no_restarts();
 }
 

@@ -60,7 +60,9 @@
 //    one partial per CTA in the workspace, which a second launch (kd_wg_sk_reduce) sums in CTA order.
 //    The producer copies each segment with that tile's plans, so the ring never drains between
 //    segments. KD_PP = 1: the two consumers take turns, a segment each, so that one's stores of a
-//    finished tile overlap the other's wgmmas (short k only: see the segment loop).
+//    finished tile overlap the other's wgmmas (short k only: see the segment loop). KD_TMAST = 1: each
+//    consumer finishes its outputs into a 16 KB staging buffer and one thread stores them with TMA
+//    stores through C's tensor map, which it builds on the device into its workspace slot.
 // Requirements (the host rules check them): sm_90a; lda, ldb (and batch strides) multiples of 16
 // bytes' worth of elements, A and B 16-byte aligned; m, n and k free.
 //
@@ -74,6 +76,7 @@
 //   KD_PDL 0|1 (the first launch waits on the previous kernel's grid first, gemm.cuh)
 //   KD_SKB 0|1 (with KD_SK: the units run over every batch entry, KD_SK CTAs in all; whole tiles each)
 //   KD_PP 0|1 (with KD_SK and two consumers, k <= 64: the consumers take turns, segment by segment)
+//   KD_TMAST 0|1 (with KD_SK, whole tiles, f32 C: the outputs through a staging buffer and TMA stores)
 // Plan: [KD_BLO = 1: kd_wg_split_b: grid = [any], block = [256]; KD_F16S = 1: kd_wg_split_b16: grid =
 //   [batch * n], block = [256] (KD_TB = 1: grid = [batch * ceil(n / 32)], block = [512]); then]
 //   kd_wg_tiled: grid = [ceil(m / (64 * WG * MW)), ceil(n / BN), batch * SPLITK] (KD_TAIL: [tiles +
@@ -119,6 +122,9 @@
 #ifndef KD_F16S
 #define KD_F16S 0
 #endif
+#ifndef KD_TMAST
+#define KD_TMAST 0
+#endif
 #ifndef KD_SKB
 #define KD_SKB 0
 #endif
@@ -141,7 +147,7 @@ typedef KD_A_T kd_t;
 // each is also a __device__ variable of a few bytes in the cubin.
 KD_HD constexpr kd_wg_tiled_layout kd_layout() {
   return {sizeof(kd_t), KD_TA,  KD_WG,   KD_MW,     KD_BN,      KD_STAGES, KD_WS,
-          KD_PROMOTE,   KD_BLO, KD_F16S, KD_SPLITK, KD_CLUSTER, KD_TAIL,   KD_SK, KD_PP};
+          KD_PROMOTE,   KD_BLO, KD_F16S, KD_SPLITK, KD_CLUSTER, KD_TAIL,   KD_SK, KD_PP, KD_TMAST};
 }
 constexpr int kElem = (int)sizeof(kd_t);
 constexpr bool kF32 = kElem == 4;
@@ -466,6 +472,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       // unrolls it and overlaps a promotion with the next tile's fragment loads; one loop with the
       // flush inside measured 11% slower, kernel lab, H200), then the flush.
       const kd_stream_k sk{args, acc, wg, warp, lane, z, m, n, tm, ktiles_all, units};
+#if KD_TMAST
+      // KD_TMAST: C's tensor map, one per consumer warpgroup in its 128-byte workspace slot (the host
+      // rules keep ldc and the batch stride multiples of 4 floats); a C not 16-byte aligned, which the
+      // TMA cannot address, takes the ordinary stores (a uniform branch).
+      static_assert(KD_MW == 1, "KD_TMAST: one m64 block per warpgroup");
+      const bool tma_c = (reinterpret_cast<unsigned long long>(args.c) & 15ULL) == 0;
+      const unsigned stbuf = base + kd_layout().staging_offset() + wg * 16384;
+      void* cmap = static_cast<unsigned char*>(args.workspace) + ((blockIdx.x + gridDim.x * blockIdx.z) * KD_WG + wg) * 128;
+      if (tma_c && warp == 0) {
+        kd_make_cmap(stbuf, cmap, args, lane);
+        if (lane == 0)
+          asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n"
+                       "cp.async.bulk.commit_group;\n"
+                       "cp.async.bulk.wait_group.read 0;" ::"l"(cmap) : "memory");
+      }
+#endif
       // KD_PP: the two consumers take turns at the tensor cores, a segment each, so that one's stores
       // run while the other's wgmmas do: consumer 1 starts segment s once consumer 0's wgmmas of it
       // retired (barrier 3), consumer 0 starts segment s + 1 once consumer 1's of s retired (barrier 4).
@@ -489,7 +511,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         }
         if (i == nk) asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
         ops.forget();
+#if KD_TMAST
+        if (tma_c)
+          sk.flush_tma(u0 + i - 1, stbuf, cmap);
+        else
+          sk.flush(u0 + i - 1);
+#else
         sk.flush(u0 + i - 1);
+#endif
         kt = 0;
       }
     } else if constexpr (KD_AHEAD) {
@@ -516,6 +545,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   }
 #endif
   kd_cp_wait<0>();
+#if KD_TMAST
+  if (wg < KD_WG && warp == 0 && lane == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+#endif
 
   if constexpr (!KD_SK)
     kd_store_tile(args, acc, smem_raw + (base - raw_addr), base, wg, warp, lane, z, m, n, split, m0, n0);

@@ -21,6 +21,7 @@ struct kd_wg_tiled_layout {
   long long splitk, cluster, tail;    // KD_SPLITK, KD_CLUSTER, KD_TAIL
   long long sk;                       // KD_SK: stream-K CTAs, 0 without
   long long pp;                       // KD_PP: the consumers take turns (stream-K)
+  long long tmast;                    // KD_TMAST: stream-K's outputs leave through TMA stores
 
   KD_HD constexpr bool f32() const { return elem == 4; }
   // KD_WG consumer warpgroups, and with KD_WS the producer warpgroup.
@@ -62,9 +63,16 @@ struct kd_wg_tiled_layout {
   KD_HD constexpr long long lo_bufs() const { return blo || f16s ? 0 : promote > 1 || pp ? 3 : 2; }
   // KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer), 8 bytes each.
   KD_HD constexpr long long bar_bytes() const { return ws ? 256 : 0; }
+  // KD_TMAST: each consumer warpgroup's 16 KB staging buffer for its outputs (two boxes of 32 rows x
+  // 64 columns of f32 in the 128-byte swizzle), 1024-aligned after the mbarriers.
+  KD_HD constexpr long long staging_offset() const {
+    return (stages * stage_bytes() + lo_bufs() * b_bytes() + bar_bytes() + 1023) / 1024 * 1024;
+  }
+  KD_HD constexpr long long staging_bytes() const { return tmast ? wg * 16384 : 0; }
   // The dynamic shared memory of the launch: 1024 bytes of alignment slack and the above.
   KD_HD constexpr long long smem_bytes() const {
-    return 1024 + stages * stage_bytes() + lo_bufs() * b_bytes() + bar_bytes();
+    return tmast ? 1024 + staging_offset() + staging_bytes()
+                 : 1024 + stages * stage_bytes() + lo_bufs() * b_bytes() + bar_bytes();
   }
   // KD_CLUSTER stages the CTA's f32 partial tile in its own ring.
   KD_HD constexpr bool partial_tile_fits() const { return bm() * bn * 4 <= stages * stage_bytes(); }

@@ -45,7 +45,103 @@ struct kd_stream_k {
 #pragma unroll
     for (int q = 0; q < kAcc; ++q) acc[0][q] = 0.f;
   }
+#if KD_TMAST
+  // KD_TMAST: the consumer's 64 x BN outputs, finished here (alpha, beta C, bias), through its 16 KB
+  // staging buffer `buf` (two boxes of 32 rows x 64 columns, 128-byte swizzle: column c's 32 rows one
+  // 128-byte line, 16-byte chunk q at q ^ (c % 8); no bank conflicts) and two TMA stores per 64 columns;
+  // the TMA clips rows and columns past C. Before rewriting the buffer, the stores from it have read it.
+  __device__ __forceinline__ void flush_tma(long long u, unsigned buf, const void* map) const {
+    const long long t = u / ktiles_all;
+    const kd_skb_tile<long long> e = KD_SKB ? kd_skb_at<long long>(t, tm, n) : kd_skb_tile<long long>{0, t};
+    const int zz = static_cast<int>(z + e.z);
+    const int row0 = static_cast<int>(e.t % tm * kBM) + 64 * wg, col0 = static_cast<int>(e.t / tm * KD_BN);
+    const int g = lane >> 2, tq = lane & 3;
+    const int b = warp >> 1;
+#pragma unroll
+    for (int h = 0; h < KD_BN / 64; ++h) {
+      if (warp == 0 && lane == 0) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+      asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");
+#pragma unroll
+      for (int j = 0; j < 8; ++j)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int rr = ((warp & 1) << 4) + g + ((q >> 1) << 3);
+          const int cb = 8 * j + 2 * tq + (q & 1);
+          const unsigned off = b * 8192 + cb * 128 + ((((rr >> 2) ^ (cb & 7))) << 4) + (rr & 3) * 4;
+          float v = kd_epilogue_value(args, acc[0][4 * (8 * h + j) + q]);
+#if !KD_BETA_ZERO || KD_BIAS
+          const long long gr = row0 + 32 * b + rr, gc = col0 + 64 * h + cb;
+          if (gr < m && gc < n) {
+#if !KD_BETA_ZERO
+            v += args.beta * kd_to_float(static_cast<const KD_C_T*>(args.c)[(z + e.z) * args.stride_c + gr + gc * args.ldc]);
+#endif
+            v += kd_bias_of<KD_C_T>(args, gr);
+          }
+#endif
+          asm volatile("st.shared.f32 [%0], %1;" ::"r"(buf + off), "f"(v) : "memory");
+        }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      asm volatile("bar.sync %0, 128;" ::"r"(5 + wg) : "memory");
+      if (warp == 0 && lane == 0) {
+#pragma unroll
+        for (int bb = 0; bb < 2; ++bb)
+          asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" ::"l"(map),
+                       "r"(row0 + 32 * bb), "r"(col0 + 64 * h), "r"(zz), "r"(buf + bb * 8192) : "memory");
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+      }
+    }
+#pragma unroll
+    for (int q = 0; q < kAcc; ++q) acc[0][q] = 0.f;
+  }
+#endif
 };
+#if KD_TMAST
+// C's 3-D tensor map (rows m, columns n, batch; f32; box 32 x 64 x 1; 128-byte swizzle), built by one
+// warp in the 128-byte scratch `tmp` and published to `out` (wg_tma's kd_make_map, for f32 C).
+__device__ __forceinline__ void kd_make_cmap(unsigned tmp, void* out, const kd_gemm_args& args, int lane) {
+  asm volatile("st.shared.b32 [%0], 0;" ::"r"(tmp + 4 * lane) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+    const unsigned long long addr = reinterpret_cast<unsigned long long>(args.c);
+    // One entry (stride 0 in the args): any stride the map accepts serves its single plane. Bytes, or
+    // units of 16 bytes for ptxas up to CUDA 12.6, as wg_tma's kd_make_map.
+#if __CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ <= 6)
+    constexpr unsigned long long unit = 16;
+#else
+    constexpr unsigned long long unit = 1;
+#endif
+    const unsigned long long s1 = static_cast<unsigned long long>(args.ldc) * 4 / unit;
+    const unsigned long long s2 =
+        static_cast<unsigned long long>(args.batch > 1 ? args.stride_c : args.ldc * args.n) * 4 / unit;
+    asm volatile(
+        "tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
+        "tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 2;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 32;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, 64;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 2, 1;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %2;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %3;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %4;\n"
+        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %5;\n"
+        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 1, %6;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 2, 1;\n"
+        "tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 7;\n"
+        "tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;\n"
+        "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;\n"
+        "tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;\n" ::"r"(tmp),
+        "l"(addr), "r"(static_cast<unsigned>(args.m)), "r"(static_cast<unsigned>(args.n)),
+        "r"(static_cast<unsigned>(args.batch)), "l"(s1), "l"(s2)
+        : "memory");
+  }
+  __syncwarp();
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(out),
+      "r"(tmp)
+      : "memory");
+}
+#endif
 
 // The epilogue of a CTA that stores once (not stream-K), every copy landed and every wgmma retired:
 // KD_CLUSTER's partial tile into the ring (`smem` at shared address `base`) and the cluster's sum;

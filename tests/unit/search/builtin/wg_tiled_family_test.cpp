@@ -289,7 +289,7 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
       "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1");
   const std::vector<Params> sk = stream_k_seeds(scores);
-  ASSERT_EQ(sk.size(), 2u) << "the plain seed and its copy with the consumers taking turns";
+  ASSERT_EQ(sk.size(), 3u) << "the plain seed, its copy with the consumers taking turns, and that with TMA stores";
   EXPECT_EQ(sk[0].at("KD_SK"), 4);
   EXPECT_FALSE(sk[0].contains("KD_PP"));
   EXPECT_EQ(sk[1], with(sk[0], "KD_PP", 1));
@@ -302,6 +302,21 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_FALSE(sk[0].contains("KD_SKB")) << "four CTAs in each batch entry";
   EXPECT_EQ(f.plan(scores, t, sk[1]).launches[0].smem_bytes, lp.launches[0].smem_bytes + 128 * 128)
       << "turns get a third B-lo buffer: consumer 1 runs a segment behind consumer 0";
+  // With TMA stores (KD_TMAST): a 16 KB staging buffer per consumer after the mbarriers, and C's tensor
+  // map per consumer and CTA in the workspace.
+  EXPECT_EQ(sk[2], with(sk[1], "KD_TMAST", 1));
+  EXPECT_TRUE(f.valid(scores, t, sk[2]));
+  const LaunchPlan tma = f.plan(scores, t, sk[2]);
+  EXPECT_GE(tma.launches[0].smem_bytes, f.plan(scores, t, sk[1]).launches[0].smem_bytes + 2 * 16384);
+  EXPECT_LE(tma.launches[0].smem_bytes, f.plan(scores, t, sk[1]).launches[0].smem_bytes + 2 * 16384 + 1024);
+  EXPECT_EQ(tma.workspace_bytes, 128u * 2 * 128) << "128 CTAs of two consumers, a 128-byte map each";
+  // C's strides must be whole 16 bytes for the map; C itself the kernel checks.
+  const GemmKey odd_ldc = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=513 batch=32 "
+      "stride_a=32768 stride_b=32768 stride_c=262656 epilogue=none beta0=1");
+  EXPECT_TRUE(f.valid(odd_ldc, t, sk[1]));
+  EXPECT_FALSE(f.valid(odd_ldc, t, sk[2]));
+  EXPECT_EQ(stream_k_seeds(odd_ldc).size(), 2u) << "no TMA-store seed where C's strides do not allow one";
   const GemmKey tiny = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
@@ -332,8 +347,10 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const GemmKey ragged64 = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 "
       "stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0");
-  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_SKB").size(), 2u);
-  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_PP").size(), 1u);
+  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_SKB").size(), 3u);
+  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_PP").size(), 2u) << "turns, and turns with TMA stores";
+  EXPECT_EQ(completed_seeds_with(f, ragged64, t, "KD_TMAST").size(), 1u)
+      << "the GPU gate test's ragged batch with bias and beta stores through the TMA too";
   // Switching stream-K off drops KD_SKB with it.
   bool off = false;
   for (const IdeaMove& move : wg_tiled_ideas()) {
@@ -344,6 +361,9 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
     const std::optional<Params> r = move.apply(scores, t, sk[1]);
     ASSERT_TRUE(r.has_value());
     EXPECT_FALSE(r->contains("KD_PP")) << "turns need stream-K";
+    const std::optional<Params> u = move.apply(scores, t, sk[2]);
+    ASSERT_TRUE(u.has_value());
+    EXPECT_FALSE(u->contains("KD_TMAST")) << "so do TMA stores";
     off = true;
   }
   EXPECT_TRUE(off);
@@ -672,7 +692,9 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
       // those of tb = N).
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=2048 n=4096 k=4096 lda=2048 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=2048 n=4096 k=4096 lda=4096 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 stride_c=300000 epilogue=bias beta0=0"};
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 stride_c=300000 epilogue=bias beta0=0",
+      // Short-k batches: turns, and turns with TMA stores (KD_TMAST) finishing bias and beta C.
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0"};
   // One idea step from the first seed of the 4096 x 4096 keys, both layouts.
   const std::vector<std::string> sources = test::seeds_and_first_steps(
       wg_tiled_family(), Target{}, wg_tiled_ideas(), extra,
