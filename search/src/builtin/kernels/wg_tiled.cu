@@ -471,7 +471,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       // One segment per pass: its k tiles in the same loop as an unsplit tile's (the compiler
       // unrolls it and overlaps a promotion with the next tile's fragment loads; one loop with the
       // flush inside measured 11% slower, kernel lab, H200), then the flush.
-      const kd_stream_k sk{args, acc, wg, warp, lane, z, m, n, tm, ktiles_all, units};
+      const kd_stream_k sk{args, acc, wg, warp, lane, z, m, n, tm, ktiles_all, units, u0, u1};
 #if KD_TMAST
       // KD_TMAST: C's tensor map, one per consumer warpgroup in its 128-byte workspace slot (the host
       // rules keep ldc and the batch stride multiples of 4 floats); a C not 16-byte aligned, which the
@@ -499,6 +499,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
       // allow KD_PP for k <= 64. Kernel lab, H200, serving: 512x512x64 x32 19.2 us against 20.1
       // (stream-K, 4 CTAs an entry); 19.0 with the third B-lo buffer.
       int kt = u0 % ktiles_all;
+      const int tiles = tm * static_cast<int>((n + KD_BN - 1) / KD_BN);
+      kd_sk_cursor cur(u0, tm, ktiles_all, tiles);
       for (int i = 0, s = 0; i < nk; ++s) {
         const int seg = nk - i < ktiles_all - kt ? nk - i : ktiles_all - kt;
         const int e = i + seg;
@@ -513,12 +515,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         ops.forget();
 #if KD_TMAST
         if (tma_c)
-          sk.flush_tma(u0 + i - 1, stbuf, cmap);
+          sk.flush_tma(cur, stbuf, cmap);
         else
-          sk.flush(u0 + i - 1);
+          sk.flush(cur);
 #else
-        sk.flush(u0 + i - 1);
+        sk.flush(cur);
 #endif
+        cur.next(tm, ktiles_all, tiles);
         kt = 0;
       }
     } else if constexpr (KD_AHEAD) {
