@@ -71,6 +71,11 @@ def run_dump(build, out, args):
 def dump(args):
     out = args.pop(0)
     build = opt(args, "--build", os.path.join(REPO, "build"))
+    # kd_kernel_dump carries the kernels' text as it was when it was linked: one left behind by a build of
+    # another target dumps the old kernels, and compare then calls a kernel change "same code".
+    if os.path.isdir(build):
+        subprocess.run(["cmake", "--build", build, "-j", str(os.cpu_count() or 2), "--target", "kd_kernel_dump"],
+                       check=True, stdout=subprocess.DEVNULL)
     sys.exit(run_dump(build, out, args))
 
 
