@@ -131,6 +131,13 @@
 #ifndef KD_PP
 #define KD_PP 0
 #endif
+// Lab (branch exp/wg-tma-loads, not run on a GPU yet): stream-K's f32 operands (ta = T, tb = N) copied by
+// the TMA, one thread issuing whole swizzled boxes onto a `landed` mbarrier per stage, instead of the
+// producer warpgroup's cp.async with bounds arithmetic per 16 bytes. The maps are built per CTA into the
+// workspace after the TMA stores' slots (256 bytes per CTA from CTAs x 256).
+#ifndef KD_TMAL
+#define KD_TMAL 0
+#endif
 
 #if KD_TB != 0 && !KD_F16S
 #error "wg_tiled: only tb = N (tb = T with KD_F16S, whose first launch reads B)"
@@ -206,6 +213,8 @@ static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && (KD_BN == 32 || KD_BN 
               "KD_F16S: f32, KD_WS with two m64n32, m64n64 or m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_SKB == 0 || (KD_SKB == 1 && KD_SK > 0), "KD_SKB is 0 or 1 (with KD_SK)");
 static_assert(KD_PP == 0 || (KD_PP == 1 && KD_SK > 0 && KD_WG == 2), "KD_PP is 0 or 1 (with KD_SK and two consumers)");
+static_assert(KD_TMAL == 0 || (KD_SK > 0 && KD_WS && kF32 && KD_TA && KD_TB == 0 && !KD_F16S && !KD_BLO),
+              "KD_TMAL: stream-K, warp-specialized, f32 A with ta = T and B with tb = N");
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward
@@ -359,7 +368,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
   }
   const kd_copy copy{args, base, A, B, ldb, kb, m, n, k, m0, n0, pa, pb, Blo, pl, u0, tm, ktiles_all};
 
-  if (!KD_WS || wg == KD_WG) copy.prologue(nk, kt0);
+  if (!KD_TMAL && (!KD_WS || wg == KD_WG)) copy.prologue(nk, kt0);
 
   float acc[KD_MW][kAcc];
 #pragma unroll
@@ -413,11 +422,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
         // Registers: see kd_ring. The prologue committed tiles 0 .. STAGES-3.
         if constexpr (KD_WG == 2) kd_setmaxnreg_dec<KD_SK ? 96 : 72>();
         if constexpr (KD_SK > 0) {
+#if KD_TMAL
+          // The maps (producer warps 0 and 1, in B-lo buffer 0 as scratch: no split has run yet), then
+          // the prologue's STAGES - 2 tiles.
+          unsigned char* maps = static_cast<unsigned char*>(args.workspace) +
+                                (static_cast<long long>(gridDim.x) * gridDim.z + blockIdx.x + gridDim.x * blockIdx.z) * 256;
+          const kd_tma_loads tl{base, maps, bars + 8 * (2 * KD_STAGES + kLoRing)};
+          tl.build(args, base + KD_STAGES * kStageBytes, warp, lane);
+          kd_bar_sync_loaders();
+          tl.acquire(warp, lane);
+          for (int s = 0; s < KD_STAGES - 2 && s < nk; ++s) tl.load_unit(s, u0 + s, ktiles_all, tm, n, z);
+#endif
           // As below, with the copies of unit j = i + STAGES - 2 grouped by the tile they belong to.
           int i = 0;
           for (int j = KD_STAGES - 2; j < nk;) {
             const int u = u0 + j, tile = u / ktiles_all;
             const int e = (tile + 1) * ktiles_all - u0 < nk ? (tile + 1) * ktiles_all - u0 : nk;
+#if KD_TMAL
+            const kd_skb_tile<int> et = KD_SKB ? kd_skb_at(tile, tm, n) : kd_skb_tile<int>{0, tile};
+            const int tz = static_cast<int>(z) + et.z, r0 = et.t % tm * kBM, c0 = et.t / tm * KD_BN;
+            for (int kt = u - tile * ktiles_all; j < e; ++j, ++i, ++kt) {
+              ring.publish(i);
+              ring.refill_wait(j);
+              tl.load(j % KD_STAGES, kt * kBK, r0, c0, tz);
+            }
+#else
             const kd_chunks qa = KD_SKB ? kd_skb_plan_a(args, m, n, tm, tile)
                                         : kd_plan_a(args, m, static_cast<long long>(tile % tm) * kBM),
                             qb = KD_SKB ? kd_skb_plan_b(args, ldb, n, tm, tile)
@@ -428,6 +457,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
               copy.load_ws(j % KD_STAGES, kt, qa, qb);
               kd_cp_commit();
             }
+#endif
           }
           for (; i < nk; ++i) {
             ring.publish(i);

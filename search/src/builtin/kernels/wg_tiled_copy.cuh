@@ -156,6 +156,106 @@ __device__ __forceinline__ kd_skb_tile<I> kd_skb_at(I tile, I tm, const long lon
 }
 // Its plans: the entry's offset folded into the element offset, since the operands' base pointers
 // stay at entry 0.
+#if KD_TMAL
+// KD_TMAL (lab): a 3-D map (k, rows, batch) of f32 over A (ta = T) or B (tb = N), its box 32 floats x kRows
+// rows x 1 in the 128-byte swizzle, which is the ring's layout (row r's 16-byte chunk c at c ^ (r % 8));
+// the TMA zero-fills past k, the rows and the batch. Built by one warp in 128 bytes of shared scratch
+// and published to `out`, as kd_make_cmap builds C's.
+template <int kRows>
+__device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const void* addr, long long cols,
+                                                 long long rows, long long batch, long long ld, long long stride,
+                                                 int lane) {
+  asm volatile("st.shared.b32 [%0], 0;" ::"r"(tmp + 4 * lane) : "memory");
+  __syncwarp();
+  if (lane == 0) {
+#if __CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ <= 6)
+    constexpr unsigned long long unit = 16;
+#else
+    constexpr unsigned long long unit = 1;
+#endif
+    const unsigned long long s1 = static_cast<unsigned long long>(ld) * 4 / unit;
+    const unsigned long long s2 = static_cast<unsigned long long>(batch > 1 ? stride : ld * rows) * 4 / unit;
+    asm volatile(
+        "tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
+        "tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 2;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 32;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %7;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 2, 1;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %2;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %3;\n"
+        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %4;\n"
+        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %5;\n"
+        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 1, %6;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;\n"
+        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 2, 1;\n"
+        "tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 7;\n"
+        "tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;\n"
+        "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;\n"
+        "tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;\n" ::"r"(tmp),
+        "l"(reinterpret_cast<unsigned long long>(addr)), "r"(static_cast<unsigned>(cols)), "r"(static_cast<unsigned>(rows)),
+        "r"(static_cast<unsigned>(batch)), "l"(s1), "l"(s2), "n"(kRows)
+        : "memory");
+  }
+  __syncwarp();
+  asm volatile(
+      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(out),
+      "r"(tmp)
+      : "memory");
+}
+// KD_TMAL: the producer's copies. Its first thread issues a stage's two boxes onto the stage's `landed`
+// barrier; kd_ring::publish waits there instead of on cp.async groups.
+struct kd_tma_loads {
+  unsigned base;
+  unsigned char* maps;  // global: A's map, then B's, 128 bytes each
+  unsigned landed0;     // the first stage's `landed` barrier
+  // Producer warps 0 and 1 build A's and B's maps (scratch: 256 bytes of shared memory no one uses yet).
+  __device__ __forceinline__ void build(const kd_gemm_args& args, unsigned scratch, int warp, int lane) const {
+    if (warp == 0)
+      kd_make_load_map<kBM>(scratch, maps, args.a, args.k, args.m, args.batch, args.lda, args.stride_a, lane);
+    else if (warp == 1)
+      kd_make_load_map<KD_BN>(scratch + 128, maps + 128, args.b, args.k, args.n, args.batch, args.ldb, args.stride_b,
+                              lane);
+  }
+  // After the producer's barrier: the issuing thread orders both published maps before its copies (the
+  // empty bulk group works around a ptxas bug, as wg_tma's kd_map_acquire).
+  __device__ __forceinline__ void acquire(int warp, int lane) const {
+    if (warp == 0 && lane == 0)
+      asm volatile(
+          "fence.proxy.tensormap::generic.acquire.gpu [%0], 128;\n"
+          "fence.proxy.tensormap::generic.acquire.gpu [%1], 128;\n"
+          "cp.async.bulk.commit_group;\n"
+          "cp.async.bulk.wait_group.read 0;" ::"l"(maps),
+          "l"(maps + 128)
+          : "memory");
+  }
+  // Stage `slot`: A's box at (k0, r0, z) and B's at (k0, c0, z).
+  __device__ __forceinline__ void load(int slot, int k0, int r0, int c0, int z) const {
+    if ((threadIdx.x & 127) != 0) return;
+    const unsigned bar = landed0 + 8 * slot, sa = base + slot * kStageBytes, sb = sa + kABytes;
+    asm volatile("{.reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;}" ::"r"(bar),
+                 "n"(kABytes + kBBytes)
+                 : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+            sa),
+        "l"(maps), "r"(k0), "r"(r0), "r"(z), "r"(bar)
+        : "memory");
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
+            sb),
+        "l"(maps + 128), "r"(k0), "r"(c0), "r"(z), "r"(bar)
+        : "memory");
+  }
+  // The prologue's stage `slot`: unit u of the CTA's run.
+  __device__ __forceinline__ void load_unit(int slot, int u, int ktiles_all, int tm, const long long& n,
+                                            long long z) const {
+    const int tile = u / ktiles_all, kt = u - tile * ktiles_all;
+    const kd_skb_tile<int> et = KD_SKB ? kd_skb_at(tile, tm, n) : kd_skb_tile<int>{0, tile};
+    load(slot, kt * kBK, et.t % tm * kBM, et.t / tm * KD_BN, static_cast<int>(z) + et.z);
+  }
+};
+#endif
 __device__ __forceinline__ kd_chunks kd_skb_plan_a(const kd_gemm_args& args, const long long& m, const long long& n,
                                                    int tm, int tile) {
   const kd_skb_tile<int> e = kd_skb_at(tile, tm, n);

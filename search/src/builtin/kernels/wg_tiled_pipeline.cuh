@@ -25,7 +25,12 @@ struct kd_ring {
   // Producer: k tile i has landed; split its B into a B-lo buffer whose tile i - kLoBufs the consumers
   // retired, then publish the tile.
   __device__ __forceinline__ void publish(int i) const {
+#if KD_TMAL
+    // The TMA's copies of tile i completed on its `landed` barrier (after the B-lo buffers' barriers).
+    kd_mbar_wait(bars + 8 * (2 * KD_STAGES + kLoRing + i % KD_STAGES), (i / KD_STAGES) & 1);
+#else
     kd_cp_wait<KD_STAGES - 3>();
+#endif
     kd_fence_async();
     kd_bar_sync_loaders();
     if constexpr (!KD_BLO && !KD_F16S) {
@@ -48,6 +53,8 @@ struct kd_ring {
       }
       if constexpr (!KD_BLO && !KD_F16S)
         for (int s = 0; s < kLoBufs; ++s) kd_mbar_init(lofree(s), 4 * KD_WG);
+      if constexpr (KD_TMAL)
+        for (int s = 0; s < KD_STAGES; ++s) kd_mbar_init(bars + 8 * (2 * KD_STAGES + kLoRing + s), 1);
       kd_mbar_fence_init();
     }
     __syncthreads();
