@@ -79,9 +79,12 @@ long long workspace_bytes(const GemmKey& key, const Params& p) {
   const kd_wg_tiled_layout l = layout_of(key, p);
   const long long mn = key.batch * key.m * key.n;
   if (param(p, kSk)) {
-    // KD_TMAST: C's tensor map for each consumer warpgroup of each CTA, 128 bytes (only with whole
-    // tiles: wg_valid).
-    if (param(p, kTmast)) return 128 * param(p, kWg) * param(p, kSk) * (param(p, kSkb) ? 1 : key.batch);
+    // KD_TMAST: C's tensor map for each consumer warpgroup of each CTA, 128 bytes; KD_TMAL: then A's and
+    // B's maps for each CTA, 256 bytes, after the room of the TMA stores' (with or without them). Both
+    // only with whole tiles (wg_valid): no partials.
+    const long long ctas = param(p, kSk) * (param(p, kSkb) ? 1 : key.batch);
+    if (param(p, kTmal)) return (128 * param(p, kWg) + 256) * ctas;
+    if (param(p, kTmast)) return 128 * param(p, kWg) * ctas;
     const long long slots = sk_partials(key, p);
     return slots > 1 ? slots * mn * 4 : 0;
   }
@@ -192,6 +195,30 @@ bool tma_stores_fit(const GemmKey& key, const Params& p) {
   return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.batch < 0x7fffffffLL;
 }
 
+// Whether stream-K's operands can arrive by the TMA (KD_TMAL) on `key`: f32 A with ta = T and B with
+// tb = N (rows of k, the ring's layout), whole tiles per CTA (the maps' workspace room leaves no place
+// for partials), two consumers of m64n128 tiles (the boxes the GPU gate has run), batch entries that do
+// not overlap (a map's batch stride; a broadcast entry, stride 0, takes the cp.async copies) and
+// extents within the map's 32 bits. The strides' 16 bytes and A's and B's alignment are every wg_tiled
+// record's (wg_rejects, the dispatcher).
+bool tma_loads_fit(const GemmKey& key, const Params& p) {
+  if (param(p, kSk) == 0 || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kMw) != 1 || param(p, kBn) != 128)
+    return false;
+  if (param(p, kF16s) || param(p, kBlo) || sk_partials(key, p) != 1) return false;
+  if (key.a != DType::f32 || key.b != DType::f32 || key.ta != Transpose::T || key.tb != Transpose::N) return false;
+  if (key.batch > 1 && (key.stride_a < key.m * key.lda || key.stride_b < key.n_last() * key.ldb)) return false;
+  return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.k < 0x7fffffffLL && key.batch < 0x7fffffffLL;
+}
+
+// `p` with its operands by the TMA (KD_TMAL) where they fit. Kernel lab, H200, serving, session 47,
+// against the cp.async copies in the same run: 128^3 x256 17.43 / 17.59 us against 18.40 / 18.39;
+// 512x512x64 x32 18.42 / 18.30 against 19.30 / 19.17, with turns 18.03 / 18.21 against 18.48 / 18.44,
+// with turns and TMA stores 17.78 / 17.66 against 18.23 / 18.21.
+Params with_tma_loads(const GemmKey& key, Params p) {
+  if (tma_loads_fit(key, p)) p[kTmal] = 1;
+  return p;
+}
+
 // The stream-K seed just appended with its consumers taking turns (KD_PP), where they fit. The turns
 // overlap one consumer's stores with the other's wgmmas; kernel lab, H200, serving: 512x512x64 x32
 // 19.2 us against 20.1 (cuBLAS 38.0).
@@ -219,7 +246,7 @@ void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params
   for (long long d = per / 2; d >= 2; --d) {
     if (per % d != 0 || d * key.batch > room) continue;
     if (10 * d * key.batch >= 9 * room) {
-      out.push_back(as_stream_k(base, d));
+      out.push_back(with_tma_loads(key, as_stream_k(base, d)));
       add_turns_seed(key, out);
       return;
     }
@@ -233,7 +260,7 @@ void add_batched_sk_seed(const GemmKey& key, const Target& t, std::vector<Params
     if (10 * c >= 9 * room) {
       Params p = as_stream_k(base, c);
       p[kSkb] = 1;
-      out.push_back(p);
+      out.push_back(with_tma_loads(key, p));
       add_turns_seed(key, out);
     }
     return;
@@ -440,6 +467,10 @@ bool wg_valid(const GemmKey& key, const Target& t, const Params& p) {
   const long long tmast = param(p, kTmast);
   if (tmast != 0 && tmast != 1) return false;
   if (tmast == 1 && !tma_stores_fit(key, p)) return false;
+  // The operands by the TMA (KD_TMAL), where they fit (tma_loads_fit).
+  const long long tmal = param(p, kTmal);
+  if (tmal != 0 && tmal != 1) return false;
+  if (tmal == 1 && !tma_loads_fit(key, p)) return false;
   // f16 splits: the strict-fp32 arithmetic in the one shape the kernel has (a producer and two m64n128
   // consumers promoting every tile), without the other k-division and B-lo schemes; any ta and tb. B with
   // tb = T is read by nothing else.
@@ -664,6 +695,7 @@ std::optional<Params> sk_off_apply(const GemmKey& key, const Target& t, const Pa
   out.erase(kSkb);
   out.erase(kPp);
   out.erase(kTmast);
+  out.erase(kTmal);
   out[kSplit] = split_to_fill(key, t, out);
   return out;
 }
@@ -691,6 +723,27 @@ std::optional<Params> f16s_on_apply(const GemmKey& key, const Target&, const Par
   out[kBlo] = 0;
   return out;
 }
+std::string tmal_on(const GemmKey&, const Target&, const Params&) {
+  return "copy A's and B's k tiles by the TMA: one thread issues two swizzled boxes a stage from tensor maps built "
+         "on the device, instead of the producer warpgroup's cp.async with bounds arithmetic per 16 bytes";
+}
+std::optional<Params> tmal_on_apply(const GemmKey& key, const Target&, const Params& p) {
+  if (param(p, kTmal) || !tma_loads_fit(key, p)) return std::nullopt;
+  Params out = p;
+  out[kTmal] = 1;
+  return out;
+}
+std::string tmal_off(const GemmKey&, const Target&, const Params&) {
+  return "copy the k tiles with the producer warpgroup's cp.async again: no tensor maps to build before the first "
+         "copy, and 256 bytes less workspace a CTA";
+}
+std::optional<Params> tmal_off_apply(const GemmKey&, const Target&, const Params& p) {
+  if (!param(p, kTmal)) return std::nullopt;
+  Params out = p;
+  out.erase(kTmal);
+  return out;
+}
+
 std::string f16s_off(const GemmKey&, const Target&, const Params&) {
   return "run the products on TF32 wgmmas again: no scales, no first launch, B copied as it is";
 }
@@ -726,6 +779,8 @@ const IdeaMove kIdeas[] = {
     {"wg_tiled", "wg.sk_off", sk_off, sk_off_apply},
     {"wg_tiled", "wg.f16s_on", f16s_on, f16s_on_apply},
     {"wg_tiled", "wg.f16s_off", f16s_off, f16s_off_apply},
+    {"wg_tiled", "wg.tmal_on", tmal_on, tmal_on_apply},
+    {"wg_tiled", "wg.tmal_off", tmal_off, tmal_off_apply},
 };
 
 Family make_family() {

@@ -33,6 +33,7 @@ inline constexpr char kSk[] = "KD_SK";
 inline constexpr char kSkb[] = "KD_SKB";
 inline constexpr char kPp[] = "KD_PP";
 inline constexpr char kTmast[] = "KD_TMAST";
+inline constexpr char kTmal[] = "KD_TMAL";
 inline constexpr char kF16s[] = "KD_F16S";
 inline constexpr char kSplit16[] = "KD_SPLIT16";
 inline constexpr char kCopyCluster[] = "KD_COPY_CLUSTER";

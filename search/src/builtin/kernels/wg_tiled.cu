@@ -131,10 +131,10 @@
 #ifndef KD_PP
 #define KD_PP 0
 #endif
-// Lab (branch exp/wg-tma-loads, not run on a GPU yet): stream-K's f32 operands (ta = T, tb = N) copied by
-// the TMA, one thread issuing whole swizzled boxes onto a `landed` mbarrier per stage, instead of the
+// KD_TMAL = 1 (stream-K, f32, ta = T, tb = N, whole tiles per CTA: the host rules): the operands copied
+// by the TMA, one thread issuing each stage's two swizzled boxes onto a `landed` mbarrier, instead of the
 // producer warpgroup's cp.async with bounds arithmetic per 16 bytes. The maps are built per CTA into the
-// workspace after the TMA stores' slots (256 bytes per CTA from CTAs x 256).
+// workspace, 256 bytes a CTA after the TMA stores' slots.
 #ifndef KD_TMAL
 #define KD_TMAL 0
 #endif
@@ -186,7 +186,8 @@ constexpr int kLoBufs = kd_layout().lo_bufs();
 constexpr int kLoRing = kLoBufs ? kLoBufs : 1;  // a modulus that compiles when there is no ring
 constexpr int kBarBytes = kd_layout().bar_bytes();
 static_assert(kABytes % 1024 == 0 && kABytes >= kABytesRaw, "A tiles 1024-aligned");
-static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoBufs) <= kBarBytes, "the barrier area (KD_WS)");
+static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoRing + (KD_TMAL ? KD_STAGES : 0)) <= kBarBytes,
+              "the barrier area (KD_WS): full and empty per stage, lofree per B-lo buffer, KD_TMAL's landed per stage");
 
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
 static_assert(KD_PROMOTE == 1 || KD_PROMOTE == 2, "KD_PROMOTE is 1 or 2");
@@ -215,6 +216,7 @@ static_assert(KD_SKB == 0 || (KD_SKB == 1 && KD_SK > 0), "KD_SKB is 0 or 1 (with
 static_assert(KD_PP == 0 || (KD_PP == 1 && KD_SK > 0 && KD_WG == 2), "KD_PP is 0 or 1 (with KD_SK and two consumers)");
 static_assert(KD_TMAL == 0 || (KD_SK > 0 && KD_WS && kF32 && KD_TA && KD_TB == 0 && !KD_F16S && !KD_BLO),
               "KD_TMAL: stream-K, warp-specialized, f32 A with ta = T and B with tb = N");
+
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward
@@ -425,8 +427,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1) KD_CLUSTER_DIMS kd_wg_
 #if KD_TMAL
           // The maps (producer warps 0 and 1, in B-lo buffer 0 as scratch: no split has run yet), then
           // the prologue's STAGES - 2 tiles.
-          unsigned char* maps = static_cast<unsigned char*>(args.workspace) +
-                                (static_cast<long long>(gridDim.x) * gridDim.z + blockIdx.x + gridDim.x * blockIdx.z) * 256;
+          const long long ctas = static_cast<long long>(gridDim.x) * gridDim.z;
+          unsigned char* maps = static_cast<unsigned char*>(args.workspace) + ctas * KD_WG * 128 +
+                                (blockIdx.x + gridDim.x * blockIdx.z) * 256LL;
           const kd_tma_loads tl{base, maps, bars + 8 * (2 * KD_STAGES + kLoRing)};
           tl.build(args, base + KD_STAGES * kStageBytes, warp, lane);
           kd_bar_sync_loaders();

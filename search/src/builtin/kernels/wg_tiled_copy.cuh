@@ -154,10 +154,8 @@ __device__ __forceinline__ kd_skb_tile<I> kd_skb_at(I tile, I tm, const long lon
   const I tiles = tm * static_cast<I>((n + KD_BN - 1) / KD_BN), z = tile / tiles;
   return {z, tile - z * tiles};
 }
-// Its plans: the entry's offset folded into the element offset, since the operands' base pointers
-// stay at entry 0.
 #if KD_TMAL
-// KD_TMAL (lab): a 3-D map (k, rows, batch) of f32 over A (ta = T) or B (tb = N), its box 32 floats x kRows
+// KD_TMAL: a 3-D map (k, rows, batch) of f32 over A (ta = T) or B (tb = N), its box 32 floats x kRows
 // rows x 1 in the 128-byte swizzle, which is the ring's layout (row r's 16-byte chunk c at c ^ (r % 8));
 // the TMA zero-fills past k, the rows and the batch. Built by one warp in 128 bytes of shared scratch
 // and published to `out`, as kd_make_cmap builds C's.
@@ -256,6 +254,8 @@ struct kd_tma_loads {
   }
 };
 #endif
+// Its plans: the entry's offset folded into the element offset, since the operands' base pointers
+// stay at entry 0.
 __device__ __forceinline__ kd_chunks kd_skb_plan_a(const kd_gemm_args& args, const long long& m, const long long& n,
                                                    int tm, int tile) {
   const kd_skb_tile<int> e = kd_skb_at(tile, tm, n);

@@ -61,7 +61,8 @@ struct kd_wg_tiled_layout {
   // 19.16-19.28 with two; kernel lab, H200, session 44). None with KD_BLO (the lo tile travels in the
   // stage) or KD_F16S (B arrives split).
   KD_HD constexpr long long lo_bufs() const { return blo || f16s ? 0 : promote > 1 || pp ? 3 : 2; }
-  // KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer), 8 bytes each.
+  // KD_WS: the mbarriers (full and empty per stage, lofree per B-lo buffer, KD_TMAL's landed per
+  // stage), 8 bytes each.
   KD_HD constexpr long long bar_bytes() const { return ws ? 256 : 0; }
   // KD_TMAST: each consumer warpgroup's 16 KB staging buffer for its outputs (two boxes of 32 rows x
   // 64 columns of f32 in the 128-byte swizzle), 1024-aligned after the mbarriers.

@@ -295,8 +295,12 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_EQ(sk[1], with(sk[0], "KD_PP", 1));
   EXPECT_TRUE(f.valid(scores, t, sk[1]));
   EXPECT_TRUE(f.valid(scores, t, sk[0]));
+  // Whole tiles per CTA leave no partials; the operands arrive by the TMA (KD_TMAL), A's and B's maps
+  // built per CTA into the workspace after the TMA stores' room.
+  EXPECT_EQ(sk[0].at("KD_TMAL"), 1);
   const LaunchPlan lp = f.plan(scores, t, sk[0]);
-  EXPECT_EQ(lp.workspace_bytes, 0u) << "whole tiles per CTA leave no partials";
+  EXPECT_EQ(lp.workspace_bytes, 128u * (2 * 128 + 256)) << "128 CTAs: two consumers' C maps' room, then A's and B's";
+  EXPECT_EQ(f.plan(scores, t, with(sk[0], "KD_TMAL", 0)).workspace_bytes, 0u) << "the cp.async copies need none";
   ASSERT_EQ(lp.launches.size(), 1u);
   EXPECT_EQ(lp.launches[0].grid[0] * lp.launches[0].grid[2], 128u);
   EXPECT_FALSE(sk[0].contains("KD_SKB")) << "four CTAs in each batch entry";
@@ -309,7 +313,9 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   const LaunchPlan tma = f.plan(scores, t, sk[2]);
   EXPECT_GE(tma.launches[0].smem_bytes, f.plan(scores, t, sk[1]).launches[0].smem_bytes + 2 * 16384);
   EXPECT_LE(tma.launches[0].smem_bytes, f.plan(scores, t, sk[1]).launches[0].smem_bytes + 2 * 16384 + 1024);
-  EXPECT_EQ(tma.workspace_bytes, 128u * 2 * 128) << "128 CTAs of two consumers, a 128-byte map each";
+  EXPECT_EQ(tma.workspace_bytes, 128u * (2 * 128 + 256)) << "128 CTAs of two consumers, a 128-byte map each, and A's "
+                                                            "and B's";
+  EXPECT_EQ(f.plan(scores, t, with(sk[2], "KD_TMAL", 0)).workspace_bytes, 128u * 2 * 128);
   // C's strides must be whole 16 bytes for the map; C itself the kernel checks.
   const GemmKey odd_ldc = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=513 batch=32 "
@@ -325,8 +331,9 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_FALSE(f.valid(tiny, t, with(skb[0], "KD_PP", 1)));
   EXPECT_EQ(skb[0].at("KD_SK"), 128);
   EXPECT_EQ(skb[0].at("KD_SKB"), 1);
+  EXPECT_EQ(skb[0].at("KD_TMAL"), 1);
   const LaunchPlan across = f.plan(tiny, t, skb[0]);
-  EXPECT_EQ(across.workspace_bytes, 0u);
+  EXPECT_EQ(across.workspace_bytes, 128u * (2 * 128 + 256));
   ASSERT_EQ(across.launches.size(), 1u);
   EXPECT_EQ(across.launches[0].grid, (std::array<std::uint32_t, 3>{128, 1, 1}));
   // Whole tiles only: a CTA count that does not divide the tiles, or one batch entry, is not valid.
@@ -367,6 +374,53 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
     off = true;
   }
   EXPECT_TRUE(off);
+}
+
+// Stream-K's operands by the TMA (KD_TMAL): the batched seeds of f32 A with ta = T and B with tb = N get
+// them; ta = N, entries that overlap (a broadcast operand, batch stride 0) and partial tiles keep the
+// cp.async copies; the idea moves switch them either way, and switching stream-K off drops them.
+TEST(WgTiled, StreamKOperandsByTheTmaWhereTheyFit) {
+  const Family& f = wg_tiled_family();
+  const Target t;
+  const GemmKey tiny = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  const std::vector<Params> skb = completed_seeds_with(f, tiny, t, "KD_SK");
+  ASSERT_EQ(skb.size(), 1u);
+  ASSERT_EQ(skb[0].at("KD_TMAL"), 1);
+  const GemmKey values = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  for (const Params& p : completed_seeds_with(f, values, t, "KD_SK")) EXPECT_FALSE(p.contains("KD_TMAL"));
+  EXPECT_FALSE(f.valid(values, t, skb[0])) << "ta = N: A's rows are not k";
+  const GemmKey broadcast = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+      "stride_a=0 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  EXPECT_FALSE(f.valid(broadcast, t, skb[0]));
+  EXPECT_TRUE(f.valid(broadcast, t, with(skb[0], "KD_TMAL", 0)));
+  const GemmKey shared_tiles = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=6144 n=16 k=4096 lda=4096 ldb=4096 ldc=6144 batch=1 "
+      "epilogue=none beta0=1");
+  for (const Params& p : completed_seeds_with(f, shared_tiles, t, "KD_SK")) EXPECT_FALSE(p.contains("KD_TMAL"));
+  const IdeaMove *on = nullptr, *off = nullptr, *sk_off = nullptr;
+  for (const IdeaMove& m : wg_tiled_ideas()) {
+    if (m.id == std::string("wg.tmal_on")) on = &m;
+    if (m.id == std::string("wg.tmal_off")) off = &m;
+    if (m.id == std::string("wg.sk_off")) sk_off = &m;
+  }
+  ASSERT_TRUE(on && off && sk_off);
+  const std::optional<Params> copies = off->apply(tiny, t, skb[0]);
+  ASSERT_TRUE(copies.has_value());
+  EXPECT_FALSE(copies->contains("KD_TMAL"));
+  EXPECT_TRUE(f.valid(tiny, t, *copies));
+  EXPECT_FALSE(off->apply(tiny, t, *copies).has_value());
+  const std::optional<Params> back = on->apply(tiny, t, *copies);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, skb[0]);
+  EXPECT_FALSE(on->apply(broadcast, t, *copies).has_value());
+  const std::optional<Params> whole_k = sk_off->apply(tiny, t, skb[0]);
+  ASSERT_TRUE(whole_k.has_value());
+  EXPECT_FALSE(whole_k->contains("KD_TMAL"));
 }
 
 // Attention's batches of short k get no f16-split plan, seeded or by the idea move: its first launch
@@ -706,7 +760,8 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
 // tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json, lab_wg_tail.json, lab_wg_sk.json,
 // lab_wg_f16s.json, lab_wg_f16s_base.json (wg_tiled's f16 splits, the baseline wg_tma_f16s was
 // timed against), lab_wg_f16s_narrow.json (session 35's f16-split plans, with diagnostics that
-// leave launches out) and lab_wg_pp.json (session 42's stream-K consumers taking turns) agree with the
+// leave launches out), lab_wg_pp.json (session 42's stream-K consumers taking turns) and lab_wg_tmal.json
+// (session 47's operands by the TMA, each beside its cp.async twin) agree with the
 // family's rules: every variant is valid for its case's key and
 // carries exactly the family's launch plan (a diagnostic, launches of it).
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
@@ -714,7 +769,7 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
                                                {"lab_wg_blo.json", 20}, {"lab_wg_tail.json", 16},
                                                {"lab_wg_sk.json", 30},  {"lab_wg_f16s.json", 30},
                                                {"lab_wg_f16s_base.json", 3}, {"lab_wg_f16s_narrow.json", 10},
-                                               {"lab_wg_pp.json", 2}};
+                                               {"lab_wg_pp.json", 2},   {"lab_wg_tmal.json", 14}};
   for (const auto& [file, at_least] : files) {
     int variants = 0;
     ASSERT_NO_FATAL_FAILURE(test::check_lab_config(file, wg_tiled_family(), variants));
