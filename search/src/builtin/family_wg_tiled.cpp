@@ -195,18 +195,19 @@ bool tma_stores_fit(const GemmKey& key, const Params& p) {
   return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.batch < 0x7fffffffLL;
 }
 
-// Whether stream-K's operands can arrive by the TMA (KD_TMAL) on `key`: f32 A with ta = T and B with
-// tb = N (rows of k, the ring's layout), whole tiles per CTA (the maps' workspace room leaves no place
-// for partials), two consumers of m64n128 tiles (the boxes the GPU gate has run), batch entries that do
-// not overlap (a map's batch stride; a broadcast entry, stride 0, takes the cp.async copies) and
-// extents within the map's 32 bits. The strides' 16 bytes and A's and B's alignment are every wg_tiled
-// record's (wg_rejects, the dispatcher).
+// Whether stream-K's operands can arrive by the TMA (KD_TMAL) on `key`: f32 with tb = N (B's rows of k,
+// the ring's layout; A either way, kernels/wg_tiled_copy.cuh's kd_make_load_map), whole tiles per CTA
+// (the maps' workspace room leaves no place for partials), two consumers of m64n128 tiles (the boxes the
+// GPU gate has run), batch entries that do not overlap (a map's batch stride; a broadcast entry, stride
+// 0, takes the cp.async copies) and extents within the map's 32 bits. The strides' 16 bytes and A's and
+// B's alignment are every wg_tiled record's (wg_rejects, the dispatcher).
 bool tma_loads_fit(const GemmKey& key, const Params& p) {
   if (param(p, kSk) == 0 || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kMw) != 1 || param(p, kBn) != 128)
     return false;
   if (param(p, kF16s) || param(p, kBlo) || sk_partials(key, p) != 1) return false;
-  if (key.a != DType::f32 || key.b != DType::f32 || key.ta != Transpose::T || key.tb != Transpose::N) return false;
-  if (key.batch > 1 && (key.stride_a < key.m * key.lda || key.stride_b < key.n_last() * key.ldb)) return false;
+  if (key.a != DType::f32 || key.b != DType::f32 || key.tb != Transpose::N) return false;
+  const long long a_extent = key.ta == Transpose::T ? key.m * key.lda : key.k * key.lda;
+  if (key.batch > 1 && (key.stride_a < a_extent || key.stride_b < key.n_last() * key.ldb)) return false;
   return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.k < 0x7fffffffLL && key.batch < 0x7fffffffLL;
 }
 

@@ -794,12 +794,19 @@ TEST_F(GpuEvalBuiltin, WgTiledBatchedStreamKPassesTheGate) {
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
            "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1",
            "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=60 n=100 k=72 lda=60 ldb=72 ldc=60 batch=256 "
-           "stride_a=4320 stride_b=7200 stride_c=6000 epilogue=bias beta0=0"}) {
+           "stride_a=4320 stride_b=7200 stride_c=6000 epilogue=bias beta0=0",
+           // ta = N with two consumers, whose A arrives by the TMA in padded k rows (KD_TMAL): BERT's scores,
+           // then a ragged one with bias and beta.
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=128 k=64 lda=128 ldb=64 ldc=128 batch=512 "
+           "stride_a=8192 stride_b=8192 stride_c=16384 epilogue=none beta0=1",
+           "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=120 n=100 k=40 lda=120 ldb=40 ldc=120 batch=256 "
+           "stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0"}) {
     ASSERT_NO_FATAL_FAILURE(gate_seeds(f, line, "wg_tiled batched stream-K", evaluated,
                                        [](const builtin::Params& p) { return p.at("KD_SK") != 0; }));
   }
-  EXPECT_EQ(evaluated, 13) << "seven stream-K seeds, two of them also with turns (k <= 64) and those with TMA stores, "
-                               "two with one consumer";
+  EXPECT_EQ(evaluated, 19) << "nine stream-K seeds, four of them also with turns (k <= 64) and those with TMA "
+                               "stores, two with one consumer; those with two consumers and tb = N copy their "
+                               "operands by the TMA";
   expect_no_restarts();
 }
 

@@ -131,8 +131,8 @@
 #ifndef KD_PP
 #define KD_PP 0
 #endif
-// KD_TMAL = 1 (stream-K, f32, ta = T, tb = N, whole tiles per CTA: the host rules): the operands copied
-// by the TMA, one thread issuing each stage's two swizzled boxes onto a `landed` mbarrier, instead of the
+// KD_TMAL = 1 (stream-K, f32, tb = N, whole tiles per CTA: the host rules): the operands copied
+// by the TMA, one thread issuing each stage's two boxes onto a `landed` mbarrier, instead of the
 // producer warpgroup's cp.async with bounds arithmetic per 16 bytes. The maps are built per CTA into the
 // workspace, 256 bytes a CTA after the TMA stores' slots.
 #ifndef KD_TMAL
@@ -214,8 +214,8 @@ static_assert(!KD_F16S || (kF32 && KD_WS && KD_WG == 2 && (KD_BN == 32 || KD_BN 
               "KD_F16S: f32, KD_WS with two m64n32, m64n64 or m64n128 consumers, KD_PROMOTE 1, no BLO, SK or CLUSTER");
 static_assert(KD_SKB == 0 || (KD_SKB == 1 && KD_SK > 0), "KD_SKB is 0 or 1 (with KD_SK)");
 static_assert(KD_PP == 0 || (KD_PP == 1 && KD_SK > 0 && KD_WG == 2), "KD_PP is 0 or 1 (with KD_SK and two consumers)");
-static_assert(KD_TMAL == 0 || (KD_SK > 0 && KD_WS && kF32 && KD_TA && KD_TB == 0 && !KD_F16S && !KD_BLO),
-              "KD_TMAL: stream-K, warp-specialized, f32 A with ta = T and B with tb = N");
+static_assert(KD_TMAL == 0 || (KD_SK > 0 && KD_WS && kF32 && KD_TB == 0 && !KD_F16S && !KD_BLO),
+              "KD_TMAL: stream-K, warp-specialized, f32 with tb = N");
 
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 

@@ -155,11 +155,15 @@ __device__ __forceinline__ kd_skb_tile<I> kd_skb_at(I tile, I tm, const long lon
   return {z, tile - z * tiles};
 }
 #if KD_TMAL
-// KD_TMAL: a 3-D map (k, rows, batch) of f32 over A (ta = T) or B (tb = N), its box 32 floats x kRows
-// rows x 1 in the 128-byte swizzle, which is the ring's layout (row r's 16-byte chunk c at c ^ (r % 8));
-// the TMA zero-fills past k, the rows and the batch. Built by one warp in 128 bytes of shared scratch
-// and published to `out`, as kd_make_cmap builds C's.
-template <int kRows>
+// KD_TMAL: a 3-D map (inner, outer, batch) of f32 with box kBox0 x kBox1 x 1, built by one warp in 128
+// bytes of shared scratch and published to `out`, as kd_make_cmap builds C's. The TMA zero-fills past
+// every extent. Two boxes, each the ring's own layout of its tile:
+// - rows of k (A with ta = T, B with tb = N): 32 floats of k x the tile's rows in the 128-byte swizzle
+//   (kSwizzle 3: row r's 16-byte chunk c at c ^ (r % 8));
+// - A with ta = N: kBM + 8 floats of m x 32 rows of k, unswizzled: each k row's kBM floats and the 8 after
+//   them, which the ring keeps as padding (kALdF32), so that the consumers' fragment reads stay off each
+//   other's banks. The 8 are the next tile's rows (read once more, from L2) or zeros past m.
+template <int kBox0, int kBox1, int kSwizzle>
 __device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const void* addr, long long cols,
                                                  long long rows, long long batch, long long ld, long long stride,
                                                  int lane) {
@@ -176,8 +180,8 @@ __device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const 
     asm volatile(
         "tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
         "tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 2;\n"
-        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 32;\n"
-        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %7;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, %7;\n"
+        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, %8;\n"
         "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 2, 1;\n"
         "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %2;\n"
         "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %3;\n"
@@ -189,10 +193,10 @@ __device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const 
         "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 2, 1;\n"
         "tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 7;\n"
         "tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;\n"
-        "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;\n"
+        "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], %9;\n"
         "tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;\n" ::"r"(tmp),
         "l"(reinterpret_cast<unsigned long long>(addr)), "r"(static_cast<unsigned>(cols)), "r"(static_cast<unsigned>(rows)),
-        "r"(static_cast<unsigned>(batch)), "l"(s1), "l"(s2), "n"(kRows)
+        "r"(static_cast<unsigned>(batch)), "l"(s1), "l"(s2), "n"(kBox0), "n"(kBox1), "n"(kSwizzle)
         : "memory");
   }
   __syncwarp();
@@ -203,17 +207,24 @@ __device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const 
 }
 // KD_TMAL: the producer's copies. Its first thread issues a stage's two boxes onto the stage's `landed`
 // barrier; kd_ring::publish waits there instead of on cp.async groups.
+static_assert(kABytesRaw == (KD_TA ? kBM * kBK : kALdF32 * kBK) * 4 && kALdF32 <= 256 && kBBytes == KD_BN * kBK * 4,
+              "KD_TMAL: each box is its tile's whole layout in the ring, at most 256 elements a side");
 struct kd_tma_loads {
   unsigned base;
   unsigned char* maps;  // global: A's map, then B's, 128 bytes each
   unsigned landed0;     // the first stage's `landed` barrier
   // Producer warps 0 and 1 build A's and B's maps (scratch: 256 bytes of shared memory no one uses yet).
   __device__ __forceinline__ void build(const kd_gemm_args& args, unsigned scratch, int warp, int lane) const {
-    if (warp == 0)
-      kd_make_load_map<kBM>(scratch, maps, args.a, args.k, args.m, args.batch, args.lda, args.stride_a, lane);
-    else if (warp == 1)
-      kd_make_load_map<KD_BN>(scratch + 128, maps + 128, args.b, args.k, args.n, args.batch, args.ldb, args.stride_b,
-                              lane);
+    if (warp == 0) {
+      if constexpr (KD_TA)
+        kd_make_load_map<kBK, kBM, 3>(scratch, maps, args.a, args.k, args.m, args.batch, args.lda, args.stride_a, lane);
+      else
+        kd_make_load_map<kALdF32, kBK, 0>(scratch, maps, args.a, args.m, args.k, args.batch, args.lda, args.stride_a,
+                                          lane);
+    } else if (warp == 1) {
+      kd_make_load_map<kBK, KD_BN, 3>(scratch + 128, maps + 128, args.b, args.k, args.n, args.batch, args.ldb,
+                                      args.stride_b, lane);
+    }
   }
   // After the producer's barrier: the issuing thread orders both published maps before its copies (the
   // empty bulk group works around a ptxas bug, as wg_tma's kd_map_acquire).
@@ -231,13 +242,14 @@ struct kd_tma_loads {
   __device__ __forceinline__ void load(int slot, int k0, int r0, int c0, int z) const {
     if ((threadIdx.x & 127) != 0) return;
     const unsigned bar = landed0 + 8 * slot, sa = base + slot * kStageBytes, sb = sa + kABytes;
+    // The boxes' bytes: A's is its raw tile (kABytes rounds it up to 1 KB).
     asm volatile("{.reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;}" ::"r"(bar),
-                 "n"(kABytes + kBBytes)
+                 "n"(kABytesRaw + kBBytes)
                  : "memory");
     asm volatile(
         "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(
             sa),
-        "l"(maps), "r"(k0), "r"(r0), "r"(z), "r"(bar)
+        "l"(maps), "r"(KD_TA ? k0 : r0), "r"(KD_TA ? r0 : k0), "r"(z), "r"(bar)
         : "memory");
     asm volatile(
         "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];" ::"r"(

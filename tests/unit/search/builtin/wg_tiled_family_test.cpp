@@ -262,7 +262,10 @@ TEST(WgTiled, BatchedEntriesOfAtMost64RowsGetAOneConsumerLoop) {
   const std::vector<Params> skb = completed_seeds_with(f, values, t, "KD_SKB");
   ASSERT_EQ(skb.size(), 2u) << "two consumers, then one";
   EXPECT_EQ(skb[0].at("KD_WG"), 2);
-  EXPECT_EQ(skb[1], with(skb[0], "KD_WG", 1));
+  EXPECT_EQ(skb[0].at("KD_TMAL"), 1);
+  Params one = with(skb[0], "KD_WG", 1);
+  one.erase("KD_TMAL");
+  EXPECT_EQ(skb[1], one) << "one consumer copies its operands with cp.async";
   EXPECT_TRUE(f.valid(values, t, skb[1]));
   const LaunchPlan lp = f.plan(values, t, skb[1]);
   EXPECT_EQ(lp.workspace_bytes, 0u);
@@ -376,8 +379,8 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_TRUE(off);
 }
 
-// Stream-K's operands by the TMA (KD_TMAL): the batched seeds of f32 A with ta = T and B with tb = N get
-// them; ta = N, entries that overlap (a broadcast operand, batch stride 0) and partial tiles keep the
+// Stream-K's operands by the TMA (KD_TMAL): the batched seeds of f32 with tb = N get them, A with either
+// ta; entries that overlap (a broadcast operand, batch stride 0), partial tiles and one consumer keep the
 // cp.async copies; the idea moves switch them either way, and switching stream-K off drops them.
 TEST(WgTiled, StreamKOperandsByTheTmaWhereTheyFit) {
   const Family& f = wg_tiled_family();
@@ -391,8 +394,18 @@ TEST(WgTiled, StreamKOperandsByTheTmaWhereTheyFit) {
   const GemmKey values = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
-  for (const Params& p : completed_seeds_with(f, values, t, "KD_SK")) EXPECT_FALSE(p.contains("KD_TMAL"));
-  EXPECT_FALSE(f.valid(values, t, skb[0])) << "ta = N: A's rows are not k";
+  const std::vector<Params> by_m = completed_seeds_with(f, values, t, "KD_SK");
+  ASSERT_FALSE(by_m.empty());
+  for (const Params& p : by_m) EXPECT_EQ(p.at("KD_TMAL"), 1) << "ta = N: A's box is its k rows of m, padded";
+  const GemmKey overlapping = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+      "stride_a=16380 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  EXPECT_FALSE(f.valid(overlapping, t, by_m[0])) << "A's entries overlap: k lda = 16384 floats";
+  const GemmKey heads64 = key_of(
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
+      "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1");
+  for (const Params& p : completed_seeds_with(f, heads64, t, "KD_SK"))
+    EXPECT_EQ(p.contains("KD_TMAL"), p.at("KD_WG") == 2) << "one consumer keeps the cp.async copies";
   const GemmKey broadcast = key_of(
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=0 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
@@ -748,7 +761,9 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=T m=2048 n=4096 k=4096 lda=4096 ldb=4096 ldc=2048 batch=1 epilogue=none beta0=1",
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=T m=1000 n=300 k=500 lda=1000 ldb=301 ldc=1000 batch=3 stride_a=500000 stride_b=150501 stride_c=300000 epilogue=bias beta0=0",
       // Short-k batches: turns, and turns with TMA stores (KD_TMAST) finishing bias and beta C.
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0"};
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=120 n=100 k=40 lda=40 ldb=40 ldc=120 batch=256 stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0",
+      // The same with ta = N (the operands by the TMA: A's box unswizzled).
+      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=120 n=100 k=40 lda=120 ldb=40 ldc=120 batch=256 stride_a=4800 stride_b=4000 stride_c=12000 epilogue=bias beta0=0"};
   // One idea step from the first seed of the 4096 x 4096 keys, both layouts.
   const std::vector<std::string> sources = test::seeds_and_first_steps(
       wg_tiled_family(), Target{}, wg_tiled_ideas(), extra,
