@@ -154,19 +154,21 @@ __device__ __forceinline__ kd_skb_tile<I> kd_skb_at(I tile, I tm, const long lon
   const I tiles = tm * static_cast<I>((n + KD_BN - 1) / KD_BN), z = tile / tiles;
   return {z, tile - z * tiles};
 }
-#if KD_TMAL
-// KD_TMAL: a 3-D map (inner, outer, batch) of f32 with box kBox0 x kBox1 x 1, built by one warp in 128
-// bytes of shared scratch and published to `out`, as kd_make_cmap builds C's. The TMA zero-fills past
-// every extent. Two boxes, each the ring's own layout of its tile:
+#if KD_TMAL || KD_TMAST
+// A 3-D tensor map of f32 (inner, outer, batch), box kBox0 x kBox1 x 1 with swizzle mode kSwizzle (3:
+// 128 bytes, 0: none), zero fill past every extent; ld and stride (the batch's) in floats. One entry
+// (stride 0 in the args) takes ld x outer: any stride the map accepts serves its single plane. The
+// strides go in bytes, or in units of 16 bytes for ptxas up to CUDA 12.6. Built by one warp in the 128 bytes of shared scratch `tmp` and published to `out`
+// in global memory, as wg_tma's kd_make_map builds its 2-D 16-bit maps: KD_TMAST's of C (the flush) and
+// KD_TMAL's of A and B, whose boxes are their tiles' layouts in the ring:
 // - rows of k (A with ta = T, B with tb = N): 32 floats of k x the tile's rows in the 128-byte swizzle
-//   (kSwizzle 3: row r's 16-byte chunk c at c ^ (r % 8));
+//   (row r's 16-byte chunk c at c ^ (r % 8));
 // - A with ta = N: kBM + 8 floats of m x 32 rows of k, unswizzled: each k row's kBM floats and the 8 after
 //   them, which the ring keeps as padding (kALdF32), so that the consumers' fragment reads stay off each
 //   other's banks. The 8 are the next tile's rows (read once more, from L2) or zeros past m.
 template <int kBox0, int kBox1, int kSwizzle>
-__device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const void* addr, long long cols,
-                                                 long long rows, long long batch, long long ld, long long stride,
-                                                 int lane) {
+__device__ __forceinline__ void kd_make_map3(unsigned tmp, void* out, const void* addr, long long cols, long long rows,
+                                             long long batch, long long ld, long long stride, int lane) {
   asm volatile("st.shared.b32 [%0], 0;" ::"r"(tmp + 4 * lane) : "memory");
   __syncwarp();
   if (lane == 0) {
@@ -205,10 +207,12 @@ __device__ __forceinline__ void kd_make_load_map(unsigned tmp, void* out, const 
       "r"(tmp)
       : "memory");
 }
-// KD_TMAL: the producer's copies. Its first thread issues a stage's two boxes onto the stage's `landed`
-// barrier; kd_ring::publish waits there instead of on cp.async groups.
+#endif
+#if KD_TMAL
 static_assert(kABytesRaw == (KD_TA ? kBM * kBK : kALdF32 * kBK) * 4 && kALdF32 <= 256 && kBBytes == KD_BN * kBK * 4,
               "KD_TMAL: each box is its tile's whole layout in the ring, at most 256 elements a side");
+// KD_TMAL: the producer's copies. Its first thread issues a stage's two boxes onto the stage's `landed`
+// barrier; kd_ring::publish waits there instead of on cp.async groups.
 struct kd_tma_loads {
   unsigned base;
   unsigned char* maps;  // global: A's map, then B's, 128 bytes each
@@ -217,12 +221,12 @@ struct kd_tma_loads {
   __device__ __forceinline__ void build(const kd_gemm_args& args, unsigned scratch, int warp, int lane) const {
     if (warp == 0) {
       if constexpr (KD_TA)
-        kd_make_load_map<kBK, kBM, 3>(scratch, maps, args.a, args.k, args.m, args.batch, args.lda, args.stride_a, lane);
+        kd_make_map3<kBK, kBM, 3>(scratch, maps, args.a, args.k, args.m, args.batch, args.lda, args.stride_a, lane);
       else
-        kd_make_load_map<kALdF32, kBK, 0>(scratch, maps, args.a, args.m, args.k, args.batch, args.lda, args.stride_a,
+        kd_make_map3<kALdF32, kBK, 0>(scratch, maps, args.a, args.m, args.k, args.batch, args.lda, args.stride_a,
                                           lane);
     } else if (warp == 1) {
-      kd_make_load_map<kBK, KD_BN, 3>(scratch + 128, maps + 128, args.b, args.k, args.n, args.batch, args.ldb,
+      kd_make_map3<kBK, KD_BN, 3>(scratch + 128, maps + 128, args.b, args.k, args.n, args.batch, args.ldb,
                                       args.stride_b, lane);
     }
   }

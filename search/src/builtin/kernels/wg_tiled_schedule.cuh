@@ -121,50 +121,9 @@ struct kd_stream_k {
 #endif
 };
 #if KD_TMAST
-// C's 3-D tensor map (rows m, columns n, batch; f32; box 32 x 64 x 1; 128-byte swizzle), built by one
-// warp in the 128-byte scratch `tmp` and published to `out` (wg_tma's kd_make_map, for f32 C).
+// C's 3-D tensor map (rows m, columns n, batch; box 32 x 64 x 1; 128-byte swizzle).
 __device__ __forceinline__ void kd_make_cmap(unsigned tmp, void* out, const kd_gemm_args& args, int lane) {
-  asm volatile("st.shared.b32 [%0], 0;" ::"r"(tmp + 4 * lane) : "memory");
-  __syncwarp();
-  if (lane == 0) {
-    const unsigned long long addr = reinterpret_cast<unsigned long long>(args.c);
-    // One entry (stride 0 in the args): any stride the map accepts serves its single plane. Bytes, or
-    // units of 16 bytes for ptxas up to CUDA 12.6, as wg_tma's kd_make_map.
-#if __CUDACC_VER_MAJOR__ < 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ <= 6)
-    constexpr unsigned long long unit = 16;
-#else
-    constexpr unsigned long long unit = 1;
-#endif
-    const unsigned long long s1 = static_cast<unsigned long long>(args.ldc) * 4 / unit;
-    const unsigned long long s2 =
-        static_cast<unsigned long long>(args.batch > 1 ? args.stride_c : args.ldc * args.n) * 4 / unit;
-    asm volatile(
-        "tensormap.replace.tile.global_address.shared::cta.b1024.b64 [%0], %1;\n"
-        "tensormap.replace.tile.rank.shared::cta.b1024.b32 [%0], 2;\n"
-        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 0, 32;\n"
-        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 1, 64;\n"
-        "tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], 2, 1;\n"
-        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 0, %2;\n"
-        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 1, %3;\n"
-        "tensormap.replace.tile.global_dim.shared::cta.b1024.b32 [%0], 2, %4;\n"
-        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 0, %5;\n"
-        "tensormap.replace.tile.global_stride.shared::cta.b1024.b64 [%0], 1, %6;\n"
-        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 0, 1;\n"
-        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 1, 1;\n"
-        "tensormap.replace.tile.element_stride.shared::cta.b1024.b32 [%0], 2, 1;\n"
-        "tensormap.replace.tile.elemtype.shared::cta.b1024.b32 [%0], 7;\n"
-        "tensormap.replace.tile.interleave_layout.shared::cta.b1024.b32 [%0], 0;\n"
-        "tensormap.replace.tile.swizzle_mode.shared::cta.b1024.b32 [%0], 3;\n"
-        "tensormap.replace.tile.fill_mode.shared::cta.b1024.b32 [%0], 0;\n" ::"r"(tmp),
-        "l"(addr), "r"(static_cast<unsigned>(args.m)), "r"(static_cast<unsigned>(args.n)),
-        "r"(static_cast<unsigned>(args.batch)), "l"(s1), "l"(s2)
-        : "memory");
-  }
-  __syncwarp();
-  asm volatile(
-      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned [%0], [%1], 128;" ::"l"(out),
-      "r"(tmp)
-      : "memory");
+  kd_make_map3<32, 64, 3>(tmp, out, args.c, args.m, args.n, args.batch, args.ldc, args.stride_c, lane);
 }
 #endif
 
