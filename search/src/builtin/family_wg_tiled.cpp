@@ -196,7 +196,7 @@ bool tma_stores_fit(const GemmKey& key, const Params& p) {
 }
 
 // Whether stream-K's operands can arrive by the TMA (KD_TMAL) on `key`: f32 with tb = N (B's rows of k,
-// the ring's layout; A either way, kernels/wg_tiled_copy.cuh's kd_make_load_map), whole tiles per CTA
+// the ring's layout; A either way, kernels/wg_tiled_copy.cuh's kd_make_map3), whole tiles per CTA
 // (the maps' workspace room leaves no place for partials), two consumers of m64n128 tiles (the boxes the
 // GPU gate has run), batch entries that do not overlap (a map's batch stride; a broadcast entry, stride
 // 0, takes the cp.async copies) and extents within the map's 32 bits. The strides' 16 bytes and A's and

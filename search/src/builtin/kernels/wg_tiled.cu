@@ -187,7 +187,7 @@ constexpr int kLoRing = kLoBufs ? kLoBufs : 1;  // a modulus that compiles when 
 constexpr int kBarBytes = kd_layout().bar_bytes();
 static_assert(kABytes % 1024 == 0 && kABytes >= kABytesRaw, "A tiles 1024-aligned");
 static_assert(!KD_WS || 8 * (2 * KD_STAGES + kLoRing + (KD_TMAL ? KD_STAGES : 0)) <= kBarBytes,
-              "the barrier area (KD_WS): full and empty per stage, lofree per B-lo buffer, KD_TMAL's landed per stage");
+              "the barrier area (KD_WS): full and empty per stage, lofree per B-lo buffer, KD_TMAL's landed");
 
 static_assert(KD_WG == 1 || KD_WG == 2, "KD_WG is 1 or 2");
 static_assert(KD_PROMOTE == 1 || KD_PROMOTE == 2, "KD_PROMOTE is 1 or 2");
@@ -216,7 +216,6 @@ static_assert(KD_SKB == 0 || (KD_SKB == 1 && KD_SK > 0), "KD_SKB is 0 or 1 (with
 static_assert(KD_PP == 0 || (KD_PP == 1 && KD_SK > 0 && KD_WG == 2), "KD_PP is 0 or 1 (with KD_SK and two consumers)");
 static_assert(KD_TMAL == 0 || (KD_SK > 0 && KD_WS && kF32 && KD_TB == 0 && !KD_F16S && !KD_BLO),
               "KD_TMAL: stream-K, warp-specialized, f32 with tb = N");
-
 static_assert(KD_TAIL == 1 || !KD_BLO, "KD_TAIL with KD_BLO spills in the producer (ptxas: 56 bytes)");
 
 // Strict f32 on tensor cores (3xTF32 and the f16 splits) takes back the accumulation's lean toward

@@ -158,9 +158,10 @@ __device__ __forceinline__ kd_skb_tile<I> kd_skb_at(I tile, I tm, const long lon
 // A 3-D tensor map of f32 (inner, outer, batch), box kBox0 x kBox1 x 1 with swizzle mode kSwizzle (3:
 // 128 bytes, 0: none), zero fill past every extent; ld and stride (the batch's) in floats. One entry
 // (stride 0 in the args) takes ld x outer: any stride the map accepts serves its single plane. The
-// strides go in bytes, or in units of 16 bytes for ptxas up to CUDA 12.6. Built by one warp in the 128 bytes of shared scratch `tmp` and published to `out`
-// in global memory, as wg_tma's kd_make_map builds its 2-D 16-bit maps: KD_TMAST's of C (the flush) and
-// KD_TMAL's of A and B, whose boxes are their tiles' layouts in the ring:
+// strides go in bytes, or in units of 16 bytes for ptxas up to CUDA 12.6. Built by one warp in the 128
+// bytes of shared scratch `tmp` and published to `out` in global memory, as wg_tma's kd_make_map builds
+// its 2-D 16-bit maps: KD_TMAST's of C (the flush) and KD_TMAL's of A and B, whose boxes are their
+// tiles' layouts in the ring:
 // - rows of k (A with ta = T, B with tb = N): 32 floats of k x the tile's rows in the 128-byte swizzle
 //   (row r's 16-byte chunk c at c ^ (r % 8));
 // - A with ta = N: kBM + 8 floats of m x 32 rows of k, unswizzled: each k row's kBM floats and the 8 after
@@ -223,11 +224,10 @@ struct kd_tma_loads {
       if constexpr (KD_TA)
         kd_make_map3<kBK, kBM, 3>(scratch, maps, args.a, args.k, args.m, args.batch, args.lda, args.stride_a, lane);
       else
-        kd_make_map3<kALdF32, kBK, 0>(scratch, maps, args.a, args.m, args.k, args.batch, args.lda, args.stride_a,
-                                          lane);
+        kd_make_map3<kALdF32, kBK, 0>(scratch, maps, args.a, args.m, args.k, args.batch, args.lda, args.stride_a, lane);
     } else if (warp == 1) {
       kd_make_map3<kBK, KD_BN, 3>(scratch + 128, maps + 128, args.b, args.k, args.n, args.batch, args.ldb,
-                                      args.stride_b, lane);
+                                  args.stride_b, lane);
     }
   }
   // After the producer's barrier: the issuing thread orders both published maps before its copies (the
@@ -242,7 +242,7 @@ struct kd_tma_loads {
           "l"(maps + 128)
           : "memory");
   }
-  // Stage `slot`: A's box at (k0, r0, z) and B's at (k0, c0, z).
+  // Stage `slot`: A's box at (k0, r0, z) (ta = N: at (r0, k0, z)) and B's at (k0, c0, z).
   __device__ __forceinline__ void load(int slot, int k0, int r0, int c0, int z) const {
     if ((threadIdx.x & 127) != 0) return;
     const unsigned bar = landed0 + 8 * slot, sa = base + slot * kStageBytes, sb = sa + kABytes;
