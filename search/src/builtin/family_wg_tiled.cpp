@@ -186,29 +186,35 @@ bool turns_fit(const GemmKey& key, const Params& p) {
   return param(p, kSk) != 0 && param(p, kWg) == 2 && ceil_div(key.k, kTileK) <= kMaxTurnsKTiles;
 }
 
-// Whether stream-K's outputs can leave through TMA stores (KD_TMAST) on `key`: whole tiles per CTA (no
-// partials), and C's column and batch strides multiples of 16 bytes and its extents within the tensor
-// map's 32 bits. C's own alignment is the kernel's to check (a C off 16 bytes takes the ordinary stores).
-bool tma_stores_fit(const GemmKey& key, const Params& p) {
-  if (param(p, kSk) == 0 || param(p, kMw) != 1 || sk_partials(key, p) != 1 || key.c != DType::f32) return false;
-  if (key.ldc % 4 != 0 || (key.batch > 1 && key.stride_c % 4 != 0)) return false;
+// What every stream-K tensor map of wg_tiled (KD_TMAST's, KD_TMAL's) asks of `p` on `key`: whole tiles
+// per CTA (the maps' workspace room leaves none for partials), one m64 block per warpgroup, and m, n and
+// the batch within a map's 32-bit extents.
+bool sk_maps_fit(const GemmKey& key, const Params& p) {
+  if (param(p, kSk) == 0 || param(p, kMw) != 1 || sk_partials(key, p) != 1) return false;
   return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.batch < 0x7fffffffLL;
 }
 
-// Whether stream-K's operands can arrive by the TMA (KD_TMAL) on `key`: f32 with tb = N (B's rows of k,
-// the ring's layout; A either way, kernels/wg_tiled_copy.cuh's kd_make_map3), whole tiles per CTA
-// (the maps' workspace room leaves no place for partials), two consumers of m64n128 tiles (the boxes the
-// GPU gate has run), batch entries that do not overlap (a map's batch stride; a broadcast entry, stride
-// 0, takes the cp.async copies) and extents within the map's 32 bits. The strides' 16 bytes and A's and
-// B's alignment are every wg_tiled record's (wg_rejects, the dispatcher).
+// Whether stream-K's outputs can leave through TMA stores (KD_TMAST) on `key`: sk_maps_fit, f32 C, and
+// C's column and batch strides multiples of 16 bytes. C's own alignment is the kernel's to check (a C
+// off 16 bytes takes the ordinary stores).
+bool tma_stores_fit(const GemmKey& key, const Params& p) {
+  if (!sk_maps_fit(key, p) || key.c != DType::f32) return false;
+  return key.ldc % 4 == 0 && (key.batch == 1 || key.stride_c % 4 == 0);
+}
+
+// Whether stream-K's operands can arrive by the TMA (KD_TMAL) on `key`: sk_maps_fit with k within the
+// maps' 32 bits too; f32 with tb = N (B's rows of k, the ring's layout; A either way, kernels/
+// wg_tiled_copy.cuh's kd_make_map3); two consumers of m64n128 tiles (the boxes the GPU gate has run);
+// batch entries that do not overlap (a map's batch stride; a broadcast entry, stride 0, takes the
+// cp.async copies). The strides' 16 bytes and A's and B's alignment are every wg_tiled record's
+// (wg_rejects, the dispatcher).
 bool tma_loads_fit(const GemmKey& key, const Params& p) {
-  if (param(p, kSk) == 0 || param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kMw) != 1 || param(p, kBn) != 128)
+  if (!sk_maps_fit(key, p) || key.k >= 0x7fffffffLL) return false;
+  if (param(p, kWs) != 1 || param(p, kWg) != 2 || param(p, kBn) != 128 || param(p, kF16s) || param(p, kBlo))
     return false;
-  if (param(p, kF16s) || param(p, kBlo) || sk_partials(key, p) != 1) return false;
   if (key.a != DType::f32 || key.b != DType::f32 || key.tb != Transpose::N) return false;
   const long long a_extent = key.ta == Transpose::T ? key.m * key.lda : key.k * key.lda;
-  if (key.batch > 1 && (key.stride_a < a_extent || key.stride_b < key.n_last() * key.ldb)) return false;
-  return key.m < 0x7fffffffLL && key.n_last() < 0x7fffffffLL && key.k < 0x7fffffffLL && key.batch < 0x7fffffffLL;
+  return key.batch == 1 || (key.stride_a >= a_extent && key.stride_b >= key.n_last() * key.ldb);
 }
 
 // `p` with its operands by the TMA (KD_TMAL) where they fit. Kernel lab, H200, serving, session 47,
