@@ -26,13 +26,42 @@ back after its serving-regime timing, saved as OUT/NAME.trace and summarised (wg
 
 --serving adds the gate's serving regime (design.md, "Timing"): R back-to-back calls captured in one
 CUDA graph, each on its own copy of A (the copies together at least 3x the L2), per-call time =
-replay time / R, for the variant, cuBLAS and a streaming read of the same bytes (`strm`)."""
-import ctypes, json, os, subprocess, sys, tempfile, concurrent.futures as cf
+replay time / R, for the variant, cuBLAS and a streaming read of the same bytes (`strm`).
+
+--dram (with --serving): each serving graph is replayed once more between cuProfilerStart and
+cuProfilerStop, and the log names it (a "DRAM-GRAPH label reps" line, in order). Run the lab under Nsight
+Compute with graphs profiled whole, caches and clocks left alone:
+  ncu --profile-from-start off --graph-profiling graph --cache-control none --clock-control none \
+      --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum --csv --print-units base \
+      --log-file DRAM.csv python3 kernel_lab.py SRC CFG --serving --dram > LAB.log
+then `kernel_lab.py dram-report DRAM.csv LAB.log` prints each graph's DRAM bytes read and written per call:
+what of a call's operands and output actually reach DRAM in the serving regime."""
+import ctypes, csv, json, os, subprocess, sys, tempfile, concurrent.futures as cf
+
+if len(sys.argv) == 4 and sys.argv[1] == "dram-report":
+    # ncu's CSV: one row per metric of each profiled workload (a whole graph), in profiling order.
+    per = {}
+    with open(sys.argv[2]) as f:
+        lines = [l for l in f if l.startswith('"')]
+    for r in csv.DictReader(lines):
+        per.setdefault(int(r["ID"]), {})[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    labels = [l.split()[1:] for l in open(sys.argv[3]) if l.startswith("DRAM-GRAPH ")]
+    if len(labels) != len(per):
+        sys.exit(f"dram-report: {len(per)} profiled graphs against {len(labels)} DRAM-GRAPH lines")
+    # The time is ncu's: a graph profiled whole runs slower than the lab's own serving timing.
+    print(f"{'graph':40s} {'read MB':>9s} {'write MB':>9s} {'ncu us':>8s}  (per call)")
+    for (label, reps), (_, m) in zip(labels, sorted(per.items())):
+        n = int(reps)
+        print(f"{label:40s} {m['dram__bytes_read.sum'] / n / 1e6:9.2f} {m['dram__bytes_write.sum'] / n / 1e6:9.2f} "
+              f"{m['gpu__time_duration.sum'] / n / 1e3:8.2f}")
+    sys.exit(0)
+
 import torch
 
 src, cfg_path = sys.argv[1], sys.argv[2]
 out_dir = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else tempfile.mkdtemp()
 serving = "--serving" in sys.argv
+dram = serving and "--dram" in sys.argv
 here = os.path.dirname(os.path.abspath(__file__))
 inc = os.path.join(here, "../../libdispatch/include")
 cfg = json.load(open(cfg_path))
@@ -114,7 +143,7 @@ bw = 2 * (1 << 30) / (bw_us * 1e-6)
 print(f"copy bandwidth {bw/1e12:.2f} TB/s", flush=True)
 
 # The serving regime: calls(stream) issues R calls, each on its own weight copy; captured once.
-def graph_time(calls, reps=7):
+def graph_time(calls, reps=7, label=None):
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
@@ -130,6 +159,11 @@ def graph_time(calls, reps=7):
         a.record(); g.replay(); b.record(); b.synchronize()
         ts.append(a.elapsed_time(b) * 1000 / n)
     ts.sort()
+    if dram and label:
+        ck(cu.cuProfilerStart(), "cuProfilerStart")
+        g.replay(); torch.cuda.synchronize()
+        ck(cu.cuProfilerStop(), "cuProfilerStop")
+        print(f"DRAM-GRAPH {label} {n}", flush=True)
     return ts[len(ts) // 2]
 
 STREAM_SRC = r"""
@@ -214,7 +248,7 @@ for case in cfg["cases"]:
             for i in range(reps):
                 mm(Xop, Wops[i % copies], out=out)
             return reps
-        base_srv = graph_time(mm_calls)
+        base_srv = graph_time(mm_calls, label=f"cublas_{case['dtype']}_{m}x{n}x{k}x{nb}")
         sink = torch.zeros(1, dtype=torch.int32, device=dev)
         def stream_calls(stream):
             for i in range(reps):
@@ -223,7 +257,7 @@ for case in cfg["cases"]:
                 params = (ctypes.c_void_p * 3)(ctypes.addressof(p), ctypes.addressof(n16), ctypes.addressof(sp))
                 ck(cu.cuLaunchKernel(stream_fn, sms * 4, 1, 1, 512, 1, 1, 0, ctypes.c_void_p(stream), params, None), "stream")
             return reps
-        strm = graph_time(stream_calls)
+        strm = graph_time(stream_calls, label=f"strm_{case['dtype']}_{m}x{n}x{k}x{nb}")
         print(f"{case['dtype']} {m}x{n}x{k}: serving cuBLAS {base_srv:.2f} us ({strm / base_srv * 100:.0f}% strm), "
               f"streaming read {strm:.2f} us, {copies} copies x {reps // copies}", flush=True)
     err_base = ((out.double() - ref).norm() / ref.norm()).item()
@@ -271,7 +305,7 @@ for case in cfg["cases"]:
             if warm:
                 graph_time(var_calls)
                 warm = False
-            ts_ = graph_time(var_calls)
+            ts_ = graph_time(var_calls, label=name)
             if var.get("trace"):
                 # The stamps of the graph's last call (wg_trace.py), one slot row per CTA of the first launch.
                 import wg_trace

@@ -775,8 +775,9 @@ TEST(WgTiled, SeedsAndIdeaStepsCompileWithNvrtcWithoutSpills) {
 // tools/dev/lab_wg_f32.json, lab_wg_cluster.json, lab_wg_blo.json, lab_wg_tail.json, lab_wg_sk.json,
 // lab_wg_f16s.json, lab_wg_f16s_base.json (wg_tiled's f16 splits, the baseline wg_tma_f16s was
 // timed against), lab_wg_f16s_narrow.json (session 35's f16-split plans, with diagnostics that
-// leave launches out), lab_wg_pp.json (session 42's stream-K consumers taking turns) and lab_wg_tmal.json
-// (session 47's operands by the TMA, each beside its cp.async twin) agree with the
+// leave launches out), lab_wg_pp.json (session 42's stream-K consumers taking turns), lab_wg_tmal.json
+// (session 47's operands by the TMA, each beside its cp.async twin) and lab_bmm_dram.json (session 48's
+// DRAM bytes of the two short-k bmm seeds, kernel_lab.py --dram) agree with the
 // family's rules: every variant is valid for its case's key and
 // carries exactly the family's launch plan (a diagnostic, launches of it).
 TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
@@ -784,7 +785,8 @@ TEST(WgTiled, LabConfigMatchesTheFamilyRules) {
                                                {"lab_wg_blo.json", 20}, {"lab_wg_tail.json", 16},
                                                {"lab_wg_sk.json", 30},  {"lab_wg_f16s.json", 30},
                                                {"lab_wg_f16s_base.json", 3}, {"lab_wg_f16s_narrow.json", 10},
-                                               {"lab_wg_pp.json", 2},   {"lab_wg_tmal.json", 14}};
+                                               {"lab_wg_pp.json", 2},   {"lab_wg_tmal.json", 14},
+                                               {"lab_bmm_dram.json", 2}};
   for (const auto& [file, at_least] : files) {
     int variants = 0;
     ASSERT_NO_FATAL_FAILURE(test::check_lab_config(file, wg_tiled_family(), variants));
