@@ -3,7 +3,8 @@
 times them against cuBLAS (through torch) with L2 flushed between runs. A developer tool for tuning
 families on a GPU machine; the product's own gate and bench live in search/ and kdctl.
 
-usage: kernel_lab.py FAMILY_SOURCE CONFIGS.json [--out DIR]
+usage: kernel_lab.py FAMILY_SOURCE CONFIGS.json [--out DIR] [--serving [--dram]]
+       kernel_lab.py dram-report DRAM.csv LAB.log   (see --dram below)
 CONFIGS.json: {"cases":[{"dtype":"bf16","m":4096,"n":16,"k":4096,"variants":[{"KD_MT":1,...}, ...]}]}
 Each variant is a dict of -D macros plus "grid" / "block" computed here by the family's rule.
 `kd_kernel_dump --lab FAMILY 'gemm ...' [PARAMS ...]` prints such a case with the launches, workspace and
