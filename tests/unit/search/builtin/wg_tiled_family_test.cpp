@@ -19,6 +19,15 @@ using test::completed_seeds_with;
 using test::key_of;
 using test::llama_keys;
 
+// Keys several tests share: a short-k bmm of whole 128 x 128 entries (A with ta = T), and BERT's
+// attention values of 64-wide heads (one m64 tile is a whole entry).
+constexpr const char* kBmm128 =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
+    "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1";
+constexpr const char* kBertValues =
+    "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
+    "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1";
+
 TEST(WgTiled, RowCarriesItsEmbeddedSource) {
   test::expect_row_source(wg_tiled_family(), "wg_tiled", {"kd_wg_tiled(", "kd_wg_tiled_reduce("});
 }
@@ -255,10 +264,7 @@ TEST(WgTiled, BatchedTilesCoveringMostSMsAreNotSplit) {
 TEST(WgTiled, BatchedEntriesOfAtMost64RowsGetAOneConsumerLoop) {
   const Family& f = wg_tiled_family();
   const Target t;
-  // BERT's attention values (64-wide heads): one m64 tile is a whole entry.
-  const GemmKey values = key_of(
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
-      "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1");
+  const GemmKey values = key_of(kBertValues);
   const std::vector<Params> skb = completed_seeds_with(f, values, t, "KD_SKB");
   ASSERT_EQ(skb.size(), 2u) << "two consumers, then one";
   EXPECT_EQ(skb[0].at("KD_WG"), 2);
@@ -273,9 +279,7 @@ TEST(WgTiled, BatchedEntriesOfAtMost64RowsGetAOneConsumerLoop) {
   EXPECT_EQ(lp.launches[0].grid, (std::array<std::uint32_t, 3>{128, 1, 1}));
   EXPECT_EQ(lp.launches[0].block[0], 256u) << "the producer and one consumer";
   // Taller entries keep two consumers only.
-  const GemmKey taller = key_of(
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
-      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  const GemmKey taller = key_of(kBmm128);
   for (const Params& p : completed_seeds_with(f, taller, t, "KD_SKB")) EXPECT_EQ(p.at("KD_WG"), 2);
 }
 
@@ -326,9 +330,7 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
   EXPECT_TRUE(f.valid(odd_ldc, t, sk[1]));
   EXPECT_FALSE(f.valid(odd_ldc, t, sk[2]));
   EXPECT_EQ(stream_k_seeds(odd_ldc).size(), 2u) << "no TMA-store seed where C's strides do not allow one";
-  const GemmKey tiny = key_of(
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
-      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  const GemmKey tiny = key_of(kBmm128);
   const std::vector<Params> skb = stream_k_seeds(tiny);
   ASSERT_EQ(skb.size(), 1u) << "k = 128 is four k tiles a segment: too long for turns";
   EXPECT_FALSE(f.valid(tiny, t, with(skb[0], "KD_PP", 1)));
@@ -385,9 +387,7 @@ TEST(WgTiled, BatchedShortTilesGetAPersistentStreamKSeed) {
 TEST(WgTiled, StreamKOperandsByTheTmaWhereTheyFit) {
   const Family& f = wg_tiled_family();
   const Target t;
-  const GemmKey tiny = key_of(
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
-      "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
+  const GemmKey tiny = key_of(kBmm128);
   const std::vector<Params> skb = completed_seeds_with(f, tiny, t, "KD_SK");
   ASSERT_EQ(skb.size(), 1u);
   ASSERT_EQ(skb[0].at("KD_TMAL"), 1);
@@ -401,9 +401,7 @@ TEST(WgTiled, StreamKOperandsByTheTmaWhereTheyFit) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
       "stride_a=16380 stride_b=16384 stride_c=16384 epilogue=none beta0=1");
   EXPECT_FALSE(f.valid(overlapping, t, by_m[0])) << "A's entries overlap: k lda = 16384 floats";
-  const GemmKey heads64 = key_of(
-      "gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=64 n=128 k=128 lda=64 ldb=128 ldc=64 batch=512 "
-      "stride_a=8192 stride_b=16384 stride_c=8192 epilogue=none beta0=1");
+  const GemmKey heads64 = key_of(kBertValues);
   for (const Params& p : completed_seeds_with(f, heads64, t, "KD_SK"))
     EXPECT_EQ(p.contains("KD_TMAL"), p.at("KD_WG") == 2) << "one consumer keeps the cp.async copies";
   const GemmKey broadcast = key_of(
@@ -447,9 +445,7 @@ TEST(WgTiled, BatchedShortKGetsNoF16Splits) {
       "gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=512 n=512 k=64 lda=64 ldb=64 ldc=512 batch=32 "
       "stride_a=32768 stride_b=32768 stride_c=262144 epilogue=none beta0=1";
   EXPECT_EQ(f16s(scores), 0u);
-  EXPECT_EQ(f16s("gemm a=f32 b=f32 c=f32 compute=f32 ta=T tb=N m=128 n=128 k=128 lda=128 ldb=128 ldc=128 batch=256 "
-                 "stride_a=16384 stride_b=16384 stride_c=16384 epilogue=none beta0=1"),
-            0u);
+  EXPECT_EQ(f16s(kBmm128), 0u);
   EXPECT_GT(f16s("gemm a=f32 b=f32 c=f32 compute=f32 ta=N tb=N m=128 n=512 k=512 lda=128 ldb=512 ldc=128 batch=32 "
                  "stride_a=65536 stride_b=262144 stride_c=65536 epilogue=none beta0=1"),
             0u);
