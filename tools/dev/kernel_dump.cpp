@@ -76,12 +76,20 @@ std::string config_id(const Family& f, const std::string& rendered) {
   return fmt::format("{}-{:016x}", f.name, h);
 }
 
+// The key on `line`, or an error that names `where` and what parse_key found wrong with it.
+GemmKey parse_gemm_key(std::string_view line, const std::string& where) {
+  auto parsed = kd::parse_key(line);
+  if (const auto* err = std::get_if<kd::KeyError>(&parsed)) throw std::runtime_error(where + ": " + err->message);
+  return std::get<GemmKey>(std::move(parsed));
+}
+
 std::vector<GemmKey> shape_keys(const fs::path& file) {
   std::ifstream in(file);
   if (!in) throw std::runtime_error("cannot read " + file.string());
   std::vector<GemmKey> keys;
+  int n = 0;
   for (std::string line; std::getline(in, line);)
-    if (line.rfind("gemm", 0) == 0) keys.push_back(std::get<GemmKey>(kd::parse_key(line)));
+    if (++n, line.rfind("gemm", 0) == 0) keys.push_back(parse_gemm_key(line, fmt::format("{}:{}", file.string(), n)));
   return keys;
 }
 
@@ -257,7 +265,7 @@ const char* c_type(kd::DType t) {
 nlohmann::json lab_case(const std::vector<std::string>& args) {
   const Family* f = kd::builtin::find_family(args[0]);
   if (f == nullptr) throw std::runtime_error("no builtin family " + args[0]);
-  const GemmKey key = std::get<GemmKey>(kd::parse_key(args[1]));
+  const GemmKey key = parse_gemm_key(args[1], "the key");
   const bool ta = key.ta == kd::Transpose::T, tb = key.tb == kd::Transpose::T;
   if (auto why = kd::builtin::lab_refuses(key)) throw std::runtime_error(*why);
   if (auto why = f->rejects(key)) throw std::runtime_error(args[0] + " rejects the key: " + *why);
