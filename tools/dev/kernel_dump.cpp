@@ -88,8 +88,10 @@ std::vector<GemmKey> shape_keys(const fs::path& file) {
   if (!in) throw std::runtime_error("cannot read " + file.string());
   std::vector<GemmKey> keys;
   int n = 0;
-  for (std::string line; std::getline(in, line);)
-    if (++n, line.rfind("gemm", 0) == 0) keys.push_back(parse_gemm_key(line, fmt::format("{}:{}", file.string(), n)));
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (line.rfind("gemm", 0) == 0) keys.push_back(parse_gemm_key(line, fmt::format("{}:{}", file.string(), n)));
+  }
   return keys;
 }
 
