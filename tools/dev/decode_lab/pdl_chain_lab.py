@@ -5,7 +5,7 @@
 
 The e2e decode step calls F.linear for q (4096 x 16 x 4096), k and v (1024 x 16 x 4096 each) back to
 back on the same tokens, after an elementwise kernel of the application. cuBLAS runs each call as an
-isolated kernel, so the two small ones pay their whole ramp and tail. Here skinny_xpf.cu runs the three
+isolated kernel, so the two small ones pay their whole ramp and tail. Here skinny_xreg.cu runs the three
 as programmatic dependents (each first launch may start before the previous kernel ends), with and
 without KD_TRIG (launch_dependents first) and KD_PF (the CTA's weight rows prefetched into the L2
 before the grid wait). Each layer has its own weights (8 layers, cold in HBM as in a step); graph time
@@ -15,7 +15,7 @@ import torch
 
 here = os.path.dirname(os.path.abspath(__file__))
 inc = os.path.join(here, "../../../libdispatch/include")
-src = os.path.join(here, "skinny_xpf.cu")
+src = os.path.join(here, "skinny_xreg.cu")
 out_dir = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else tempfile.mkdtemp()
 os.makedirs(out_dir, exist_ok=True)
 cu = ctypes.CDLL("libcuda.so.1")
@@ -50,14 +50,14 @@ def kernel(warps, octets, pf, trig):
     key = (warps, octets, pf, trig)
     if key in kernels:
         return kernels[key]
-    cubin = os.path.join(out_dir, f"xpf_w{warps}_o{octets}_pf{pf}_t{trig}.cubin")
+    cubin = os.path.join(out_dir, f"xreg_w{warps}_o{octets}_pf{pf}_t{trig}.cubin")
     defs = dict(KD_IN_T="__nv_bfloat16", KD_OUT_T="__nv_bfloat16", KD_WARPS=warps, KD_OCTETS=octets, KD_BETA_ZERO=1,
                 KD_BIAS=0, KD_PDL=1, KD_PF=pf, KD_TRIG=trig)
     subprocess.run(["nvcc", "-arch=sm_90a", "-cubin", "-std=c++17", "-I", inc, "-o", cubin, src] +
                    [f"-D{k}={v}" for k, v in defs.items()], check=True)
     mod, fn = ctypes.c_void_p(), ctypes.c_void_p()
     ck(cu.cuModuleLoadData(ctypes.byref(mod), open(cubin, "rb").read()), "load")
-    ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"kd_skinny_xpf"), "get")
+    ck(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"kd_skinny_xreg"), "get")
     smem = warps * 8 * 528 + warps * octets * 512
     ck(cu.cuFuncSetAttribute(fn, 8, smem), "smem attr")
     kernels[key] = (fn, smem, mod)
@@ -67,7 +67,7 @@ def kernel(warps, octets, pf, trig):
 keep = []
 
 
-def launch_xpf(cfg, w, x, out, stream):
+def launch_xreg(cfg, w, x, out, stream):
     warps, octets, pf, trig = cfg
     fn, smem, _ = kernel(warps, octets, pf, trig)
     m, k = w.shape
@@ -104,7 +104,7 @@ def step(plan, stream):
             if cfg is None:
                 torch.matmul(x, w.t(), out=o)
             else:
-                launch_xpf(cfg, w, x, o, stream)
+                launch_xreg(cfg, w, x, o, stream)
 
 
 def graph_time(plan, reps=7, inner=4):
@@ -134,7 +134,7 @@ def check(plan):
     errs = []
     for w, o, cfg, r in ((Wq[0], q, plan[0], ref[0]), (Wk[0], kk, plan[1], ref[1]), (Wv[0], vv, plan[1], ref[2])):
         o.fill_(float("nan"))
-        launch_xpf(cfg, w, x, o, s)
+        launch_xreg(cfg, w, x, o, s)
         torch.cuda.synchronize()
         errs.append(((o.float() - r).norm() / r.norm()).item())
     return max(errs)

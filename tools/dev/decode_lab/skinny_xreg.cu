@@ -14,6 +14,16 @@
 //  - KD_PIPE (default 1) issues the next octet's loads as soon as this octet's rows are in the tile.
 // Plan: grid = [ceil(m / (8 * KD_OCTETS)), 1, batch], block = [32 * KD_WARPS],
 //   smem = KD_WARPS * 8 * 528 (the tiles) + KD_WARPS * KD_OCTETS * 512 (the running sums).
+// Two switches for chains of decode GEMMs that are programmatic dependents of one another (issue 27,
+// session 50, H200, pdl_chain_lab.py: the prefetch cost 1.5-2.1 us a layer of q, k and v, the trigger
+// nothing measurable; both 0 by default, which is the kernel sessions 29 and 41 measured):
+//  - KD_TRIG = 1: griddepcontrol.launch_dependents first, so the next call's CTAs may start on SMs
+//    this grid leaves free, or frees as its CTAs finish;
+//  - KD_PF = 1: before the grid dependency wait, each thread asks the L2 for its piece of the CTA's
+//    rows of A (cp.async.bulk.prefetch.L2, one predicated instruction): the weights of the
+//    next call stream from HBM during the previous call's tail instead of after it. A prefetch moves
+//    no value into the kernel: the L2 is where every write to device memory lands, so a load after
+//    the wait sees the previous kernel's writes whether or not its line was prefetched.
 #include <kdispatch/gemm.cuh>
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
@@ -25,6 +35,12 @@
 #define KD_OCTETS 4
 #define KD_BETA_ZERO 1
 #define KD_BIAS 0
+#endif
+#ifndef KD_PF
+#define KD_PF 0
+#endif
+#ifndef KD_TRIG
+#define KD_TRIG 0
 #endif
 #ifndef KD_PIPE
 #define KD_PIPE 1  // the next octet's loads issued before this octet's mmas
@@ -39,8 +55,26 @@
 
 extern "C" __global__ void __launch_bounds__(32 * KD_WARPS, 1)
 kd_skinny_xreg(kd_gemm_args args) {
+#if KD_PF
+  {
+    const long long r0 = static_cast<long long>(blockIdx.x) * 8 * KD_OCTETS;
+    const long long rows = args.m - r0 < 8 * KD_OCTETS ? args.m - r0 : 8 * KD_OCTETS;
+    const unsigned long long bytes = static_cast<unsigned long long>(rows) * args.lda * sizeof(KD_IN_T);
+    const unsigned long long piece = (bytes / blockDim.x + 127) / 128 * 128;
+    const unsigned long long off = threadIdx.x * piece;
+    const unsigned sz = off < bytes ? static_cast<unsigned>(bytes - off < piece ? bytes - off : piece) : 0u;
+    const char* p = static_cast<const char*>(args.a) +
+                    (static_cast<unsigned long long>(blockIdx.z) * args.stride_a + r0 * args.lda) * sizeof(KD_IN_T) + off;
+    asm volatile("{.reg .pred p; setp.ne.u32 p, %1, 0; @p cp.async.bulk.prefetch.L2.global [%0], %1;}" ::"l"(p),
+                 "r"(sz)
+                 : "memory");
+  }
+#endif
+#if KD_TRIG
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
 #if KD_PDL
-  KD_GRID_DEPENDENCY_WAIT();  // first in the kernel: the launch may overlap the previous kernel
+  KD_GRID_DEPENDENCY_WAIT();  // the launch may overlap the previous kernel (after KD_PF's prefetch)
 #endif
   extern __shared__ __align__(128) unsigned char smem[];
   const long long m = args.m, n = args.n, k = args.k;
