@@ -17,6 +17,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "e2e"))
 import shim_llama_decode_e2e as e2e  # noqa: E402
+from step_timing import replay_us  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib", required=True)
@@ -52,30 +53,12 @@ for batch in [int(b) for b in args.batches.split(",")]:
     graphs = {}
     for m in ("plain", "stream", "stream_pdl", "none"):
         mode["m"] = m
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.no_grad(), torch.cuda.stream(side):
-            for _ in range(3):
-                step(tok, pos)
-        torch.cuda.current_stream().wait_stream(side)
-        torch.cuda.synchronize()
-        g = torch.cuda.CUDAGraph()
-        with torch.no_grad(), torch.cuda.graph(g):
-            step(tok, pos)
-        graphs[m] = g
+        with torch.no_grad():
+            graphs[m], _ = e2e.capture_step(torch, step, tok, pos)
     times = {m: [] for m in graphs}
     for _ in range(args.reps):  # interleaved, so clock drift falls on every mode alike
         for m, g in graphs.items():
-            for _ in range(5):
-                g.replay()
-            torch.cuda.synchronize()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            for _ in range(40):
-                g.replay()
-            e.record()
-            torch.cuda.synchronize()
-            times[m].append(s.elapsed_time(e) / 40 * 1000)
+            times[m].append(replay_us(torch, g, 40))
     med = {m: statistics.median(t) for m, t in times.items()}
     for m in graphs:
         rows.append((batch, m, med[m], min(times[m]), max(times[m]), med["plain"] / med[m]))

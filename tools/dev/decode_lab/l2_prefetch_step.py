@@ -16,6 +16,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "tests" / "e2e"))
 import shim_llama_decode_e2e as e2e  # noqa: E402
+from step_timing import replay_us  # noqa: E402
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--lib", required=True)
@@ -64,28 +65,9 @@ F.linear = wrapped
 
 def time_config(cap, mode=0, on=True):
     state.update(cap=cap << 20, mode=mode, on=on)
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.no_grad(), torch.cuda.stream(side):
-        for _ in range(3):
-            step(tok, pos)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.no_grad(), torch.cuda.graph(g):
-        step(tok, pos)
-    for _ in range(10):
-        g.replay()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(args.reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(50):
-            g.replay()
-        e.record()
-        torch.cuda.synchronize()
-        times.append(s.elapsed_time(e) / 50 * 1000)
+    with torch.no_grad():
+        g, _ = e2e.capture_step(torch, step, tok, pos)
+    times = [replay_us(torch, g, 50, warm=10 if i == 0 else 0) for i in range(args.reps)]
     del g
     return statistics.median(times), min(times), max(times)
 
